@@ -1,0 +1,130 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client is a typed client of the svc API.
+type Client struct {
+	// BaseURL is the API address, e.g. http://10.0.0.20:8443.
+	BaseURL string
+	// Token is sent as a bearer token when set.
+	Token string
+	// HTTP is the client used for requests; a client with a 60 s timeout when nil.
+	HTTP *http.Client
+}
+
+// NewClient returns a client of the API at baseURL.
+func NewClient(baseURL, token string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 60 * time.Second}}
+}
+
+// ClusterInfo reads GET /api/v1/cluster-info.
+func (c *Client) ClusterInfo(ctx context.Context) (ClusterInfo, error) {
+	var out ClusterInfo
+	err := c.Do(ctx, http.MethodGet, "/api/v1/cluster-info", nil, &out)
+	return out, err
+}
+
+// ListNodes lists the nodes of a namespace. With consistent set, the read goes
+// through the leader.
+func (c *Client) ListNodes(ctx context.Context, namespace string, consistent bool) ([]Node, error) {
+	p := "/api/v1/namespaces/" + url.PathEscape(namespace) + "/nodes"
+	if consistent {
+		p += "?consistent=true"
+	}
+	var out List[Node]
+	if err := c.Do(ctx, http.MethodGet, p, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// TagNode adds a tag to a node and returns the node.
+func (c *Client) TagNode(ctx context.Context, namespace, node, tag string) (Node, error) {
+	return c.tagCall(ctx, namespace, node, "tag", tag)
+}
+
+// UntagNode removes a tag from a node and returns the node.
+func (c *Client) UntagNode(ctx context.Context, namespace, node, tag string) (Node, error) {
+	return c.tagCall(ctx, namespace, node, "untag", tag)
+}
+
+func (c *Client) tagCall(ctx context.Context, namespace, node, verb, tag string) (Node, error) {
+	var out Node
+	p := "/api/v1/namespaces/" + url.PathEscape(namespace) + "/nodes/" + url.PathEscape(node) + "/" + verb
+	err := c.Do(ctx, http.MethodPost, p, TagRequest{Tag: tag}, &out)
+	return out, err
+}
+
+// Do sends a request with an optional JSON body and decodes a JSON answer into
+// out (when out is not nil). An error answer becomes a *StatusError.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, body)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return decodeStatus(resp, data)
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// ErrNotStatus is wrapped by the error returned for an error answer that is
+// not a Status body.
+var ErrNotStatus = errors.New("answer is not a Status")
+
+func decodeStatus(resp *http.Response, data []byte) error {
+	var st Status
+	if err := json.Unmarshal(data, &st); err != nil || st.Kind != "Status" {
+		snippet := string(data)
+		if len(snippet) > 200 {
+			snippet = snippet[:200]
+		}
+		return fmt.Errorf("%s: %w: %q", resp.Status, ErrNotStatus, snippet)
+	}
+	return &StatusError{Status: st, RetryAfter: resp.Header.Get("Retry-After")}
+}

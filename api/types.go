@@ -1,0 +1,75 @@
+package api
+
+import "time"
+
+// DefaultNamespace is the namespace every user reaches and every node starts in.
+const DefaultNamespace = "svc-default"
+
+// Node phases.
+const (
+	PhaseReady    = "READY"
+	PhaseNotReady = "NOT READY"
+)
+
+// NodeTypeWorker is the only node type.
+const NodeTypeWorker = "WORKER"
+
+// Raft roles shown in cluster-info.
+const (
+	RaftLeader   = "leader"
+	RaftVoter    = "voter"
+	RaftNonvoter = "nonvoter"
+)
+
+// HeaderForwardedBy marks a request that one peer forwarded to the leader.
+// A peer never forwards a request that carries it.
+const HeaderForwardedBy = "X-Svc-Forwarded-By"
+
+// List is the envelope of every list response.
+type List[T any] struct {
+	Items []T `json:"items"`
+}
+
+// Node is one item of the node list (spec 2.1, plus arch).
+type Node struct {
+	Name              string   `json:"name"`
+	Namespace         string   `json:"namespace"`
+	NodeIP            string   `json:"nodeIP"`
+	AvailableCPU      int      `json:"availableCpu"`
+	AvailableMemory   string   `json:"availableMemory"`
+	AvailableGPU      int      `json:"availableGpu"`
+	AllocatableCPU    int      `json:"allocatableCpu"`
+	AllocatableMemory string   `json:"allocatableMemory"`
+	AllocatableGPU    int      `json:"allocatableGpu"`
+	NodeType          string   `json:"nodeType"`
+	Phase             string   `json:"phase"`
+	Tags              []string `json:"svcTags"`
+	Arch              string   `json:"arch"`
+}
+
+// TagRequest is the body of the node tag and untag calls.
+type TagRequest struct {
+	Tag string `json:"tag"`
+}
+
+// ClusterPeer is one peer in cluster-info.
+type ClusterPeer struct {
+	Name    string `json:"name"`
+	APIAddr string `json:"apiAddr"`
+	Raft    string `json:"raft"`
+}
+
+// ClusterInfo is the body of GET /api/v1/cluster-info.
+type ClusterInfo struct {
+	APIEndpoint           string        `json:"apiEndpoint"`
+	APIDomain             string        `json:"apiDomain"`
+	CertData              string        `json:"certData"`
+	AppClientID           string        `json:"appClientId"`
+	BaseOauthEndpoint     string        `json:"baseOauthEndpoint"`
+	GPUPassthroughEnabled bool          `json:"gpuPassthroughEnabled"`
+	Version               string        `json:"version"`
+	ClusterID             string        `json:"clusterId"`
+	Leader                string        `json:"leader"`
+	Peers                 []ClusterPeer `json:"peers"`
+	CreatedAt             *time.Time    `json:"createdAt,omitempty"`
+}

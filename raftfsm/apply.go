@@ -1,0 +1,207 @@
+package raftfsm
+
+import (
+	"slices"
+
+	"github.com/svc-project/svc/api"
+)
+
+// apply runs one decoded command against s. A decoding error of the body is
+// returned wrapped in ErrBadBody (the caller decides whether that is fatal);
+// a broken rule is returned as a rule error and leaves s unchanged.
+func (s *State) apply(c Command) (any, error) {
+	switch c.Type &^ FlagIgnorable {
+	case TypeInit:
+		return applyBody(c, s.applyInit)
+	case TypeNodeUpsert:
+		return applyBody(c, s.applyNodeUpsert)
+	case TypeNodeSetPhase:
+		return applyBody(c, s.applyNodeSetPhase)
+	case TypeNodeTag:
+		return applyBody(c, s.applyNodeTag)
+	case TypeNodeUntag:
+		return applyBody(c, s.applyNodeUntag)
+	case TypeNodeSetNamespace:
+		return applyBody(c, s.applyNodeSetNamespace)
+	case TypeNamespaceCreate:
+		return applyBody(c, s.applyNamespaceCreate)
+	case TypeNamespaceDelete:
+		return applyBody(c, s.applyNamespaceDelete)
+	}
+	return nil, ErrUnknownCommand
+}
+
+func applyBody[T any](c Command, f func(T) (any, error)) (any, error) {
+	v, err := decodeBody[T](c)
+	if err != nil {
+		return nil, err
+	}
+	return f(v)
+}
+
+func (s *State) applyInit(c Init) (any, error) {
+	if s.Initialized {
+		return nil, ruleErr(ErrAlreadyExists, "cluster %s is already initialised", s.ClusterID)
+	}
+	if c.ClusterID == "" {
+		return nil, ruleErr(ErrInvalid, "cluster id must not be empty")
+	}
+	s.Initialized = true
+	s.ClusterID = c.ClusterID
+	s.CreatedAt = c.Time
+	if _, ok := s.Namespaces[api.DefaultNamespace]; !ok {
+		s.Namespaces[api.DefaultNamespace] = &Namespace{Name: api.DefaultNamespace, CreatedAt: c.Time}
+	}
+	return nil, nil
+}
+
+func validPhase(p string) bool { return p == api.PhaseReady || p == api.PhaseNotReady }
+
+func (s *State) applyNodeUpsert(c NodeUpsert) (any, error) {
+	if c.Name == "" {
+		return nil, ruleErr(ErrInvalid, "node name must not be empty")
+	}
+	if c.Capacity.CPU < 0 || c.Capacity.MemoryBytes < 0 || c.Capacity.GPU < 0 {
+		return nil, ruleErr(ErrInvalid, "node %q: capacity must not be negative", c.Name)
+	}
+	n, ok := s.Nodes[c.Name]
+	if !ok {
+		phase := c.Phase
+		if phase == "" {
+			phase = api.PhaseNotReady
+		}
+		if !validPhase(phase) {
+			return nil, ruleErr(ErrInvalid, "node %q: unknown phase %q", c.Name, phase)
+		}
+		n = &Node{Name: c.Name, Namespace: api.DefaultNamespace, Tags: []string{}, Phase: phase, PhaseSince: c.Time, JoinedAt: c.Time}
+		s.Nodes[c.Name] = n
+	}
+	n.Addr, n.APIAddr, n.RaftAddr, n.GossipAddr = c.Addr, c.APIAddr, c.RaftAddr, c.GossipAddr
+	n.Arch, n.Version, n.Capacity = c.Arch, c.Version, c.Capacity
+	return n.clone(), nil
+}
+
+func (s *State) applyNodeSetPhase(c NodeSetPhase) (any, error) {
+	n, ok := s.Nodes[c.Name]
+	if !ok {
+		return nil, ruleErr(ErrNotFound, "node %q not found", c.Name)
+	}
+	if !validPhase(c.Phase) {
+		return nil, ruleErr(ErrInvalid, "node %q: unknown phase %q", c.Name, c.Phase)
+	}
+	if n.Phase != c.Phase {
+		n.PhaseSince = c.Time
+	}
+	n.Phase, n.PhaseReason = c.Phase, c.Reason
+	return n.clone(), nil
+}
+
+// nodeIn returns the node if it is dedicated to namespace ns.
+func (s *State) nodeIn(ns, name string) (*Node, error) {
+	n, ok := s.Nodes[name]
+	if !ok || n.Namespace != ns {
+		return nil, ruleErr(ErrNotFound, "node %q not found in namespace %q", name, ns)
+	}
+	return n, nil
+}
+
+func (s *State) applyNodeTag(c NodeTag) (any, error) {
+	if err := api.ValidateTag(c.Tag); err != nil {
+		return nil, ruleErr(ErrInvalid, "%s", err.Error())
+	}
+	n, err := s.nodeIn(c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !n.HasTag(c.Tag) {
+		n.Tags = append(n.Tags, c.Tag)
+		slices.Sort(n.Tags)
+	}
+	return n.clone(), nil
+}
+
+func (s *State) applyNodeUntag(c NodeTag) (any, error) {
+	if err := api.ValidateTag(c.Tag); err != nil {
+		return nil, ruleErr(ErrInvalid, "%s", err.Error())
+	}
+	n, err := s.nodeIn(c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	n.Tags = slices.DeleteFunc(n.Tags, func(t string) bool { return t == c.Tag })
+	return n.clone(), nil
+}
+
+func (s *State) applyNodeSetNamespace(c NodeSetNamespace) (any, error) {
+	n, ok := s.Nodes[c.Name]
+	if !ok {
+		return nil, ruleErr(ErrNotFound, "node %q not found", c.Name)
+	}
+	if _, ok := s.Namespaces[c.Namespace]; !ok {
+		return nil, ruleErr(ErrNotFound, "namespace %q not found", c.Namespace)
+	}
+	if n.Namespace != c.Namespace {
+		for _, vm := range s.VMs {
+			if vm.Node == n.Name {
+				return nil, ruleErr(ErrConflict, "node %q still hosts VMs of namespace %q", n.Name, n.Namespace)
+			}
+		}
+	}
+	n.Namespace = c.Namespace
+	return n.clone(), nil
+}
+
+func (s *State) applyNamespaceCreate(c NamespaceCreate) (any, error) {
+	if err := api.ValidateName("namespace", c.Name, api.MaxNameLen); err != nil {
+		return nil, ruleErr(ErrInvalid, "%s", err.Error())
+	}
+	if _, ok := s.Namespaces[c.Name]; ok {
+		return nil, ruleErr(ErrAlreadyExists, "namespace %q already exists", c.Name)
+	}
+	ns := &Namespace{Name: c.Name, CreatedAt: c.Time}
+	s.Namespaces[c.Name] = ns
+	cp := *ns
+	return &cp, nil
+}
+
+func (s *State) applyNamespaceDelete(c NamespaceDelete) (any, error) {
+	if _, ok := s.Namespaces[c.Name]; !ok {
+		return nil, ruleErr(ErrNotFound, "namespace %q not found", c.Name)
+	}
+	if c.Name == api.DefaultNamespace {
+		return nil, ruleErr(ErrConflict, "namespace %q cannot be deleted", c.Name)
+	}
+	for _, vm := range s.VMs {
+		if vm.Namespace == c.Name {
+			return nil, ruleErr(ErrConflict, "namespace %q still has VMs", c.Name)
+		}
+	}
+	for _, n := range s.Nodes {
+		if n.Namespace == c.Name {
+			return nil, ruleErr(ErrConflict, "namespace %q still has nodes", c.Name)
+		}
+	}
+	delete(s.Namespaces, c.Name)
+	delete(s.RoleBindings, c.Name)
+	for k, v := range s.VMConfigs {
+		if v.Namespace == c.Name {
+			delete(s.VMConfigs, k)
+		}
+	}
+	for k, v := range s.ServiceAccounts {
+		if v.Namespace == c.Name {
+			delete(s.ServiceAccounts, k)
+		}
+	}
+	for k, v := range s.Images {
+		if v.Namespace == c.Name {
+			delete(s.Images, k)
+		}
+	}
+	for k, v := range s.ISOs {
+		if v.Namespace == c.Name {
+			delete(s.ISOs, k)
+		}
+	}
+	return nil, nil
+}

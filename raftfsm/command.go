@@ -1,0 +1,153 @@
+package raftfsm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Type identifies a command. The top bit is FlagIgnorable.
+type Type byte
+
+// FlagIgnorable marks a command that a peer which does not know its type may
+// skip without diverging from the others.
+const FlagIgnorable Type = 0x80
+
+// Command types. Values are part of the log format: never renumber.
+const (
+	TypeInit             Type = 1
+	TypeNodeUpsert       Type = 2
+	TypeNodeSetPhase     Type = 3
+	TypeNodeTag          Type = 4
+	TypeNodeUntag        Type = 5
+	TypeNodeSetNamespace Type = 6
+	TypeNamespaceCreate  Type = 7
+	TypeNamespaceDelete  Type = 8
+)
+
+var typeNames = map[Type]string{
+	TypeInit:             "init",
+	TypeNodeUpsert:       "node-upsert",
+	TypeNodeSetPhase:     "node-set-phase",
+	TypeNodeTag:          "node-tag",
+	TypeNodeUntag:        "node-untag",
+	TypeNodeSetNamespace: "node-set-namespace",
+	TypeNamespaceCreate:  "namespace-create",
+	TypeNamespaceDelete:  "namespace-delete",
+}
+
+func (t Type) String() string {
+	if n, ok := typeNames[t&^FlagIgnorable]; ok {
+		return n
+	}
+	return fmt.Sprintf("type-%d", byte(t&^FlagIgnorable))
+}
+
+// Known reports whether this version of the FSM knows the type.
+func (t Type) Known() bool {
+	_, ok := typeNames[t&^FlagIgnorable]
+	return ok
+}
+
+// Codec errors.
+var (
+	ErrEmptyCommand   = errors.New("empty command")
+	ErrUnknownCommand = errors.New("unknown command type")
+	ErrBadBody        = errors.New("malformed command body")
+)
+
+// Init creates the cluster's identity and its default namespace. The first
+// leader of a new cluster proposes it once.
+type Init struct {
+	ClusterID string    `json:"clusterId"`
+	Time      time.Time `json:"time"`
+}
+
+// NodeUpsert records a peer's facts from its gossip report. A new node starts
+// in namespace svc-default with no tags and the given phase.
+type NodeUpsert struct {
+	Name       string    `json:"name"`
+	Addr       string    `json:"addr"`
+	APIAddr    string    `json:"apiAddr"`
+	RaftAddr   string    `json:"raftAddr"`
+	GossipAddr string    `json:"gossipAddr"`
+	Arch       string    `json:"arch"`
+	Version    string    `json:"version"`
+	Capacity   Capacity  `json:"capacity"`
+	Phase      string    `json:"phase"`
+	Time       time.Time `json:"time"`
+}
+
+// NodeSetPhase records a READY / NOT READY transition.
+type NodeSetPhase struct {
+	Name   string    `json:"name"`
+	Phase  string    `json:"phase"`
+	Reason string    `json:"reason,omitempty"`
+	Time   time.Time `json:"time"`
+}
+
+// NodeTag adds (TypeNodeTag) or removes (TypeNodeUntag) one tag of a node of
+// a namespace.
+type NodeTag struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Tag       string `json:"tag"`
+}
+
+// NodeSetNamespace dedicates a node to a namespace.
+type NodeSetNamespace struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// NamespaceCreate creates a namespace.
+type NamespaceCreate struct {
+	Name string    `json:"name"`
+	Time time.Time `json:"time"`
+}
+
+// NamespaceDelete deletes an empty namespace.
+type NamespaceDelete struct {
+	Name string `json:"name"`
+}
+
+// Command is a decoded log entry.
+type Command struct {
+	Type Type
+	Body json.RawMessage
+}
+
+// Encode returns the log bytes of a command: the type byte, then the JSON body.
+func Encode(t Type, body any) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", t, err)
+	}
+	return append([]byte{byte(t)}, b...), nil
+}
+
+// Decode splits log bytes into a command. It checks the framing and the type,
+// not the body, which Apply decodes into the type's struct.
+func Decode(b []byte) (Command, error) {
+	if len(b) == 0 {
+		return Command{}, ErrEmptyCommand
+	}
+	t := Type(b[0])
+	if !t.Known() {
+		return Command{Type: t}, fmt.Errorf("%w %d", ErrUnknownCommand, b[0]&^byte(FlagIgnorable))
+	}
+	body := b[1:]
+	if !json.Valid(body) {
+		return Command{Type: t}, fmt.Errorf("%s: %w", t, ErrBadBody)
+	}
+	return Command{Type: t, Body: json.RawMessage(body)}, nil
+}
+
+func decodeBody[T any](c Command) (T, error) {
+	var v T
+	if err := json.Unmarshal(c.Body, &v); err != nil {
+		return v, fmt.Errorf("%s: %w: %v", c.Type, ErrBadBody, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,34 @@
+package raftfsm
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kinds of rule errors returned by Apply. Compare with errors.Is.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrAlreadyExists = errors.New("already exists")
+	ErrConflict      = errors.New("conflict")
+	ErrInvalid       = errors.New("invalid")
+	// ErrNotLeader is wrapped when a write reached a peer that is not (or no
+	// longer) the leader, or the cluster has no leader.
+	ErrNotLeader = errors.New("not the leader")
+	// ErrTimeout is wrapped when a write was not committed before its deadline;
+	// it may still be applied later.
+	ErrTimeout = errors.New("timed out")
+)
+
+// ruleError is a rule broken by a command: its message is meant for the API
+// caller, and it unwraps to one of the kinds above.
+type ruleError struct {
+	kind error
+	msg  string
+}
+
+func (e *ruleError) Error() string { return e.msg }
+func (e *ruleError) Unwrap() error { return e.kind }
+
+func ruleErr(kind error, format string, args ...any) error {
+	return &ruleError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}

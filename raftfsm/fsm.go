@@ -1,0 +1,226 @@
+package raftfsm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// snapshotVersion is written into every snapshot.
+const snapshotVersion = 1
+
+// Result is what FSM.Apply returns for each log entry.
+type Result struct {
+	Value any
+	Err   error
+}
+
+// FSM is the deterministic state machine that Raft drives. Its view methods
+// are safe to call from any goroutine and return copies.
+type FSM struct {
+	log *slog.Logger
+
+	mu      sync.RWMutex
+	state   *State
+	index   uint64
+	changed chan struct{} // closed and replaced after every change
+}
+
+// NewFSM returns a state machine over an empty state.
+func NewFSM(log *slog.Logger) *FSM {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &FSM{log: log, state: NewState(), changed: make(chan struct{})}
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// Apply applies one committed log entry. A command that cannot be decoded
+// means the log is corrupt or written by a newer, incompatible version; the
+// peer stops rather than diverge. Unknown commands flagged ignorable are skipped.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	c, err := Decode(l.Data)
+	if err != nil {
+		if errors.Is(err, ErrUnknownCommand) && c.Type&FlagIgnorable != 0 {
+			f.log.Warn("skipping unknown ignorable command", "type", byte(c.Type), "index", l.Index)
+			f.setIndex(l.Index)
+			return nil
+		}
+		panic(fmt.Sprintf("raftfsm: cannot apply log entry %d: %v", l.Index, err))
+	}
+	res := f.ApplyCommand(l.Index, c)
+	if errors.Is(res.Err, ErrBadBody) {
+		panic(fmt.Sprintf("raftfsm: cannot apply log entry %d: %v", l.Index, res.Err))
+	}
+	return res
+}
+
+// ApplyCommand applies a decoded command at the given log index. It never
+// panics: a bad body is returned as an error wrapping ErrBadBody.
+func (f *FSM) ApplyCommand(index uint64, c Command) Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, err := f.state.apply(c)
+	if index > f.index {
+		f.index = index
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return Result{Value: v, Err: err}
+}
+
+func (f *FSM) setIndex(i uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i > f.index {
+		f.index = i
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+type snapshotFile struct {
+	Version int    `json:"version"`
+	Index   uint64 `json:"index"`
+	State   *State `json:"state"`
+}
+
+// Snapshot serialises the state under the read lock; Persist then only writes.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	b, err := json.Marshal(snapshotFile{Version: snapshotVersion, Index: f.index, State: f.state})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return &snapshot{data: b}, nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var sf snapshotFile
+	dec := json.NewDecoder(rc)
+	if err := dec.Decode(&sf); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if sf.Version > snapshotVersion {
+		return fmt.Errorf("restore: snapshot version %d is newer than this peer understands (%d)", sf.Version, snapshotVersion)
+	}
+	if sf.State == nil {
+		sf.State = NewState()
+	}
+	sf.State.fillMaps()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state = sf.State
+	f.index = sf.Index
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return nil
+}
+
+type snapshot struct{ data []byte }
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() {}
+
+// Index returns the index of the last applied log entry.
+func (f *FSM) Index() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.index
+}
+
+// Changed returns a channel that is closed at the next change of the state.
+func (f *FSM) Changed() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.changed
+}
+
+// Initialized reports whether the cluster's Init command has been applied,
+// and returns the cluster id.
+func (f *FSM) Initialized() (bool, string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.Initialized, f.state.ClusterID
+}
+
+// NodeView is a node with what its VMs take.
+type NodeView struct {
+	Node
+	Used Usage
+}
+
+// Nodes returns every node sorted by name, with usage.
+func (f *FSM) Nodes() []NodeView {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	used := f.state.usage()
+	out := make([]NodeView, 0, len(f.state.Nodes))
+	for _, n := range f.state.Nodes {
+		out = append(out, NodeView{Node: *n.clone(), Used: used[n.Name]})
+	}
+	slices.SortFunc(out, func(a, b NodeView) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Node returns one node with usage.
+func (f *FSM) Node(name string) (NodeView, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n, ok := f.state.Nodes[name]
+	if !ok {
+		return NodeView{}, false
+	}
+	return NodeView{Node: *n.clone(), Used: f.state.usage()[name]}, true
+}
+
+// Namespace returns one namespace.
+func (f *FSM) Namespace(name string) (Namespace, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	ns, ok := f.state.Namespaces[name]
+	if !ok {
+		return Namespace{}, false
+	}
+	return *ns, true
+}
+
+// Namespaces returns every namespace sorted by name.
+func (f *FSM) Namespaces() []Namespace {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]Namespace, 0, len(f.state.Namespaces))
+	for _, ns := range f.state.Namespaces {
+		out = append(out, *ns)
+	}
+	slices.SortFunc(out, func(a, b Namespace) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Dump returns the JSON of the whole state, for tests and debugging.
+func (f *FSM) Dump() ([]byte, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return json.Marshal(f.state)
+}

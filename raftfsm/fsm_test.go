@@ -1,0 +1,295 @@
+package raftfsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/svc-project/svc/api"
+)
+
+var t0 = time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+
+func mustEncode(t testing.TB, typ Type, body any) []byte {
+	t.Helper()
+	b, err := Encode(typ, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// applyAll applies commands in order through the raft.FSM interface and
+// returns the last result.
+func applyAll(t testing.TB, f *FSM, cmds ...[]byte) Result {
+	t.Helper()
+	var last Result
+	for i, c := range cmds {
+		r := f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: c})
+		if r != nil {
+			last = r.(Result)
+		} else {
+			last = Result{}
+		}
+	}
+	return last
+}
+
+// roundTrip snapshots f and restores the snapshot into a fresh FSM.
+func roundTrip(t testing.TB, f *FSM) *FSM {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	g := NewFSM(nil)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+type memSink struct{ bytes.Buffer }
+
+func (*memSink) ID() string    { return "mem" }
+func (*memSink) Cancel() error { return nil }
+func (*memSink) Close() error  { return nil }
+
+func initCmd(t testing.TB) []byte {
+	return mustEncode(t, TypeInit, Init{ClusterID: "c1", Time: t0})
+}
+
+func upsertCmd(t testing.TB, name string) []byte {
+	return mustEncode(t, TypeNodeUpsert, NodeUpsert{
+		Name: name, Addr: "10.0.0.1", APIAddr: "10.0.0.1:8443", RaftAddr: "10.0.0.1:7000", GossipAddr: "10.0.0.1:7946",
+		Arch: "amd64", Version: "dev", Capacity: Capacity{CPU: 8, MemoryBytes: 16 << 30, GPU: 1}, Phase: api.PhaseReady, Time: t0,
+	})
+}
+
+func TestFSM_commands(t *testing.T) {
+	cases := []struct {
+		name    string
+		setup   [][]byte
+		cmd     []byte
+		wantErr error
+		check   func(t *testing.T, f *FSM)
+	}{
+		{
+			name: "init creates the default namespace",
+			cmd:  initCmd(t),
+			check: func(t *testing.T, f *FSM) {
+				if ok, id := f.Initialized(); !ok || id != "c1" {
+					t.Fatalf("initialized = %v %q", ok, id)
+				}
+				if _, ok := f.Namespace(api.DefaultNamespace); !ok {
+					t.Fatal("no default namespace")
+				}
+			},
+		},
+		{name: "init twice", setup: [][]byte{initCmd(t)}, cmd: initCmd(t), wantErr: ErrAlreadyExists},
+		{name: "init without id", cmd: mustEncode(t, TypeInit, Init{}), wantErr: ErrInvalid},
+		{
+			name: "upsert creates a node in the default namespace",
+			setup: [][]byte{initCmd(t)},
+			cmd:   upsertCmd(t, "n1"),
+			check: func(t *testing.T, f *FSM) {
+				n, ok := f.Node("n1")
+				if !ok || n.Namespace != api.DefaultNamespace || n.Phase != api.PhaseReady || n.Capacity.CPU != 8 || len(n.Tags) != 0 || n.Tags == nil {
+					t.Fatalf("node = %+v", n)
+				}
+			},
+		},
+		{
+			name:  "upsert keeps tags and namespace",
+			setup: [][]byte{initCmd(t), upsertCmd(t, "n1"), mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "ssd"})},
+			cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "n1", Addr: "10.0.0.9", Capacity: Capacity{CPU: 2}}),
+			check: func(t *testing.T, f *FSM) {
+				n, _ := f.Node("n1")
+				if n.Addr != "10.0.0.9" || n.Capacity.CPU != 2 || !n.HasTag("ssd") || n.Phase != api.PhaseReady {
+					t.Fatalf("node = %+v", n)
+				}
+			},
+		},
+		{name: "upsert without name", cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{}), wantErr: ErrInvalid},
+		{name: "upsert negative capacity", cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "x", Capacity: Capacity{CPU: -1}}), wantErr: ErrInvalid},
+		{name: "upsert bad phase", cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "x", Phase: "SLEEPY"}), wantErr: ErrInvalid},
+		{
+			name:  "set phase records the transition time",
+			setup: [][]byte{initCmd(t), upsertCmd(t, "n1")},
+			cmd:   mustEncode(t, TypeNodeSetPhase, NodeSetPhase{Name: "n1", Phase: api.PhaseNotReady, Reason: "gossip: dead", Time: t0.Add(time.Minute)}),
+			check: func(t *testing.T, f *FSM) {
+				n, _ := f.Node("n1")
+				if n.Phase != api.PhaseNotReady || n.PhaseReason != "gossip: dead" || !n.PhaseSince.Equal(t0.Add(time.Minute)) {
+					t.Fatalf("node = %+v", n)
+				}
+			},
+		},
+		{name: "set phase unknown node", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeNodeSetPhase, NodeSetPhase{Name: "nope", Phase: api.PhaseReady}), wantErr: ErrNotFound},
+		{name: "set phase bad value", setup: [][]byte{initCmd(t), upsertCmd(t, "n1")}, cmd: mustEncode(t, TypeNodeSetPhase, NodeSetPhase{Name: "n1", Phase: "x"}), wantErr: ErrInvalid},
+		{
+			name:  "tag sorts and deduplicates",
+			setup: [][]byte{initCmd(t), upsertCmd(t, "n1"), mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "zz"})},
+			cmd:   mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "aa"}),
+			check: func(t *testing.T, f *FSM) {
+				applyAll(t, f, mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "aa"}))
+				n, _ := f.Node("n1")
+				if len(n.Tags) != 2 || n.Tags[0] != "aa" || n.Tags[1] != "zz" {
+					t.Fatalf("tags = %v", n.Tags)
+				}
+			},
+		},
+		{name: "tag invalid", setup: [][]byte{initCmd(t), upsertCmd(t, "n1")}, cmd: mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "a b"}), wantErr: ErrInvalid},
+		{name: "tag unknown node", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "a"}), wantErr: ErrNotFound},
+		{name: "tag node of other namespace", setup: [][]byte{initCmd(t), upsertCmd(t, "n1")}, cmd: mustEncode(t, TypeNodeTag, NodeTag{Namespace: "team-a", Name: "n1", Tag: "a"}), wantErr: ErrNotFound},
+		{
+			name:  "untag removes",
+			setup: [][]byte{initCmd(t), upsertCmd(t, "n1"), mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "gpu"})},
+			cmd:   mustEncode(t, TypeNodeUntag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "gpu"}),
+			check: func(t *testing.T, f *FSM) {
+				if n, _ := f.Node("n1"); len(n.Tags) != 0 || n.Tags == nil {
+					t.Fatalf("tags = %#v", n.Tags)
+				}
+			},
+		},
+		{name: "untag absent tag is a no-op", setup: [][]byte{initCmd(t), upsertCmd(t, "n1")}, cmd: mustEncode(t, TypeNodeUntag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "x"})},
+		{name: "untag unknown node", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeNodeUntag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "x"}), wantErr: ErrNotFound},
+		{
+			name:  "namespace create",
+			setup: [][]byte{initCmd(t)},
+			cmd:   mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: "team-a", Time: t0}),
+			check: func(t *testing.T, f *FSM) {
+				if len(f.Namespaces()) != 2 {
+					t.Fatalf("namespaces = %v", f.Namespaces())
+				}
+			},
+		},
+		{name: "namespace create twice", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: api.DefaultNamespace}), wantErr: ErrAlreadyExists},
+		{name: "namespace create bad name", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: "Team_A"}), wantErr: ErrInvalid},
+		{
+			name:  "node set namespace",
+			setup: [][]byte{initCmd(t), upsertCmd(t, "n1"), mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: "team-a"})},
+			cmd:   mustEncode(t, TypeNodeSetNamespace, NodeSetNamespace{Name: "n1", Namespace: "team-a"}),
+			check: func(t *testing.T, f *FSM) {
+				if n, _ := f.Node("n1"); n.Namespace != "team-a" {
+					t.Fatalf("namespace = %q", n.Namespace)
+				}
+			},
+		},
+		{name: "node set unknown namespace", setup: [][]byte{initCmd(t), upsertCmd(t, "n1")}, cmd: mustEncode(t, TypeNodeSetNamespace, NodeSetNamespace{Name: "n1", Namespace: "nope"}), wantErr: ErrNotFound},
+		{name: "node set namespace unknown node", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeNodeSetNamespace, NodeSetNamespace{Name: "n1", Namespace: api.DefaultNamespace}), wantErr: ErrNotFound},
+		{
+			name:  "namespace delete",
+			setup: [][]byte{initCmd(t), mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: "team-a"})},
+			cmd:   mustEncode(t, TypeNamespaceDelete, NamespaceDelete{Name: "team-a"}),
+			check: func(t *testing.T, f *FSM) {
+				if _, ok := f.Namespace("team-a"); ok {
+					t.Fatal("namespace still there")
+				}
+			},
+		},
+		{name: "namespace delete default", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeNamespaceDelete, NamespaceDelete{Name: api.DefaultNamespace}), wantErr: ErrConflict},
+		{name: "namespace delete unknown", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeNamespaceDelete, NamespaceDelete{Name: "x"}), wantErr: ErrNotFound},
+		{
+			name: "namespace delete with nodes",
+			setup: [][]byte{initCmd(t), upsertCmd(t, "n1"), mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: "team-a"}),
+				mustEncode(t, TypeNodeSetNamespace, NodeSetNamespace{Name: "n1", Namespace: "team-a"})},
+			cmd:     mustEncode(t, TypeNamespaceDelete, NamespaceDelete{Name: "team-a"}),
+			wantErr: ErrConflict,
+		},
+		{
+			name:  "unknown ignorable command is skipped",
+			setup: [][]byte{initCmd(t)},
+			cmd:   append([]byte{byte(FlagIgnorable | 0x7e)}, []byte(`{}`)...),
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := NewFSM(nil)
+			applyAll(t, f, c.setup...)
+			before, _ := f.Dump()
+			r := f.Apply(&raft.Log{Index: uint64(len(c.setup) + 1), Type: raft.LogCommand, Data: c.cmd})
+			var err error
+			if r != nil {
+				err = r.(Result).Err
+			}
+			if !errors.Is(err, c.wantErr) || (c.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, c.wantErr)
+			}
+			if c.wantErr != nil {
+				if after, _ := f.Dump(); !bytes.Equal(before, after) {
+					t.Fatalf("a refused command changed the state:\n%s\n%s", before, after)
+				}
+			}
+			if f.Index() != uint64(len(c.setup)+1) {
+				t.Fatalf("index = %d", f.Index())
+			}
+			for _, g := range []*FSM{f, roundTrip(t, f)} {
+				if c.check != nil {
+					c.check(t, g)
+				}
+			}
+			g := roundTrip(t, f)
+			a, _ := f.Dump()
+			b, _ := g.Dump()
+			if !bytes.Equal(a, b) || g.Index() != f.Index() {
+				t.Fatalf("snapshot round trip differs:\n%s\n%s", a, b)
+			}
+		})
+	}
+}
+
+func TestFSM_every_type_covered(t *testing.T) {
+	// A new command type must get a case above and a seed in the fuzz corpus.
+	if len(typeNames) != 8 {
+		t.Fatalf("%d command types; update TestFSM_commands and fuzz seeds", len(typeNames))
+	}
+}
+
+func TestFSM_apply_panics_on_corrupt_entry(t *testing.T) {
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"unknown type", []byte{0x7e, '{', '}'}},
+		{"not json", []byte{byte(TypeNodeTag), 'x'}},
+		{"wrong field type", []byte(string(rune(TypeNodeTag)) + `{"tag":5}`)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			NewFSM(nil).Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: c.data})
+		})
+	}
+}
+
+func TestFSM_changed_fires(t *testing.T) {
+	f := NewFSM(nil)
+	ch := f.Changed()
+	applyAll(t, f, initCmd(t))
+	select {
+	case <-ch:
+	default:
+		t.Fatal("Changed did not fire")
+	}
+}
+
+func TestFSM_restore_rejects_newer_snapshot(t *testing.T) {
+	f := NewFSM(nil)
+	err := f.Restore(io.NopCloser(bytes.NewReader([]byte(`{"version":99,"state":{}}`))))
+	if err == nil {
+		t.Fatal("restored a snapshot from the future")
+	}
+}

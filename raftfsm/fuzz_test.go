@@ -1,0 +1,72 @@
+package raftfsm
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/svc-project/svc/api"
+)
+
+func fuzzSeeds(f *testing.F) {
+	for _, b := range [][]byte{
+		initCmd(f),
+		upsertCmd(f, "n1"),
+		mustEncode(f, TypeNodeSetPhase, NodeSetPhase{Name: "n1", Phase: api.PhaseNotReady}),
+		mustEncode(f, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "ssd"}),
+		mustEncode(f, TypeNodeUntag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "ssd"}),
+		mustEncode(f, TypeNodeSetNamespace, NodeSetNamespace{Name: "n1", Namespace: "a"}),
+		mustEncode(f, TypeNamespaceCreate, NamespaceCreate{Name: "a"}),
+		mustEncode(f, TypeNamespaceDelete, NamespaceDelete{Name: "a"}),
+		{byte(FlagIgnorable | 0x55), '{', '}'},
+		{},
+	} {
+		f.Add(b)
+	}
+}
+
+// FuzzDecode checks that the decoder never panics and that what it accepts
+// re-encodes to the same bytes.
+func FuzzDecode(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Decode(b)
+		if err != nil {
+			return
+		}
+		if !c.Type.Known() {
+			t.Fatalf("accepted unknown type %d", c.Type)
+		}
+		again := append([]byte{byte(c.Type)}, c.Body...)
+		if string(again) != string(b) {
+			t.Fatalf("round trip %q != %q", again, b)
+		}
+	})
+}
+
+// FuzzApply checks that any decodable command applied to a populated state
+// either succeeds or returns an error, never panics, and that a refused
+// command leaves the state unchanged.
+func FuzzApply(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Decode(b)
+		if err != nil {
+			return
+		}
+		fsm := NewFSM(nil)
+		applyAll(t, fsm, initCmd(t), upsertCmd(t, "n1"))
+		before, _ := fsm.Dump()
+		res := fsm.ApplyCommand(3, c)
+		if res.Err != nil {
+			after, _ := fsm.Dump()
+			if string(before) != string(after) {
+				t.Fatalf("refused command %q (%v) changed the state", b, res.Err)
+			}
+			if !errors.Is(res.Err, ErrBadBody) && !errors.Is(res.Err, ErrInvalid) && !errors.Is(res.Err, ErrNotFound) &&
+				!errors.Is(res.Err, ErrAlreadyExists) && !errors.Is(res.Err, ErrConflict) {
+				t.Fatalf("error of no known kind: %v", res.Err)
+			}
+		}
+		roundTrip(t, fsm)
+	})
+}

@@ -1,0 +1,198 @@
+package raftfsm
+
+import (
+	"time"
+)
+
+// State is the whole replicated model. Only the FSM changes it, and only by
+// applying commands; readers get copies through the FSM's view methods.
+type State struct {
+	ClusterID   string    `json:"clusterId"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Initialized bool      `json:"initialized"`
+
+	Namespaces map[string]*Namespace `json:"namespaces"`
+	Nodes      map[string]*Node      `json:"nodes"`
+
+	// The following are keyed by "namespace/name" and filled by later
+	// capabilities (VMs, images, tenancy); they are part of every snapshot.
+	VMs             map[string]*VM             `json:"vms"`
+	VMConfigs       map[string]*VMConfig       `json:"vmConfigs"`
+	Images          map[string]*Image          `json:"images"`
+	ISOs            map[string]*ISO            `json:"isos"`
+	ServiceAccounts map[string]*ServiceAccount `json:"serviceAccounts"`
+	// RoleBindings is keyed by namespace.
+	RoleBindings map[string]*RoleBinding `json:"roleBindings"`
+}
+
+// NewState returns an empty, uninitialised state.
+func NewState() *State {
+	return &State{
+		Namespaces:      map[string]*Namespace{},
+		Nodes:           map[string]*Node{},
+		VMs:             map[string]*VM{},
+		VMConfigs:       map[string]*VMConfig{},
+		Images:          map[string]*Image{},
+		ISOs:            map[string]*ISO{},
+		ServiceAccounts: map[string]*ServiceAccount{},
+		RoleBindings:    map[string]*RoleBinding{},
+	}
+}
+
+// fillMaps makes sure no map is nil, e.g. after restoring an older snapshot.
+func (s *State) fillMaps() {
+	e := NewState()
+	if s.Namespaces == nil {
+		s.Namespaces = e.Namespaces
+	}
+	if s.Nodes == nil {
+		s.Nodes = e.Nodes
+	}
+	if s.VMs == nil {
+		s.VMs = e.VMs
+	}
+	if s.VMConfigs == nil {
+		s.VMConfigs = e.VMConfigs
+	}
+	if s.Images == nil {
+		s.Images = e.Images
+	}
+	if s.ISOs == nil {
+		s.ISOs = e.ISOs
+	}
+	if s.ServiceAccounts == nil {
+		s.ServiceAccounts = e.ServiceAccounts
+	}
+	if s.RoleBindings == nil {
+		s.RoleBindings = e.RoleBindings
+	}
+}
+
+// Namespace isolates VMs, configs, images and nodes.
+type Namespace struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Capacity is what a node offers to VMs.
+type Capacity struct {
+	CPU         int   `json:"cpu"`
+	MemoryBytes int64 `json:"memoryBytes"`
+	GPU         int   `json:"gpu"`
+}
+
+// Node is one peer of the cluster as the replicated state knows it. Capacity
+// and addresses come from the peer's gossip report; tags, namespace and phase
+// are cluster decisions.
+type Node struct {
+	Name       string   `json:"name"`
+	Namespace  string   `json:"namespace"`
+	Tags       []string `json:"tags"`
+	Addr       string   `json:"addr"`
+	APIAddr    string   `json:"apiAddr"`
+	RaftAddr   string   `json:"raftAddr"`
+	GossipAddr string   `json:"gossipAddr"`
+	Arch       string   `json:"arch"`
+	Version    string   `json:"version"`
+	Capacity   Capacity `json:"capacity"`
+
+	Phase       string    `json:"phase"`
+	PhaseReason string    `json:"phaseReason,omitempty"`
+	PhaseSince  time.Time `json:"phaseSince"`
+	JoinedAt    time.Time `json:"joinedAt"`
+}
+
+// clone returns a deep copy.
+func (n *Node) clone() *Node {
+	c := *n
+	c.Tags = make([]string, len(n.Tags))
+	copy(c.Tags, n.Tags)
+	return &c
+}
+
+// HasTag reports whether the node carries tag.
+func (n *Node) HasTag(tag string) bool {
+	for _, t := range n.Tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// VM is a VM placed on a node. Only the fields the cluster model needs to
+// account for resources are defined so far.
+type VM struct {
+	Name        string    `json:"name"`
+	Namespace   string    `json:"namespace"`
+	Node        string    `json:"node"`
+	CPU         int       `json:"cpu"`
+	MemoryBytes int64     `json:"memoryBytes"`
+	GPU         int       `json:"gpu"`
+	Image       string    `json:"image"`
+	Owner       string    `json:"owner"`
+	Status      string    `json:"status"`
+	CreatedAt   time.Time `json:"createdAt"`
+}
+
+// VMConfig is a template that VMs are deployed from.
+type VMConfig struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	Image     string    `json:"image"`
+	Owner     string    `json:"owner"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Image is a disk image known to the cluster: a name bound to a content digest.
+type Image struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	Digest    string    `json:"digest"`
+	SizeBytes int64     `json:"sizeBytes"`
+	Holders   []string  `json:"holders"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ISO is an installer image known to the cluster.
+type ISO struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	Digest    string    `json:"digest"`
+	SizeBytes int64     `json:"sizeBytes"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ServiceAccount is a non-human subject of a namespace.
+type ServiceAccount struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// RoleBinding lists the subjects bound to a namespace.
+type RoleBinding struct {
+	Namespace       string   `json:"namespace"`
+	Users           []string `json:"users"`
+	ServiceAccounts []string `json:"serviceAccounts"`
+}
+
+// Usage is what the VMs placed on a node take.
+type Usage struct {
+	CPU         int   `json:"cpu"`
+	MemoryBytes int64 `json:"memoryBytes"`
+	GPU         int   `json:"gpu"`
+}
+
+// usage sums the VMs placed on each node.
+func (s *State) usage() map[string]Usage {
+	out := map[string]Usage{}
+	for _, vm := range s.VMs {
+		u := out[vm.Node]
+		u.CPU += vm.CPU
+		u.MemoryBytes += vm.MemoryBytes
+		u.GPU += vm.GPU
+		out[vm.Node] = u
+	}
+	return out
+}

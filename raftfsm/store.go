@@ -1,0 +1,313 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/svc-project/svc/internal/logbridge"
+)
+
+// Timing holds the Raft timeouts. Zero fields take raft's defaults.
+type Timing struct {
+	Heartbeat   time.Duration
+	Election    time.Duration
+	LeaderLease time.Duration
+	Commit      time.Duration
+}
+
+// StoreConfig configures a Store.
+type StoreConfig struct {
+	// ID is the peer's Raft server id (its node name).
+	ID string
+	// DataDir holds raft.db and the snapshots.
+	DataDir string
+	// Bind is the host:port the Raft transport listens on (port 0 picks one).
+	Bind string
+	// Advertise is the host:port others reach it on; Bind's when empty.
+	Advertise string
+	// Gate optionally refuses traffic to some addresses (tests).
+	Gate Gate
+	// Timing tunes the Raft timeouts.
+	Timing Timing
+	// SnapshotThreshold is the number of log entries between snapshots (0: raft's default).
+	SnapshotThreshold uint64
+	Log               *slog.Logger
+}
+
+// Store owns the Raft instance, its bolt log store and its file snapshots.
+type Store struct {
+	FSM   *FSM
+	raft  *raft.Raft
+	bolt  *raftboltdb.BoltStore
+	trans *raft.NetworkTransport
+	log   *slog.Logger
+	id    string
+	addr  string
+	had   bool
+	m     *storeMetrics
+	obsCh chan raft.Observation
+	obs   *raft.Observer
+}
+
+// Server is one member of the Raft configuration.
+type Server struct {
+	ID      string
+	Address string
+	Voter   bool
+}
+
+// OpenStore opens (or creates) the Raft state in cfg.DataDir and starts the
+// Raft instance. It does not bootstrap a cluster; see BootstrapCluster.
+func OpenStore(cfg StoreConfig, fsm *FSM) (*Store, error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("raft data dir: %w", err)
+	}
+	hl := hclog.New(&hclog.LoggerOptions{
+		Name:        "raft",
+		Level:       hclog.Info,
+		Output:      logbridge.Writer{Log: log},
+		DisableTime: true,
+	})
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("open raft log: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, hl)
+	if err != nil {
+		_ = bolt.Close()
+		return nil, fmt.Errorf("open snapshots: %w", err)
+	}
+	layer, err := newStreamLayer(cfg.Bind, cfg.Advertise, cfg.Gate)
+	if err != nil {
+		_ = bolt.Close()
+		return nil, err
+	}
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  layer,
+		MaxPool: 3,
+		Timeout: 5 * time.Second,
+		Logger:  hl,
+	})
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hl
+	if t := cfg.Timing; t.Heartbeat > 0 {
+		rc.HeartbeatTimeout = t.Heartbeat
+	}
+	if t := cfg.Timing; t.Election > 0 {
+		rc.ElectionTimeout = t.Election
+	}
+	if t := cfg.Timing; t.LeaderLease > 0 {
+		rc.LeaderLeaseTimeout = t.LeaderLease
+	}
+	if t := cfg.Timing; t.Commit > 0 {
+		rc.CommitTimeout = t.Commit
+	}
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+		rc.TrailingLogs = cfg.SnapshotThreshold
+	}
+	had, err := raft.HasExistingState(bolt, bolt, snaps)
+	if err != nil {
+		_ = trans.Close()
+		_ = bolt.Close()
+		return nil, fmt.Errorf("read raft state: %w", err)
+	}
+	r, err := raft.NewRaft(rc, fsm, bolt, bolt, snaps, trans)
+	if err != nil {
+		_ = trans.Close()
+		_ = bolt.Close()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	s := &Store{FSM: fsm, raft: r, bolt: bolt, trans: trans, log: log, id: cfg.ID, addr: string(trans.LocalAddr()), had: had, m: newStoreMetrics()}
+	s.obsCh = make(chan raft.Observation, 16)
+	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	r.RegisterObserver(s.obs)
+	go s.countLeaderChanges()
+	return s, nil
+}
+
+func (s *Store) countLeaderChanges() {
+	for range s.obsCh {
+		s.m.leaderChanges.Inc()
+	}
+}
+
+// ID returns this peer's Raft server id.
+func (s *Store) ID() string { return s.id }
+
+// Addr returns the address the Raft transport advertises.
+func (s *Store) Addr() string { return s.addr }
+
+// HadState reports whether the data dir held Raft state when the store opened.
+func (s *Store) HadState() bool { return s.had }
+
+// BootstrapCluster writes the first configuration of a new cluster. Every
+// peer that bootstraps must pass the same servers.
+func (s *Store) BootstrapCluster(servers []Server) error {
+	cfg := raft.Configuration{}
+	for _, sv := range servers {
+		suf := raft.Voter
+		if !sv.Voter {
+			suf = raft.Nonvoter
+		}
+		cfg.Servers = append(cfg.Servers, raft.Server{ID: raft.ServerID(sv.ID), Address: raft.ServerAddress(sv.Address), Suffrage: suf})
+	}
+	if err := s.raft.BootstrapCluster(cfg).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("bootstrap raft: %w", err)
+	}
+	return nil
+}
+
+// IsLeader reports whether this peer is the Raft leader.
+func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the leader's Raft address and id, empty when unknown.
+func (s *Store) Leader() (addr, id string) {
+	a, i := s.raft.LeaderWithID()
+	return string(a), string(i)
+}
+
+// LeaderCh delivers true when this peer becomes leader and false when it
+// stops being leader. It has one reader: the peer's leader loop.
+func (s *Store) LeaderCh() <-chan bool { return s.raft.LeaderCh() }
+
+// ApplyCommand encodes and proposes a command, waits until it is applied
+// here (the leader) or ctx ends, and returns the FSM's answer.
+func (s *Store) ApplyCommand(ctx context.Context, t Type, body any) (any, error) {
+	b, err := Encode(t, body)
+	if err != nil {
+		return nil, err
+	}
+	return s.Apply(ctx, b)
+}
+
+// Apply proposes raw command bytes; see ApplyCommand.
+func (s *Store) Apply(ctx context.Context, cmd []byte) (any, error) {
+	start := time.Now()
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+		if timeout <= 0 {
+			return nil, fmt.Errorf("apply: %w", ErrTimeout)
+		}
+	}
+	f := s.raft.Apply(cmd, timeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, mapRaftErr(err)
+		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("apply: %w: the write may still be applied", ErrTimeout)
+	}
+	s.m.applyDuration.Observe(time.Since(start).Seconds())
+	res, ok := f.Response().(Result)
+	if !ok {
+		return nil, nil
+	}
+	return res.Value, res.Err
+}
+
+func mapRaftErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %v", ErrTimeout, err)
+	}
+	return err
+}
+
+// VerifyLeader confirms with a quorum that this peer is still the leader.
+func (s *Store) VerifyLeader(ctx context.Context) error {
+	return s.wait(ctx, s.raft.VerifyLeader())
+}
+
+// Barrier waits until every entry committed before it is applied here.
+func (s *Store) Barrier(ctx context.Context) error {
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	return s.wait(ctx, s.raft.Barrier(timeout))
+}
+
+func (s *Store) wait(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return mapRaftErr(err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	}
+}
+
+// Servers returns the current Raft configuration.
+func (s *Store) Servers(ctx context.Context) ([]Server, error) {
+	f := s.raft.GetConfiguration()
+	if err := s.wait(ctx, f); err != nil {
+		return nil, fmt.Errorf("raft configuration: %w", err)
+	}
+	var out []Server
+	for _, sv := range f.Configuration().Servers {
+		out = append(out, Server{ID: string(sv.ID), Address: string(sv.Address), Voter: sv.Suffrage == raft.Voter})
+	}
+	return out, nil
+}
+
+// AddVoter adds (or promotes) a voting member. Leader only.
+func (s *Store) AddVoter(ctx context.Context, id, addr string) error {
+	return s.wait(ctx, s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0))
+}
+
+// AddNonvoter adds a non-voting member. Leader only.
+func (s *Store) AddNonvoter(ctx context.Context, id, addr string) error {
+	return s.wait(ctx, s.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0))
+}
+
+// RemoveServer removes a member. Leader only.
+func (s *Store) RemoveServer(ctx context.Context, id string) error {
+	return s.wait(ctx, s.raft.RemoveServer(raft.ServerID(id), 0, 0))
+}
+
+// Stats returns raft's own figures.
+func (s *Store) Stats() map[string]string { return s.raft.Stats() }
+
+// Close stops Raft and closes the log. It does not leave the cluster.
+func (s *Store) Close() error {
+	err := s.raft.Shutdown().Error()
+	s.raft.DeregisterObserver(s.obs)
+	close(s.obsCh)
+	if cerr := s.trans.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if cerr := s.bolt.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -97,7 +97,7 @@ func TestFSM_commands(t *testing.T) {
 		{name: "init twice", setup: [][]byte{initCmd(t)}, cmd: initCmd(t), wantErr: ErrAlreadyExists},
 		{name: "init without id", cmd: mustEncode(t, TypeInit, Init{}), wantErr: ErrInvalid},
 		{
-			name: "upsert creates a node in the default namespace",
+			name:  "upsert creates a node in the default namespace",
 			setup: [][]byte{initCmd(t)},
 			cmd:   upsertCmd(t, "n1"),
 			check: func(t *testing.T, f *FSM) {
@@ -110,7 +110,7 @@ func TestFSM_commands(t *testing.T) {
 		{
 			name:  "upsert keeps tags and namespace",
 			setup: [][]byte{initCmd(t), upsertCmd(t, "n1"), mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "ssd"})},
-			cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "n1", Addr: "10.0.0.9", Capacity: Capacity{CPU: 2}}),
+			cmd:   mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "n1", Addr: "10.0.0.9", Capacity: Capacity{CPU: 2}}),
 			check: func(t *testing.T, f *FSM) {
 				n, _ := f.Node("n1")
 				if n.Addr != "10.0.0.9" || n.Capacity.CPU != 2 || !n.HasTag("ssd") || n.Phase != api.PhaseReady {

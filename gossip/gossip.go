@@ -1,0 +1,257 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/svc-project/svc/internal/logbridge"
+)
+
+// State of a member as this peer sees it.
+type State string
+
+// Member states.
+const (
+	StateAlive State = "alive"
+	StateDead  State = "dead"
+	StateLeft  State = "left"
+)
+
+// Member is one peer in the gossip view.
+type Member struct {
+	Name       string
+	GossipAddr string
+	Report     Report
+	State      State
+	// Since is when this peer last saw the member change state.
+	Since time.Time
+}
+
+// Config configures the gossip layer.
+type Config struct {
+	Name string
+	// Bind is the IP to listen on and advertise.
+	Bind string
+	// Port is the gossip port (TCP and UDP); 0 picks a free one.
+	Port int
+	// Local selects memberlist's short loopback timeouts (tests, one host).
+	Local bool
+	// Gate optionally refuses traffic to some addresses (tests).
+	Gate Gate
+	// Report is the first report of this peer.
+	Report Report
+	Log    *slog.Logger
+}
+
+// Gossip is this peer's membership in the gossip pool.
+type Gossip struct {
+	ml  *memberlist.Memberlist
+	log *slog.Logger
+
+	mu      sync.Mutex
+	report  Report
+	members map[string]*Member
+	changed chan struct{} // closed and replaced at every change
+}
+
+// New starts the gossip layer. The peer is alone until Join succeeds.
+func New(cfg Config) (*Gossip, error) {
+	lg := cfg.Log
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	g := &Gossip{log: lg, report: cfg.Report, members: map[string]*Member{}, changed: make(chan struct{})}
+	mc := memberlist.DefaultLANConfig()
+	if cfg.Local {
+		mc = memberlist.DefaultLocalConfig()
+		mc.ProbeInterval = 200 * time.Millisecond
+		mc.ProbeTimeout = 100 * time.Millisecond
+		mc.GossipInterval = 50 * time.Millisecond
+		mc.SuspicionMult = 2
+		mc.PushPullInterval = 2 * time.Second
+	}
+	mc.Name = cfg.Name
+	mc.Delegate = (*delegate)(g)
+	mc.Events = (*events)(g)
+	mc.DeadNodeReclaimTime = 10 * time.Second
+	std := log.New(logbridge.Writer{Log: lg}, "", 0)
+	mc.Logger = std
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{cfg.Bind}, BindPort: cfg.Port, Logger: std})
+	if err != nil {
+		return nil, fmt.Errorf("gossip listen %s:%d: %w", cfg.Bind, cfg.Port, err)
+	}
+	mc.BindAddr, mc.BindPort = cfg.Bind, nt.GetAutoBindPort()
+	mc.AdvertiseAddr, mc.AdvertisePort = cfg.Bind, nt.GetAutoBindPort()
+	if cfg.Gate != nil {
+		mc.Transport = newGatedTransport(nt, cfg.Gate)
+	} else {
+		mc.Transport = nt
+	}
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		_ = nt.Shutdown()
+		return nil, fmt.Errorf("start gossip: %w", err)
+	}
+	g.ml = ml
+	return g, nil
+}
+
+// Addr returns the gossip address others join ("ip:port").
+func (g *Gossip) Addr() string {
+	n := g.ml.LocalNode()
+	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+}
+
+// Join contacts the given gossip addresses once and returns how many answered.
+func (g *Gossip) Join(ctx context.Context, addrs []string) (int, error) {
+	if len(addrs) == 0 {
+		return 0, errors.New("no address to join")
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		n, err := g.ml.Join(addrs)
+		ch <- result{n, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.n > 0 {
+			return r.n, nil
+		}
+		if r.err == nil {
+			r.err = errors.New("no peer answered")
+		}
+		return 0, fmt.Errorf("join %s: %w", strings.Join(addrs, ","), r.err)
+	case <-ctx.Done():
+		return 0, fmt.Errorf("join %s: %w", strings.Join(addrs, ","), ctx.Err())
+	}
+}
+
+// SetReport replaces this peer's report and spreads it.
+func (g *Gossip) SetReport(r Report) error {
+	g.mu.Lock()
+	g.report = r
+	g.mu.Unlock()
+	if err := g.ml.UpdateNode(5 * time.Second); err != nil {
+		return fmt.Errorf("spread report: %w", err)
+	}
+	return nil
+}
+
+// Report returns this peer's current report.
+func (g *Gossip) Report() Report {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.report
+}
+
+// Members returns every member ever seen, sorted by name.
+func (g *Gossip) Members() []Member {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]Member, 0, len(g.members))
+	for _, m := range g.members {
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Member returns one member.
+func (g *Gossip) Member(name string) (Member, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m, ok := g.members[name]
+	if !ok {
+		return Member{}, false
+	}
+	return *m, true
+}
+
+// Changed returns a channel closed at the next membership or report change.
+func (g *Gossip) Changed() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.changed
+}
+
+// Leave tells the others this peer is going away for good.
+func (g *Gossip) Leave(timeout time.Duration) error {
+	if err := g.ml.Leave(timeout); err != nil {
+		return fmt.Errorf("leave gossip: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops gossiping without leaving: the others will see this peer
+// die, and see it again when it restarts.
+func (g *Gossip) Shutdown() error {
+	if err := g.ml.Shutdown(); err != nil {
+		return fmt.Errorf("stop gossip: %w", err)
+	}
+	return nil
+}
+
+func (g *Gossip) upsert(n *memberlist.Node, st State) {
+	rep, err := decodeReport(n.Meta)
+	if err != nil {
+		g.log.Warn("bad report from peer", "peer", n.Name, "err", err)
+	}
+	addr := net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m, ok := g.members[n.Name]
+	if !ok {
+		m = &Member{Name: n.Name}
+		g.members[n.Name] = m
+	}
+	if !ok || m.State != st {
+		m.Since = time.Now()
+	}
+	m.GossipAddr, m.Report, m.State = addr, rep, st
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+type delegate Gossip
+
+func (d *delegate) NodeMeta(limit int) []byte {
+	g := (*Gossip)(d)
+	b, err := g.Report().encode(limit)
+	if err != nil {
+		g.log.Error("cannot gossip report", "err", err)
+		return nil
+	}
+	return b
+}
+
+func (d *delegate) NotifyMsg([]byte)                           {}
+func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d *delegate) LocalState(join bool) []byte                { return nil }
+func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
+
+type events Gossip
+
+func (e *events) NotifyJoin(n *memberlist.Node)   { (*Gossip)(e).upsert(n, StateAlive) }
+func (e *events) NotifyUpdate(n *memberlist.Node) { (*Gossip)(e).upsert(n, StateAlive) }
+func (e *events) NotifyLeave(n *memberlist.Node) {
+	st := StateDead
+	if n.State == memberlist.StateLeft {
+		st = StateLeft
+	}
+	(*Gossip)(e).upsert(n, st)
+}

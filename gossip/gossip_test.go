@@ -1,0 +1,110 @@
+package gossip
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type blockSet struct {
+	mu      sync.Mutex
+	blocked map[string]bool
+}
+
+func (b *blockSet) Allowed(addr string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.blocked[addr]
+}
+
+func (b *blockSet) set(addr string, blocked bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.blocked[addr] = blocked
+}
+
+func start(t *testing.T, name string, gate Gate) *Gossip {
+	t.Helper()
+	g, err := New(Config{Name: name, Bind: "127.0.0.1", Local: true, Gate: gate, Report: Report{Addr: "127.0.0.1", CPU: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Shutdown() })
+	return g
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestGossip_join_report_and_death(t *testing.T) {
+	gate := &blockSet{blocked: map[string]bool{}}
+	a := start(t, "a", gate)
+	gateB := &blockSet{blocked: map[string]bool{}}
+	b := start(t, "b", gateB)
+	if _, err := a.Join(context.Background(), []string{b.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b to see a", func() bool { m, ok := b.Member("a"); return ok && m.State == StateAlive && m.Report.CPU == 4 })
+
+	if err := a.SetReport(Report{Addr: "127.0.0.1", CPU: 6, Problem: "hypervisor down"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b to see a's new report", func() bool { m, _ := b.Member("a"); return m.Report.CPU == 6 && m.Report.Problem != "" })
+
+	// Cut a and b off from each other: each side refuses the other, as the
+	// test cluster does (a one-sided cut lets TCP fallback probes through).
+	gate.set(b.Addr(), true)
+	gateB.set(a.Addr(), true)
+	waitFor(t, "b to see a dead", func() bool { m, _ := b.Member("a"); return m.State == StateDead })
+	gate.set(b.Addr(), false)
+	gateB.set(a.Addr(), false)
+	if _, err := a.Join(context.Background(), []string{b.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b to see a alive again", func() bool { m, _ := b.Member("a"); return m.State == StateAlive })
+}
+
+func TestGossip_join_nobody(t *testing.T) {
+	a := start(t, "a", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := a.Join(ctx, []string{"127.0.0.1:1"}); err == nil {
+		t.Fatal("joined a closed port")
+	}
+}
+
+func TestReport_encode_limit(t *testing.T) {
+	cases := []struct {
+		name    string
+		r       Report
+		limit   int
+		wantErr bool
+	}{
+		{"small", Report{Addr: "10.0.0.1", CPU: 2}, 512, false},
+		{"long problem is cut", Report{Problem: strings.Repeat("x", 2000)}, 512, false},
+		{"too small a limit", Report{Addr: "10.0.0.1"}, 5, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := c.r.encode(c.limit)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if err == nil {
+				if _, err := decodeReport(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

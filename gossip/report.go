@@ -1,0 +1,53 @@
+package gossip
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Report is what a peer tells every other peer about itself. It travels as
+// memberlist node metadata, so its JSON must stay under 512 bytes.
+type Report struct {
+	Addr        string `json:"ip"`
+	APIAddr     string `json:"api"`
+	RaftAddr    string `json:"raft"`
+	Arch        string `json:"arch"`
+	Version     string `json:"ver"`
+	CPU         int    `json:"cpu"`
+	MemoryBytes int64  `json:"mem"`
+	GPU         int    `json:"gpu"`
+	// HasState is true when the peer started with Raft state in its data dir;
+	// a new cluster is only bootstrapped by peers that have none.
+	HasState bool `json:"st,omitempty"`
+	// Problem, when set, says why the peer cannot take VMs (its node is then
+	// NOT READY even though the peer is alive).
+	Problem string `json:"prob,omitempty"`
+}
+
+// maxProblem bounds Problem so that the report fits the metadata limit.
+const maxProblem = 160
+
+func (r Report) encode(limit int) ([]byte, error) {
+	if len(r.Problem) > maxProblem {
+		r.Problem = r.Problem[:maxProblem]
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode report: %w", err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("report is %d bytes, over the %d byte limit", len(b), limit)
+	}
+	return b, nil
+}
+
+func decodeReport(b []byte) (Report, error) {
+	var r Report
+	if len(b) == 0 {
+		return r, nil
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("decode report: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,80 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Gate decides whether this peer may talk to a remote address (tests cut
+// peers off with it).
+type Gate interface {
+	Allowed(addr string) bool
+}
+
+// errGateClosed is returned for a dial the Gate refuses.
+var errGateClosed = errors.New("connection refused by gate")
+
+// gatedTransport wraps a memberlist transport and drops traffic to and from
+// addresses the Gate refuses. It deliberately exposes only the plain
+// Transport methods, so memberlist cannot reach the inner transport around it.
+type gatedTransport struct {
+	inner   *memberlist.NetTransport
+	gate    Gate
+	packets chan *memberlist.Packet
+	done    chan struct{}
+}
+
+func newGatedTransport(inner *memberlist.NetTransport, gate Gate) *gatedTransport {
+	t := &gatedTransport{inner: inner, gate: gate, packets: make(chan *memberlist.Packet), done: make(chan struct{})}
+	go t.filter()
+	return t
+}
+
+func (t *gatedTransport) filter() {
+	for {
+		select {
+		case p := <-t.inner.PacketCh():
+			if !t.gate.Allowed(p.From.String()) {
+				continue
+			}
+			select {
+			case t.packets <- p:
+			case <-t.done:
+				return
+			}
+		case <-t.done:
+			return
+		}
+	}
+}
+
+func (t *gatedTransport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
+	return t.inner.FinalAdvertiseAddr(ip, port)
+}
+
+func (t *gatedTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+	if !t.gate.Allowed(addr) {
+		return time.Now(), nil // lost on the wire, as a cut network would
+	}
+	return t.inner.WriteTo(b, addr)
+}
+
+func (t *gatedTransport) PacketCh() <-chan *memberlist.Packet { return t.packets }
+
+func (t *gatedTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	if !t.gate.Allowed(addr) {
+		return nil, fmt.Errorf("dial %s: %w", addr, errGateClosed)
+	}
+	return t.inner.DialTimeout(addr, timeout)
+}
+
+func (t *gatedTransport) StreamCh() <-chan net.Conn { return t.inner.StreamCh() }
+
+func (t *gatedTransport) Shutdown() error {
+	close(t.done)
+	return t.inner.Shutdown()
+}

@@ -21,17 +21,28 @@ const (
 	MaxTagLen      = 63
 )
 
+// invalidError is a validation failure; its message is meant for the caller
+// and it unwraps to ErrInvalid.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+func (e *invalidError) Unwrap() error { return ErrInvalid }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
 // ValidateName checks a VM, vmconfig, namespace or service account name: lowercase
 // letters, digits and '-', starting with a letter and ending with a letter or
 // digit, at most max characters. kind names the field in the error.
 func ValidateName(kind, name string, max int) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: %s must not be empty", ErrInvalid, kind)
+		return invalidf("%s must not be empty", kind)
 	case len(name) > max:
-		return fmt.Errorf("%w: %s %q is longer than %d characters", ErrInvalid, kind, name, max)
+		return invalidf("%s %q is longer than %d characters", kind, name, max)
 	case !nameRE.MatchString(name):
-		return fmt.Errorf("%w: %s %q must be lowercase letters, digits and '-', start with a letter and end with a letter or digit", ErrInvalid, kind, name)
+		return invalidf("%s %q must be lowercase letters, digits and '-', start with a letter and end with a letter or digit", kind, name)
 	}
 	return nil
 }
@@ -40,11 +51,11 @@ func ValidateName(kind, name string, max int) error {
 func ValidateTag(tag string) error {
 	switch {
 	case tag == "":
-		return fmt.Errorf("%w: tag must not be empty", ErrInvalid)
+		return invalidf("tag must not be empty")
 	case len(tag) > MaxTagLen:
-		return fmt.Errorf("%w: tag %q is longer than %d characters", ErrInvalid, tag, MaxTagLen)
+		return invalidf("tag %q is longer than %d characters", tag, MaxTagLen)
 	case !tagRE.MatchString(tag):
-		return fmt.Errorf("%w: tag %q may hold only letters, digits, '-', '_' and '.'", ErrInvalid, tag)
+		return invalidf("tag %q may hold only letters, digits, '-', '_' and '.'", tag)
 	}
 	return nil
 }

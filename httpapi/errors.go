@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// apiError is an error with the status it should be answered with.
+type apiError struct {
+	code       int
+	reason     string
+	msg        string
+	retryAfter string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errorf(code int, reason, format string, args ...any) *apiError {
+	return &apiError{code: code, reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *apiError {
+	return errorf(http.StatusBadRequest, api.ReasonBadRequest, format, args...)
+}
+
+func notFound(format string, args ...any) *apiError {
+	return errorf(http.StatusNotFound, api.ReasonNotFound, format, args...)
+}
+
+func unavailable(retryAfter, format string, args ...any) *apiError {
+	e := errorf(http.StatusServiceUnavailable, api.ReasonServiceUnavailable, format, args...)
+	e.retryAfter = retryAfter
+	return e
+}
+
+// toAPIError maps any error to the status it is answered with, by kind
+// (errors.Is), never by message text.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	switch {
+	case errors.Is(err, raftfsm.ErrNotFound):
+		return notFound("%s", err.Error())
+	case errors.Is(err, raftfsm.ErrAlreadyExists):
+		return errorf(http.StatusConflict, api.ReasonAlreadyExists, "%s", err.Error())
+	case errors.Is(err, raftfsm.ErrConflict):
+		return errorf(http.StatusConflict, api.ReasonConflict, "%s", err.Error())
+	case errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, api.ErrInvalid):
+		return badRequest("%s", err.Error())
+	case errors.Is(err, raftfsm.ErrNotLeader):
+		return unavailable("1", "leadership changed while the write was in flight; retry: %s", err.Error())
+	case errors.Is(err, raftfsm.ErrTimeout):
+		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "%s", err.Error())
+	}
+	return errorf(http.StatusInternalServerError, api.ReasonInternalError, "internal error: %s", err.Error())
+}
+
+// writeError answers err as a Status body.
+func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
+	ae := toAPIError(err)
+	if ae.code >= 500 {
+		log.Warn("request failed", "code", ae.code, "err", err)
+	}
+	if ae.retryAfter != "" {
+		w.Header().Set("Retry-After", ae.retryAfter)
+	}
+	writeJSON(w, ae.code, api.NewStatus(ae.code, ae.reason, ae.msg))
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(api.NewStatus(code, api.ReasonInternalError, "encode answer: "+err.Error()))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type httpMetrics struct {
+	requests      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	inFlight      prometheus.Gauge
+	forwarded     prometheus.Counter
+	forwardErrors prometheus.Counter
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_http_requests_total", Help: "API requests answered, by method and code.",
+		}, []string{"method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "svc_http_request_duration_seconds", Help: "Time to answer an API request.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"method"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "svc_http_requests_in_flight", Help: "API requests being answered.",
+		}),
+		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_http_forwarded_total", Help: "Requests this peer forwarded to the leader.",
+		}),
+		forwardErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_http_forward_errors_total", Help: "Forwarded requests the leader did not answer.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors)
+	return m
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (m *httpMetrics) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		m.inFlight.Inc()
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			m.inFlight.Dec()
+			code := rec.code
+			if code == 0 {
+				code = http.StatusOK
+			}
+			m.requests.WithLabelValues(r.Method, strconv.Itoa(code)).Inc()
+			m.duration.WithLabelValues(r.Method).Observe(time.Since(start).Seconds())
+		}()
+		h.ServeHTTP(rec, r)
+	})
+}

@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Backend is what the API needs from the peer it runs on.
+type Backend interface {
+	// Name is this peer's node name.
+	Name() string
+	// FSM is the local replica of the cluster state.
+	FSM() *raftfsm.FSM
+	// IsLeader reports whether this peer is the Raft leader.
+	IsLeader() bool
+	// LeaderAPI returns the leader's node name and API address ("host:port"),
+	// empty when no leader is known.
+	LeaderAPI() (name, addr string)
+	// Apply proposes a command on the leader and returns the FSM's answer.
+	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
+	// VerifyLeader confirms with a quorum that this peer still leads.
+	VerifyLeader(ctx context.Context) error
+	// ClusterInfo describes the cluster as this peer sees it.
+	ClusterInfo(ctx context.Context) api.ClusterInfo
+}
+
+// Gate decides whether this peer may reach a remote address (tests).
+type Gate interface {
+	Allowed(addr string) bool
+}
+
+// Config configures the API server.
+type Config struct {
+	Backend Backend
+	Log     *slog.Logger
+	// Registry receives the HTTP metrics and is served on /metrics.
+	Registry *prometheus.Registry
+	// LeaderWait bounds how long a write waits for a leader to be known
+	// before it is answered 503 (default 5 s).
+	LeaderWait time.Duration
+	// WriteTimeout bounds a write's commit on the leader (default 15 s).
+	WriteTimeout time.Duration
+	// Gate optionally refuses forwarding to some addresses (tests).
+	Gate Gate
+}
+
+// Server is the HTTP API of one peer.
+type Server struct {
+	cfg     Config
+	b       Backend
+	log     *slog.Logger
+	router  *httprouter.Router
+	routes  []Route
+	fwd     *forwarder
+	metrics *httpMetrics
+}
+
+// Route is one registered endpoint.
+type Route struct {
+	Method string
+	Path   string
+	// Write routes change the state and are forwarded to the leader.
+	Write bool
+	// Open routes need no token.
+	Open bool
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
+
+// New builds the server and its routes.
+func New(cfg Config) *Server {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.LeaderWait <= 0 {
+		cfg.LeaderWait = 5 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 15 * time.Second
+	}
+	s := &Server{cfg: cfg, b: cfg.Backend, log: cfg.Log, router: httprouter.New()}
+	s.metrics = newHTTPMetrics(cfg.Registry)
+	s.fwd = newForwarder(s)
+	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, s.log, notFound("no route for %s %s", r.Method, r.URL.Path))
+	})
+	s.router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, s.log, errorf(http.StatusMethodNotAllowed, api.ReasonBadRequest, "method %s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		s.log.Error("panic serving request", "path", r.URL.Path, "panic", v)
+		writeError(w, s.log, errorf(http.StatusInternalServerError, api.ReasonInternalError, "internal error"))
+	}
+	s.routesV1()
+	s.router.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/metrics", Open: true})
+	return s
+}
+
+func (s *Server) routesV1() {
+	const ns = "/api/v1/namespaces/:namespace"
+	s.handle(Route{Method: http.MethodGet, Path: "/api/v1/cluster-info", Open: true}, s.clusterInfo)
+	s.handle(Route{Method: http.MethodGet, Path: ns + "/nodes"}, s.listNodes)
+	s.handle(Route{Method: http.MethodPost, Path: ns + "/nodes/:name/tag", Write: true}, s.tagNode(raftfsm.TypeNodeTag))
+	s.handle(Route{Method: http.MethodPost, Path: ns + "/nodes/:name/untag", Write: true}, s.tagNode(raftfsm.TypeNodeUntag))
+}
+
+// handle registers a route. Write routes are forwarded to the leader when
+// this peer is not it; reads with ?consistent=true are too.
+func (s *Server) handle(rt Route, h handler) {
+	s.routes = append(s.routes, rt)
+	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		if rt.Write || (r.URL.Query().Get("consistent") == "true" && !rt.Open) {
+			if handled := s.fwd.toLeader(w, r); handled {
+				return
+			}
+			if !rt.Write {
+				if err := s.b.VerifyLeader(r.Context()); err != nil {
+					writeError(w, s.log, unavailable("1", "cannot confirm leadership for a consistent read: %v", err))
+					return
+				}
+			}
+		}
+		if err := h(w, r, p); err != nil {
+			writeError(w, s.log, err)
+		}
+	})
+}
+
+// Routes lists every registered endpoint.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// Handler returns the HTTP handler of the API, with metrics.
+func (s *Server) Handler() http.Handler {
+	return s.metrics.wrap(s.router)
+}
+
+// Serve answers on l until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve API: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	s.fwd.close()
+	if err != nil {
+		return fmt.Errorf("shut down API: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"time"
+
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Gate decides whether this peer may talk to an address. Production peers
+// have none; the in-process test cluster cuts peers off with it.
+type Gate interface {
+	Allowed(addr string) bool
+}
+
+// Config configures a peer.
+type Config struct {
+	// Name is the node name and Raft server id; it must stay the same across
+	// restarts for the peer to rejoin as itself.
+	Name    string
+	DataDir string
+	// Bind is the IP address Raft, gossip and the API listen on and advertise.
+	Bind string
+	// Ports; 0 picks a free port (tests).
+	APIPort, RaftPort, GossipPort int
+	// BootstrapExpect forms a new cluster once this many peers have met.
+	BootstrapExpect int
+	// Join lists gossip addresses (host:port) of running peers.
+	Join []string
+	// Capacity is what the peer offers to VMs.
+	Capacity raftfsm.Capacity
+	Arch     string
+	Version  string
+
+	// Local selects short gossip timeouts for peers on one host.
+	Local bool
+	// RaftTiming tunes Raft's timeouts.
+	RaftTiming raftfsm.Timing
+	// ReconcileInterval is how often the leader re-checks membership (default 1 s).
+	ReconcileInterval time.Duration
+	// ReapAfter is how long a peer must be dead before the leader removes it
+	// from the Raft configuration for good (default 72 h).
+	ReapAfter time.Duration
+	// NotReadyGrace is how long a new leader waits for gossip to show a node
+	// before it marks a node it cannot see NOT READY (default 10 s).
+	NotReadyGrace time.Duration
+	// JoinTimeout bounds the retries of the first join (default 5 min).
+	JoinTimeout time.Duration
+	// LeaderWait bounds how long a write waits for a leader (default 5 s).
+	LeaderWait time.Duration
+	// Gate optionally refuses traffic to some addresses (tests).
+	Gate Gate
+	Log  *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.Name == "" {
+		return errors.New("node name must not be empty")
+	}
+	if c.DataDir == "" {
+		return errors.New("data dir must not be empty")
+	}
+	if net.ParseIP(c.Bind) == nil {
+		return fmt.Errorf("bind address %q is not an IP address", c.Bind)
+	}
+	if c.BootstrapExpect < 0 {
+		return fmt.Errorf("bootstrap-expect must not be negative")
+	}
+	if c.Arch == "" {
+		c.Arch = runtime.GOARCH
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.ReconcileInterval <= 0 {
+		c.ReconcileInterval = time.Second
+	}
+	if c.ReapAfter <= 0 {
+		c.ReapAfter = 72 * time.Hour
+	}
+	if c.NotReadyGrace <= 0 {
+		c.NotReadyGrace = 10 * time.Second
+	}
+	if c.JoinTimeout <= 0 {
+		c.JoinTimeout = 5 * time.Minute
+	}
+	if c.LeaderWait <= 0 {
+		c.LeaderWait = 5 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}

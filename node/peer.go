@@ -1,0 +1,251 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/gossip"
+	"github.com/svc-project/svc/httpapi"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Peer is one running svc agent.
+type Peer struct {
+	cfg    Config
+	store  *raftfsm.Store
+	gossip *gossip.Gossip
+	api    *httpapi.Server
+	apiL   net.Listener
+	reg    *prometheus.Registry
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu          sync.Mutex
+	leaderSince time.Time // zero when not leader
+	errCh       chan error
+	nudged      map[string]time.Time
+}
+
+// Start opens the peer's state, starts Raft, gossip and the API, and begins
+// joining or bootstrapping the cluster in the background.
+func Start(cfg Config) (*Peer, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	cfg.Log = cfg.Log.With("peer", cfg.Name)
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry()}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			p.closeParts()
+		}
+	}()
+
+	var err error
+	p.apiL, err = net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.APIPort)))
+	if err != nil {
+		return nil, fmt.Errorf("API listen: %w", err)
+	}
+	raftBind := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.RaftPort))
+	p.store, err = raftfsm.OpenStore(raftfsm.StoreConfig{
+		ID: cfg.Name, DataDir: cfg.DataDir, Bind: raftBind, Advertise: raftBind,
+		Gate: cfg.Gate, Timing: cfg.RaftTiming, Log: cfg.Log.With("part", "raft"),
+	}, raftfsm.NewFSM(cfg.Log.With("part", "fsm")))
+	if err != nil {
+		return nil, err
+	}
+	p.gossip, err = gossip.New(gossip.Config{
+		Name: cfg.Name, Bind: cfg.Bind, Port: cfg.GossipPort, Local: cfg.Local, Gate: cfg.Gate,
+		Report: p.report(), Log: cfg.Log.With("part", "gossip"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p.api = httpapi.New(httpapi.Config{
+		Backend: p, Log: cfg.Log.With("part", "api"), Registry: p.reg,
+		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate,
+	})
+	p.goRun(func() {
+		if err := p.api.Serve(p.ctx, p.apiL); err != nil && !errors.Is(err, net.ErrClosed) {
+			cfg.Log.Error("API stopped", "err", err)
+		}
+	})
+	p.goRun(p.joinLoop)
+	p.goRun(p.bootstrapLoop)
+	p.goRun(p.leaderLoop)
+	p.goRun(p.rememberPeersLoop)
+	ok = true
+	cfg.Log.Info("peer started", "api", p.APIAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
+		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)
+	return p, nil
+}
+
+func (p *Peer) goRun(f func()) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+}
+
+// report is what this peer gossips about itself.
+func (p *Peer) report() gossip.Report {
+	return gossip.Report{
+		Addr:        p.cfg.Bind,
+		APIAddr:     p.apiL.Addr().String(),
+		RaftAddr:    p.store.Addr(),
+		Arch:        p.cfg.Arch,
+		Version:     p.cfg.Version,
+		CPU:         p.cfg.Capacity.CPU,
+		MemoryBytes: p.cfg.Capacity.MemoryBytes,
+		GPU:         p.cfg.Capacity.GPU,
+		HasState:    p.store.HadState(),
+	}
+}
+
+// Close stops the peer without leaving the cluster: the others see it die
+// and see it again when it restarts from the same data dir.
+func (p *Peer) Close() error {
+	p.cancel()
+	p.wg.Wait()
+	return p.closeParts()
+}
+
+func (p *Peer) closeParts() error {
+	p.cancel()
+	var errs []error
+	if p.apiL != nil {
+		_ = p.apiL.Close()
+	}
+	if p.gossip != nil {
+		errs = append(errs, p.gossip.Shutdown())
+	}
+	if p.store != nil {
+		errs = append(errs, p.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Name returns the node name.
+func (p *Peer) Name() string { return p.cfg.Name }
+
+// APIAddr returns the API's host:port.
+func (p *Peer) APIAddr() string { return p.apiL.Addr().String() }
+
+// GossipAddr returns the gossip host:port others join.
+func (p *Peer) GossipAddr() string { return p.gossip.Addr() }
+
+// RaftAddr returns the Raft transport's host:port.
+func (p *Peer) RaftAddr() string { return p.store.Addr() }
+
+// FSM returns the local replica.
+func (p *Peer) FSM() *raftfsm.FSM { return p.store.FSM }
+
+// Store returns the Raft store.
+func (p *Peer) Store() *raftfsm.Store { return p.store }
+
+// Gossip returns the gossip layer.
+func (p *Peer) Gossip() *gossip.Gossip { return p.gossip }
+
+// API returns the HTTP API server.
+func (p *Peer) API() *httpapi.Server { return p.api }
+
+// IsLeader reports whether this peer leads the cluster.
+func (p *Peer) IsLeader() bool { return p.store.IsLeader() }
+
+// LeaderAPI returns the leader's name and API address.
+func (p *Peer) LeaderAPI() (string, string) {
+	_, id := p.store.Leader()
+	if id == "" {
+		return "", ""
+	}
+	return id, p.apiAddrOf(id)
+}
+
+func (p *Peer) apiAddrOf(name string) string {
+	if name == p.cfg.Name {
+		return p.APIAddr()
+	}
+	if m, ok := p.gossip.Member(name); ok && m.Report.APIAddr != "" {
+		return m.Report.APIAddr
+	}
+	if n, ok := p.FSM().Node(name); ok {
+		return n.APIAddr
+	}
+	return ""
+}
+
+// Apply proposes a command; this peer must be the leader.
+func (p *Peer) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+	v, err := p.store.ApplyCommand(ctx, t, body)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", t, err)
+	}
+	return v, nil
+}
+
+// VerifyLeader confirms leadership with a quorum.
+func (p *Peer) VerifyLeader(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.LeaderWait)
+	defer cancel()
+	return p.store.VerifyLeader(ctx)
+}
+
+// ClusterInfo describes the cluster as this peer sees it.
+func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
+	_, leader := p.store.Leader()
+	info := api.ClusterInfo{
+		APIEndpoint: "http://" + p.APIAddr(),
+		APIDomain:   p.cfg.Bind,
+		Version:     p.cfg.Version,
+		Leader:      leader,
+		Peers:       []api.ClusterPeer{},
+	}
+	if ok, id := p.FSM().Initialized(); ok {
+		info.ClusterID = id
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	servers, err := p.store.Servers(ctx)
+	if err != nil {
+		p.cfg.Log.Warn("cluster-info: raft configuration", "err", err)
+	}
+	for _, s := range servers {
+		role := api.RaftNonvoter
+		switch {
+		case s.ID == leader:
+			role = api.RaftLeader
+		case s.Voter:
+			role = api.RaftVoter
+		}
+		info.Peers = append(info.Peers, api.ClusterPeer{Name: s.ID, APIAddr: p.apiAddrOf(s.ID), Raft: role})
+	}
+	return info
+}
+
+// leaderFor reports how long this peer has been leader (0 when it is not).
+func (p *Peer) leaderFor() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.leaderSince.IsZero() {
+		return 0
+	}
+	return time.Since(p.leaderSince)
+}

@@ -1,0 +1,306 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Options tune a test cluster.
+type Options struct {
+	// BootstrapExpect defaults to the number of peers (at most 3).
+	BootstrapExpect int
+	// ReapAfter is how long a dead peer stays in the Raft configuration.
+	ReapAfter time.Duration
+	// Capacity offered by every peer (default 4 CPUs, 8 GiB, 0 GPU).
+	Capacity raftfsm.Capacity
+	// Verbose logs the peers' output to stderr.
+	Verbose bool
+}
+
+// Cluster is a set of in-process peers on 127.0.0.1.
+type Cluster struct {
+	tb      testing.TB
+	opts    Options
+	Members []*Member
+}
+
+// Member is one peer slot; Peer is nil while it is stopped.
+type Member struct {
+	Name    string
+	DataDir string
+	Peer    *node.Peer
+	gate    *gate
+	cfg     node.Config
+}
+
+// gate refuses traffic to blocked addresses.
+type gate struct {
+	mu      sync.RWMutex
+	blocked map[string]bool
+}
+
+func (g *gate) Allowed(addr string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return !g.blocked[addr]
+}
+
+func (g *gate) set(addrs []string, blocked bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, a := range addrs {
+		if blocked {
+			g.blocked[a] = true
+		} else {
+			delete(g.blocked, a)
+		}
+	}
+}
+
+// Timing returns the short Raft timeouts the test cluster uses.
+func Timing() raftfsm.Timing {
+	return raftfsm.Timing{Heartbeat: 250 * time.Millisecond, Election: 250 * time.Millisecond, LeaderLease: 125 * time.Millisecond, Commit: 5 * time.Millisecond}
+}
+
+// New starts n peers, joined into one cluster, and waits for a leader and
+// for every node to be READY. The cluster is stopped when the test ends.
+func New(tb testing.TB, n int, opts Options) *Cluster {
+	tb.Helper()
+	if opts.BootstrapExpect == 0 {
+		opts.BootstrapExpect = min(n, 3)
+	}
+	if opts.Capacity == (raftfsm.Capacity{}) {
+		opts.Capacity = raftfsm.Capacity{CPU: 4, MemoryBytes: 8 << 30}
+	}
+	c := &Cluster{tb: tb, opts: opts}
+	dir := tb.TempDir()
+	for i := range n {
+		name := fmt.Sprintf("peer-%d", i+1)
+		m := &Member{Name: name, DataDir: filepath.Join(dir, name), gate: &gate{blocked: map[string]bool{}}}
+		m.cfg = node.Config{
+			Name: name, DataDir: m.DataDir, Bind: "127.0.0.1",
+			Capacity: opts.Capacity, Version: "test", Local: true, RaftTiming: Timing(),
+			ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
+			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
+			Gate: m.gate, Log: c.logger(),
+		}
+		if i < opts.BootstrapExpect {
+			m.cfg.BootstrapExpect = opts.BootstrapExpect
+		}
+		if i > 0 {
+			m.cfg.Join = []string{c.Members[0].Peer.GossipAddr()}
+		}
+		c.Members = append(c.Members, m)
+		c.start(m)
+	}
+	tb.Cleanup(c.Close)
+	c.WaitLeader()
+	c.WaitFor("every node READY", 30*time.Second, func() error { return c.allReady() })
+	return c
+}
+
+func (c *Cluster) logger() *slog.Logger {
+	if !c.opts.Verbose && os.Getenv("SVC_TEST_VERBOSE") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (c *Cluster) start(m *Member) {
+	c.tb.Helper()
+	p, err := node.Start(m.cfg)
+	if err != nil {
+		c.tb.Fatalf("start %s: %v", m.Name, err)
+	}
+	m.Peer = p
+	// Keep the ports, so a restart comes back at the same addresses.
+	m.cfg.APIPort = port(p.APIAddr())
+	m.cfg.RaftPort = port(p.RaftAddr())
+	m.cfg.GossipPort = port(p.GossipAddr())
+}
+
+func port(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// Close stops every running peer.
+func (c *Cluster) Close() {
+	for _, m := range c.Members {
+		if m.Peer != nil {
+			_ = m.Peer.Close()
+			m.Peer = nil
+		}
+	}
+}
+
+// Stop stops a peer without leaving the cluster (as a crash or restart would).
+func (c *Cluster) Stop(m *Member) {
+	c.tb.Helper()
+	if m.Peer == nil {
+		return
+	}
+	if err := m.Peer.Close(); err != nil {
+		c.tb.Logf("stop %s: %v", m.Name, err)
+	}
+	m.Peer = nil
+}
+
+// Restart starts a stopped peer again from its data dir, at its old addresses.
+func (c *Cluster) Restart(m *Member) {
+	c.tb.Helper()
+	cfg := m.cfg
+	cfg.Join, cfg.BootstrapExpect = nil, 0 // it must find the cluster from its data dir
+	m.cfg = cfg
+	c.start(m)
+}
+
+// Running returns the running members.
+func (c *Cluster) Running() []*Member {
+	var out []*Member
+	for _, m := range c.Members {
+		if m.Peer != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Leader returns the running member that leads, or nil.
+func (c *Cluster) Leader() *Member {
+	for _, m := range c.Running() {
+		if m.Peer.IsLeader() {
+			return m
+		}
+	}
+	return nil
+}
+
+// WaitLeader waits for a leader among the running peers that the others agree on.
+func (c *Cluster) WaitLeader() *Member {
+	c.tb.Helper()
+	var l *Member
+	c.WaitFor("a leader", 30*time.Second, func() error {
+		l = c.Leader()
+		if l == nil {
+			return fmt.Errorf("no leader")
+		}
+		return nil
+	})
+	return l
+}
+
+// Followers returns the running members that do not lead.
+func (c *Cluster) Followers() []*Member {
+	var out []*Member
+	for _, m := range c.Running() {
+		if !m.Peer.IsLeader() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Client returns an API client of a member.
+func (c *Cluster) Client(m *Member) *api.Client {
+	return api.NewClient("http://"+m.Peer.APIAddr(), "")
+}
+
+// Partition cuts the given members off from all the others (both ways):
+// Raft, gossip and forwarded API traffic.
+func (c *Cluster) Partition(cut ...*Member) {
+	in := map[*Member]bool{}
+	for _, m := range cut {
+		in[m] = true
+	}
+	for _, a := range c.Members {
+		for _, b := range c.Members {
+			if in[a] != in[b] {
+				a.gate.set(b.addrs(), true)
+			}
+		}
+	}
+}
+
+// Heal removes every cut.
+func (c *Cluster) Heal() {
+	for _, m := range c.Members {
+		m.gate.mu.Lock()
+		m.gate.blocked = map[string]bool{}
+		m.gate.mu.Unlock()
+	}
+}
+
+func (m *Member) addrs() []string {
+	h := m.cfg.Bind
+	return []string{
+		net.JoinHostPort(h, strconv.Itoa(m.cfg.APIPort)),
+		net.JoinHostPort(h, strconv.Itoa(m.cfg.RaftPort)),
+		net.JoinHostPort(h, strconv.Itoa(m.cfg.GossipPort)),
+	}
+}
+
+// WaitFor polls cond until it returns nil or the timeout passes.
+func (c *Cluster) WaitFor(what string, timeout time.Duration, cond func() error) {
+	c.tb.Helper()
+	if err := Poll(context.Background(), timeout, cond); err != nil {
+		c.tb.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// Poll calls cond every 25 ms until it returns nil, ctx ends or timeout passes;
+// it returns cond's last error.
+func Poll(ctx context.Context, timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) allReady() error {
+	for _, r := range c.Running() {
+		nodes := r.Peer.FSM().Nodes()
+		if len(nodes) != len(c.Members) {
+			return fmt.Errorf("%s knows %d nodes", r.Name, len(nodes))
+		}
+		for _, n := range nodes {
+			if n.Phase != api.PhaseReady {
+				return fmt.Errorf("%s sees %s %s", r.Name, n.Name, n.Phase)
+			}
+		}
+	}
+	return nil
+}
+
+// NodePhase returns the phase of node name as member m's replica has it.
+func NodePhase(m *Member, name string) string {
+	n, ok := m.Peer.FSM().Node(name)
+	if !ok {
+		return ""
+	}
+	return n.Phase
+}

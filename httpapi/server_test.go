@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// fakeBackend is a single replica that is either the leader or knows none.
+type fakeBackend struct {
+	fsm    *raftfsm.FSM
+	leader bool
+	index  uint64
+}
+
+func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
+	b := &fakeBackend{fsm: raftfsm.NewFSM(nil), leader: leader}
+	ctx := context.Background()
+	for _, c := range []struct {
+		t    raftfsm.Type
+		body any
+	}{
+		{raftfsm.TypeInit, raftfsm.Init{ClusterID: "c", Time: time.Unix(0, 0)}},
+		{raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Addr: "10.1.0.1", Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 128e9, GPU: 2}, Phase: api.PhaseReady}},
+	} {
+		if _, err := b.applyAny(ctx, c.t, c.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+func (b *fakeBackend) applyAny(_ context.Context, t raftfsm.Type, body any) (any, error) {
+	data, err := raftfsm.Encode(t, body)
+	if err != nil {
+		return nil, err
+	}
+	b.index++
+	r := b.fsm.Apply(&raft.Log{Index: b.index, Type: raft.LogCommand, Data: data}).(raftfsm.Result)
+	return r.Value, r.Err
+}
+
+func (b *fakeBackend) Name() string                { return "n1" }
+func (b *fakeBackend) FSM() *raftfsm.FSM           { return b.fsm }
+func (b *fakeBackend) IsLeader() bool              { return b.leader }
+func (b *fakeBackend) LeaderAPI() (string, string) { return "", "" }
+func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+	if !b.leader {
+		return nil, raftfsm.ErrNotLeader
+	}
+	return b.applyAny(ctx, t, body)
+}
+func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
+func (b *fakeBackend) ClusterInfo(context.Context) api.ClusterInfo {
+	return api.ClusterInfo{Leader: "n1", Peers: []api.ClusterPeer{{Name: "n1", Raft: api.RaftLeader}}}
+}
+
+func do(t *testing.T, h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func TestServer_answers(t *testing.T) {
+	tagPath := "/api/v1/namespaces/svc-default/nodes/n1/tag"
+	cases := []struct {
+		name        string
+		method      string
+		path        string
+		body        string
+		wantCode    int
+		wantReason  string
+		wantInBody  string
+		wantWarning string
+	}{
+		{name: "list nodes", method: "GET", path: "/api/v1/namespaces/svc-default/nodes", wantCode: 200, wantInBody: `"availableMemory":"128.00G"`},
+		{name: "empty tags are an array", method: "GET", path: "/api/v1/namespaces/svc-default/nodes", wantCode: 200, wantInBody: `"svcTags":[]`},
+		{name: "unknown namespace", method: "GET", path: "/api/v1/namespaces/nope/nodes", wantCode: 404, wantReason: api.ReasonNotFound, wantInBody: `namespace \"nope\" not found`},
+		{name: "tag", method: "POST", path: tagPath, body: `{"tag":"ssd"}`, wantCode: 200, wantInBody: `"svcTags":["ssd"]`},
+		{name: "tag with extra field warns", method: "POST", path: tagPath, body: `{"tag":"ssd","shouldGenerateName":true}`, wantCode: 200, wantWarning: "shouldGenerateName"},
+		{name: "tag wrong type", method: "POST", path: tagPath, body: `{"tag":5}`, wantCode: 400, wantReason: api.ReasonBadRequest, wantInBody: `field \"tag\" must be a string`},
+		{name: "tag malformed", method: "POST", path: tagPath, body: `{"tag":`, wantCode: 400, wantReason: api.ReasonBadRequest},
+		{name: "tag no body", method: "POST", path: tagPath, wantCode: 400, wantInBody: "JSON object"},
+		{name: "tag array body", method: "POST", path: tagPath, body: `["ssd"]`, wantCode: 400, wantInBody: "JSON object"},
+		{name: "tag missing", method: "POST", path: tagPath, body: `{}`, wantCode: 400, wantInBody: `field \"tag\": tag must not be empty`},
+		{name: "tag bad characters", method: "POST", path: tagPath, body: `{"tag":"a b"}`, wantCode: 400},
+		{name: "tag too long", method: "POST", path: tagPath, body: `{"tag":"` + strings.Repeat("a", 64) + `"}`, wantCode: 400, wantInBody: "longer than 63"},
+		{name: "tag too big a body", method: "POST", path: tagPath, body: `{"tag":"` + strings.Repeat("a", 2<<20) + `"}`, wantCode: 413, wantReason: api.ReasonRequestEntityTooLarge},
+		{name: "tag unknown node", method: "POST", path: "/api/v1/namespaces/svc-default/nodes/n9/tag", body: `{"tag":"x"}`, wantCode: 404, wantInBody: `node \"n9\" not found`},
+		{name: "untag", method: "POST", path: "/api/v1/namespaces/svc-default/nodes/n1/untag", body: `{"tag":"ssd"}`, wantCode: 200},
+		{name: "unknown route", method: "GET", path: "/api/v1/nothing", wantCode: 404, wantReason: api.ReasonNotFound},
+		{name: "wrong method", method: "DELETE", path: "/api/v1/namespaces/svc-default/nodes", wantCode: 405},
+		{name: "cluster info", method: "GET", path: "/api/v1/cluster-info", wantCode: 200, wantInBody: `"raft":"leader"`},
+		{name: "metrics", method: "GET", path: "/metrics", wantCode: 200, wantInBody: "svc_http_requests_total"},
+	}
+	s := New(Config{Backend: newFakeBackend(t, true)})
+	h := s.Handler()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := do(t, h, c.method, c.path, c.body)
+			if w.Code != c.wantCode {
+				t.Fatalf("code %d, want %d: %s", w.Code, c.wantCode, w.Body)
+			}
+			if ct := w.Header().Get("Content-Type"); c.path != "/metrics" && ct != "application/json" {
+				t.Fatalf("content type %q", ct)
+			}
+			if c.wantCode >= 400 {
+				var st api.Status
+				if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Kind != "Status" || st.Code != c.wantCode || st.Message == "" {
+					t.Fatalf("error body %s (%v)", w.Body, err)
+				}
+				if c.wantReason != "" && st.Reason != c.wantReason {
+					t.Fatalf("reason %q, want %q", st.Reason, c.wantReason)
+				}
+			}
+			if !strings.Contains(w.Body.String(), c.wantInBody) {
+				t.Fatalf("body %s lacks %s", w.Body, c.wantInBody)
+			}
+			if c.wantWarning != "" && !strings.Contains(w.Header().Get("Warning"), c.wantWarning) {
+				t.Fatalf("Warning %q lacks %s", w.Header().Get("Warning"), c.wantWarning)
+			}
+		})
+	}
+}
+
+func TestServer_no_leader_is_503_after_a_bounded_wait(t *testing.T) {
+	s := New(Config{Backend: newFakeBackend(t, false), LeaderWait: 150 * time.Millisecond})
+	start := time.Now()
+	w := do(t, s.Handler(), "POST", "/api/v1/namespaces/svc-default/nodes/n1/tag", `{"tag":"x"}`)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "no leader") {
+		t.Fatalf("code %d, Retry-After %q, body %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("waited %s", waited)
+	}
+	// Reads are served from the local replica without a leader.
+	if w := do(t, s.Handler(), "GET", "/api/v1/namespaces/svc-default/nodes", ""); w.Code != 200 {
+		t.Fatalf("read without leader: %d", w.Code)
+	}
+	// A consistent read needs the leader.
+	if w := do(t, s.Handler(), "GET", "/api/v1/namespaces/svc-default/nodes?consistent=true", ""); w.Code != 503 {
+		t.Fatalf("consistent read without leader: %d", w.Code)
+	}
+}
+
+func TestServer_routes_are_listed(t *testing.T) {
+	s := New(Config{Backend: newFakeBackend(t, true)})
+	writes := 0
+	for _, r := range s.Routes() {
+		if r.Write {
+			writes++
+			if r.Method == http.MethodGet {
+				t.Fatalf("GET route %s marked as a write", r.Path)
+			}
+		}
+	}
+	if writes != 2 {
+		t.Fatalf("%d write routes", writes)
+	}
+}

@@ -46,6 +46,10 @@ func toAPIError(err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	var re *raftfsm.RuleError
+	if errors.As(err, &re) {
+		err = re // answer with the rule's own words, not the layers around it
+	}
 	switch {
 	case errors.Is(err, raftfsm.ErrNotFound):
 		return notFound("%s", err.Error())

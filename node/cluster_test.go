@@ -92,7 +92,8 @@ func TestCluster_forwarding_from_each_follower(t *testing.T) {
 		}
 		// Errors cross the hop unchanged.
 		_, err = c.Client(f).TagNode(ctx(t), api.DefaultNamespace, "no-such-node", "x")
-		if api.CodeOf(err) != http.StatusNotFound || api.ReasonOf(err) != api.ReasonNotFound {
+		if api.CodeOf(err) != http.StatusNotFound || api.ReasonOf(err) != api.ReasonNotFound ||
+			statusErr(err).Status.Message != `node "no-such-node" not found in namespace "svc-default"` {
 			t.Fatalf("unknown node through %s: %v", f.Name, err)
 		}
 		_, err = c.Client(f).UntagNode(ctx(t), api.DefaultNamespace, f.Name, "bad tag!")

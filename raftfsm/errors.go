@@ -19,16 +19,16 @@ var (
 	ErrTimeout = errors.New("timed out")
 )
 
-// ruleError is a rule broken by a command: its message is meant for the API
-// caller, and it unwraps to one of the kinds above.
-type ruleError struct {
+// RuleError is a rule broken by a command: its message is meant for the API
+// caller, and it unwraps to one of the kinds above (ErrNotFound, ...).
+type RuleError struct {
 	kind error
 	msg  string
 }
 
-func (e *ruleError) Error() string { return e.msg }
-func (e *ruleError) Unwrap() error { return e.kind }
+func (e *RuleError) Error() string { return e.msg }
+func (e *RuleError) Unwrap() error { return e.kind }
 
 func ruleErr(kind error, format string, args ...any) error {
-	return &ruleError{kind: kind, msg: fmt.Sprintf(format, args...)}
+	return &RuleError{kind: kind, msg: fmt.Sprintf(format, args...)}
 }

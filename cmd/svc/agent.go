@@ -1,0 +1,275 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// agentFlags are the settings of svc agent; a config file may set any of them.
+type agentFlags struct {
+	config          string
+	name            string
+	dataDir         string
+	bind            string
+	apiPort         int
+	raftPort        int
+	gossipPort      int
+	bootstrapExpect int
+	join            []string
+	cpu             int
+	memory          string
+	gpu             int
+	dev             bool
+	reapAfter       time.Duration
+	logLevel        string
+	logFormat       string
+}
+
+// Default ports.
+const (
+	defaultAPIPort    = 8080
+	defaultRaftPort   = 7000
+	defaultGossipPort = 7946
+)
+
+func newAgentCmd() *cobra.Command {
+	a := &agentFlags{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run an svc peer on this host",
+		Long: `Run an svc peer on this host. Every host of a cluster runs one; the peers elect a
+Raft leader among themselves and any of them serves the API.
+
+Settings come from flags, or from a JSON config file (--config) whose keys are
+the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`,
+		Example: `  # try it out: a single-peer cluster on loopback
+  svc agent --dev
+
+  # first three hosts of a new cluster
+  svc agent --bind 10.0.0.11 --data-dir /var/lib/svc --bootstrap-expect 3 --join 10.0.0.12:7946,10.0.0.13:7946
+
+  # a further host
+  svc agent --bind 10.0.0.14 --data-dir /var/lib/svc --join 10.0.0.11:7946`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfigFile(cmd.Flags(), a.config); err != nil {
+				return err
+			}
+			return a.run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&a.config, "config", "", "JSON config file whose keys are flag names")
+	f.StringVar(&a.name, "name", "", "node name, kept across restarts (default: host name)")
+	f.StringVar(&a.dataDir, "data-dir", "", "where Raft state and images live (default /var/lib/svc; .svc-dev with --dev)")
+	f.StringVar(&a.bind, "bind", "", "address Raft, gossip and the API listen on and advertise (default: the host's first private IPv4; 127.0.0.1 with --dev)")
+	f.IntVar(&a.apiPort, "api-port", defaultAPIPort, "API port")
+	f.IntVar(&a.raftPort, "raft-port", defaultRaftPort, "Raft port")
+	f.IntVar(&a.gossipPort, "gossip-port", defaultGossipPort, "gossip port (TCP and UDP)")
+	f.IntVar(&a.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many peers have met (1 with --dev)")
+	f.StringSliceVar(&a.join, "join", nil, "gossip addresses host:port of running peers, retried until one answers")
+	f.IntVar(&a.cpu, "cpu", 0, "CPUs offered to VMs (default: the host's minus 1)")
+	f.StringVar(&a.memory, "memory", "", "memory offered to VMs, e.g. 16G; a bare number is GiB (default: the host's minus 10% or 1 GiB)")
+	f.IntVar(&a.gpu, "gpu", -1, "GPUs offered to VMs (default: the host's non-boot display controllers)")
+	f.BoolVar(&a.dev, "dev", false, "a single-peer cluster on loopback in a local data dir, for trying svc out")
+	f.DurationVar(&a.reapAfter, "reap-after", 72*time.Hour, "how long a dead peer keeps its Raft seat before a non-voter takes it")
+	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&a.logFormat, "log-format", "text", "text or json")
+	return cmd
+}
+
+// applyConfigFile sets every flag the user did not give from the JSON file.
+func applyConfigFile(fs *pflag.FlagSet, path string) error {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var settings map[string]any
+	if err := json.Unmarshal(b, &settings); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	for key, v := range settings {
+		fl := fs.Lookup(key)
+		if fl == nil || key == "config" {
+			return fmt.Errorf("config file %s: unknown setting %q", path, key)
+		}
+		if fl.Changed {
+			continue
+		}
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case []any:
+			parts := make([]string, 0, len(x))
+			for _, p := range x {
+				parts = append(parts, fmt.Sprint(p))
+			}
+			s = strings.Join(parts, ",")
+		default:
+			s = fmt.Sprint(x)
+		}
+		if err := fs.Set(key, s); err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, key, err)
+		}
+	}
+	return nil
+}
+
+func (a *agentFlags) run(cmd *cobra.Command) error {
+	log, err := newLogger(a.logLevel, a.logFormat)
+	if err != nil {
+		return err
+	}
+	cfg, err := a.peerConfig(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	cfg.Log = log
+	p, err := node.Start(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "svc agent %s: API http://%s  raft %s  gossip %s  data %s\n",
+		cfg.Name, p.APIAddr(), p.RaftAddr(), p.GossipAddr(), cfg.DataDir)
+	select {
+	case <-cmd.Context().Done():
+		log.Info("stopping")
+	case err = <-p.Err():
+	}
+	if cerr := p.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
+	cfg := node.Config{
+		Name: a.name, DataDir: a.dataDir, Bind: a.bind,
+		APIPort: a.apiPort, RaftPort: a.raftPort, GossipPort: a.gossipPort,
+		BootstrapExpect: a.bootstrapExpect, Join: a.join, Version: version, ReapAfter: a.reapAfter,
+	}
+	if a.dev {
+		if cfg.DataDir == "" {
+			cfg.DataDir = ".svc-dev"
+		}
+		if cfg.Bind == "" {
+			cfg.Bind = "127.0.0.1"
+		}
+		if !fs.Changed("bootstrap-expect") {
+			cfg.BootstrapExpect = 1
+		}
+		cfg.Local = true
+	}
+	if cfg.Name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return cfg, fmt.Errorf("--name not given and no host name: %w", err)
+		}
+		cfg.Name = strings.ToLower(strings.Split(h, ".")[0])
+	}
+	if err := api.ValidateName("--name", cfg.Name, api.MaxNameLen); err != nil {
+		return cfg, err
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "/var/lib/svc"
+	}
+	if cfg.Bind == "" {
+		ip, err := privateIPv4()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Bind = ip
+	}
+	if net.ParseIP(cfg.Bind) == nil {
+		return cfg, fmt.Errorf("--bind %q is not an IP address", cfg.Bind)
+	}
+	for _, j := range cfg.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			return cfg, fmt.Errorf("--join %q must be host:port: %w", j, err)
+		}
+	}
+	capacity, err := hostCapacity(a)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Capacity = capacity
+	return cfg, nil
+}
+
+// hostCapacity reads the host and applies --cpu, --memory and --gpu.
+func hostCapacity(a *agentFlags) (raftfsm.Capacity, error) {
+	c, err := node.HostCapacity()
+	if err != nil {
+		return c, err
+	}
+	if a.cpu < 0 {
+		return c, errors.New("--cpu must not be negative")
+	}
+	if a.cpu > 0 {
+		c.CPU = a.cpu
+	}
+	if a.memory != "" {
+		m := a.memory
+		if _, err := strconv.ParseFloat(m, 64); err == nil {
+			m += "G" // a bare number is GiB
+		}
+		b, err := api.ParseSize(m)
+		if err != nil {
+			return c, fmt.Errorf("--memory: %w", err)
+		}
+		c.MemoryBytes = b
+	}
+	if a.gpu >= 0 {
+		c.GPU = a.gpu
+	}
+	return c, nil
+}
+
+// privateIPv4 returns the first private IPv4 address of an interface that is up.
+func privateIPv4() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip4 := ipn.IP.To4(); ip4 != nil && ip4.IsPrivate() {
+				return ip4.String(), nil
+			}
+		}
+	}
+	return "", errors.New("no private IPv4 address found: pass --bind")
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}

@@ -1,0 +1,32 @@
+// Command svc is both the svc peer (svc agent) and the command-line client
+// of the svc API.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/svc-project/svc/api"
+)
+
+// version is stamped at link time (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		var se *api.StatusError
+		if errors.As(err, &se) {
+			fmt.Fprintf(os.Stderr, "Error: %s (%d %s)\n", se.Status.Message, se.Status.Code, se.Status.Reason)
+		} else {
+			fmt.Fprintln(os.Stderr, "Error:", err)
+		}
+		os.Exit(1)
+	}
+}

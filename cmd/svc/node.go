@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/svc-project/svc/api"
+)
+
+func newNodeCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "node", Short: "List and tag the cluster's nodes"}
+	var consistent bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the nodes of a namespace with their free and total resources",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := outputFormat(g.output); err != nil {
+				return err
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			nodes, err := cl.ListNodes(cmd.Context(), g.namespace, consistent)
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(cmd.OutOrStdout(), api.List[api.Node]{Items: nodes})
+			}
+			rows := make([][]string, 0, len(nodes))
+			for _, n := range nodes {
+				tags := strings.Join(n.Tags, ",")
+				if tags == "" {
+					tags = "-"
+				}
+				rows = append(rows, []string{
+					n.Name, n.Phase, n.NodeIP, n.Arch,
+					strconv.Itoa(n.AvailableCPU) + "/" + strconv.Itoa(n.AllocatableCPU),
+					n.AvailableMemory + "/" + n.AllocatableMemory,
+					strconv.Itoa(n.AvailableGPU) + "/" + strconv.Itoa(n.AllocatableGPU),
+					tags,
+				})
+			}
+			return printTable(cmd.OutOrStdout(), []string{"NAME", "PHASE", "IP", "ARCH", "CPU", "MEMORY", "GPU", "TAGS"}, rows)
+		},
+	}
+	list.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	list.Flags().BoolVar(&consistent, "consistent", false, "read through the leader instead of the local replica")
+
+	tag := newTagCmd(g, "tag", "Add a tag to a node", false)
+	untag := newTagCmd(g, "untag", "Remove a tag from a node", true)
+	cmd.AddCommand(list, tag, untag)
+	return cmd
+}
+
+func newTagCmd(g *globals, use, short string, remove bool) *cobra.Command {
+	return &cobra.Command{
+		Use:   use + " NODE TAG",
+		Short: short,
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := api.ValidateTag(args[1]); err != nil {
+				return err
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			call := cl.TagNode
+			if remove {
+				call = cl.UntagNode
+			}
+			n, err := call(cmd.Context(), g.namespace, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s tags: [%s]\n", n.Name, strings.Join(n.Tags, ", "))
+			return nil
+		},
+	}
+}

@@ -46,8 +46,10 @@ const (
 	defaultGossipPort = 7946
 )
 
-func newAgentCmd() *cobra.Command {
-	a := &agentFlags{}
+func newAgentCmd() *cobra.Command { return (&agentFlags{}).command() }
+
+// command builds svc agent with its flags bound to a.
+func (a *agentFlags) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run an svc peer on this host",

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+// buildBinary builds the svc binary once for the end-to-end tests.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "svc")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	return ports
+}
+
+type agentProc struct {
+	name    string
+	api     string
+	cmd     *exec.Cmd
+	logFile string
+}
+
+// cli runs the svc client against an API address and returns its stdout.
+func cli(t *testing.T, bin, apiURL string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--api-url", apiURL}, args...)...)
+	cmd.Env = append(os.Environ(), "SVC_CONFIG="+filepath.Join(t.TempDir(), "config.json"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("svc %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	ports := freePorts(t, 9)
+	dir := t.TempDir()
+	var agents []*agentProc
+	gossip1 := "127.0.0.1:" + strconv.Itoa(ports[2])
+	for i := range 3 {
+		a := &agentProc{name: fmt.Sprintf("peer-%d", i+1), api: "http://127.0.0.1:" + strconv.Itoa(ports[3*i])}
+		args := []string{"agent", "--name", a.name, "--bind", "127.0.0.1",
+			"--data-dir", filepath.Join(dir, a.name),
+			"--api-port", strconv.Itoa(ports[3*i]), "--raft-port", strconv.Itoa(ports[3*i+1]), "--gossip-port", strconv.Itoa(ports[3*i+2]),
+			"--bootstrap-expect", "3", "--cpu", "2", "--memory", "4", "--gpu", "0"}
+		if i > 0 {
+			args = append(args, "--join", gossip1)
+		}
+		a.logFile = filepath.Join(dir, a.name+".log")
+		lf, err := os.Create(a.logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.cmd = exec.Command(bin, args...)
+		a.cmd.Stdout, a.cmd.Stderr = lf, lf
+		if err := a.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		_ = lf.Close()
+		agents = append(agents, a)
+	}
+	t.Cleanup(func() {
+		for _, a := range agents {
+			if a.cmd.ProcessState == nil {
+				_ = a.cmd.Process.Signal(syscall.SIGTERM)
+				_ = a.cmd.Wait()
+			}
+		}
+		if t.Failed() {
+			for _, a := range agents {
+				b, _ := os.ReadFile(a.logFile)
+				t.Logf("--- %s log:\n%s", a.name, b)
+			}
+		}
+	})
+
+	info := func(a *agentProc) (api.ClusterInfo, error) {
+		out, err := cli(t, bin, a.api, "cluster", "info", "-o", "json")
+		if err != nil {
+			return api.ClusterInfo{}, err
+		}
+		var ci api.ClusterInfo
+		return ci, json.Unmarshal([]byte(out), &ci)
+	}
+	poll := func(what string, timeout time.Duration, cond func() error) {
+		t.Helper()
+		if err := testcluster.Poll(context.Background(), timeout, cond); err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+	var leader string
+	poll("3 peers with a leader", 60*time.Second, func() error {
+		ci, err := info(agents[0])
+		if err != nil {
+			return err
+		}
+		if ci.Leader == "" || len(ci.Peers) != 3 {
+			return fmt.Errorf("cluster-info %+v", ci)
+		}
+		leader = ci.Leader
+		out, err := cli(t, bin, agents[0].api, "node", "list")
+		if err != nil {
+			return err
+		}
+		if strings.Count(out, "READY") != 3 || strings.Contains(out, "NOT READY") {
+			return fmt.Errorf("nodes:\n%s", out)
+		}
+		return nil
+	})
+
+	var follower, other *agentProc
+	var leaderProc *agentProc
+	for _, a := range agents {
+		switch {
+		case a.name == leader:
+			leaderProc = a
+		case follower == nil:
+			follower = a
+		default:
+			other = a
+		}
+	}
+	out, err := cli(t, bin, follower.api, "node", "tag", other.name, "e2e")
+	if err != nil || !strings.Contains(out, "e2e") {
+		t.Fatalf("tag through follower %s: %v %s", follower.name, err, out)
+	}
+
+	// Kill the leader outright.
+	if err := leaderProc.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = leaderProc.cmd.Wait()
+
+	for _, a := range []*agentProc{follower, other} {
+		poll(a.name+" to answer with a new leader", 60*time.Second, func() error {
+			ci, err := info(a)
+			if err != nil {
+				return err
+			}
+			if ci.Leader == "" || ci.Leader == leader {
+				return fmt.Errorf("leader %q", ci.Leader)
+			}
+			out, err := cli(t, bin, a.api, "node", "list", "-o", "json")
+			if err != nil {
+				return err
+			}
+			var nodes api.List[api.Node]
+			if err := json.Unmarshal([]byte(out), &nodes); err != nil {
+				return err
+			}
+			for _, n := range nodes.Items {
+				if n.Name == other.name && (len(n.Tags) != 1 || n.Tags[0] != "e2e") {
+					return fmt.Errorf("tag lost: %+v", n)
+				}
+			}
+			_, err = cli(t, bin, a.api, "node", "tag", a.name, "survivor")
+			return err
+		})
+	}
+	poll("the killed leader's node NOT READY", 60*time.Second, func() error {
+		out, err := cli(t, bin, follower.api, "node", "list")
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, leader+" ") && strings.Contains(line, "NOT READY") {
+				return nil
+			}
+		}
+		return fmt.Errorf("nodes:\n%s", out)
+	})
+}

@@ -25,6 +25,9 @@ type Options struct {
 	ReapAfter time.Duration
 	// Capacity offered by every peer (default 4 CPUs, 8 GiB, 0 GPU).
 	Capacity raftfsm.Capacity
+	// ProductionTiming uses raft's and memberlist's default (LAN) timeouts
+	// instead of the short test ones, e.g. to measure failover as users see it.
+	ProductionTiming bool
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
 }
@@ -95,6 +98,9 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
 			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
 			Gate: m.gate, Log: c.logger(),
+		}
+		if opts.ProductionTiming {
+			m.cfg.RaftTiming, m.cfg.Local = raftfsm.Timing{}, false
 		}
 		if i < opts.BootstrapExpect {
 			m.cfg.BootstrapExpect = opts.BootstrapExpect

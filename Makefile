@@ -1,0 +1,60 @@
+# svc — see README.md. 'make run' starts a dev peer, 'make test' runs every check.
+SHELL := /bin/bash
+GO ?= go
+export PATH := $(PATH):/usr/local/go/bin:$(shell $(GO) env GOPATH 2>/dev/null)/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+STATICCHECK_VERSION := v0.8.2
+FUZZTIME ?= 5s
+
+.PHONY: all build run stop test lint unit fuzz netns-test bench local-cluster local-cluster-down clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
+
+## run: build and start a single-peer dev cluster in the background, and say how to reach it
+run: build
+	scripts/dev.sh up
+
+## stop: stop the dev peer started by 'make run'
+stop:
+	scripts/dev.sh down
+
+## test: everything CI checks
+test: lint unit fuzz netns-test
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	@command -v staticcheck >/dev/null || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	staticcheck ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+## fuzz: run each fuzz target for FUZZTIME from its seeds
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./raftfsm
+	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./raftfsm
+
+## netns-test: 3 peers in network namespaces (needs root; skipped otherwise)
+netns-test: build
+	@if [ "$$(id -u)" -ne 0 ]; then echo "netns-test: skipped (needs root)"; else scripts/test-local-cluster.sh; fi
+
+## bench: throughput, latency and failover figures (see README)
+bench:
+	$(GO) test -run '^$$' -bench 'TagWrite$$|NodeList' -benchtime 2000x ./node
+	$(GO) test -run '^$$' -bench 'TagWriteParallel' -benchtime 5000x ./node
+	$(GO) test -run '^$$' -bench 'Failover' -benchtime 5x ./node
+
+local-cluster: build
+	scripts/local-cluster.sh up $(or $(N),3)
+
+local-cluster-down:
+	scripts/local-cluster.sh down
+
+clean:
+	rm -rf bin

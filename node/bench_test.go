@@ -1,0 +1,157 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(int(float64(len(s))*p), len(s)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func benchClient(m *testcluster.Member) *api.Client {
+	c := api.NewClient("http://"+m.Peer.APIAddr(), "")
+	c.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	return c
+}
+
+// BenchmarkTagWrite sends tag writes one at a time, alternately to the leader
+// and to a follower (which forwards them), over the real HTTP API of a
+// 3-peer cluster, and reports the latency of each path and their ratio.
+func BenchmarkTagWrite(b *testing.B) {
+	c := testcluster.New(b, 3, testcluster.Options{})
+	leader := c.WaitLeader()
+	follower := c.Followers()[0]
+	lc, fc := benchClient(leader), benchClient(follower)
+	ctx := context.Background()
+	var viaLeader, viaFollower []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for _, path := range []struct {
+			cl  *api.Client
+			out *[]time.Duration
+		}{{lc, &viaLeader}, {fc, &viaFollower}} {
+			start := time.Now()
+			if _, err := path.cl.TagNode(ctx, api.DefaultNamespace, leader.Name, fmt.Sprintf("t%d", i%50)); err != nil {
+				b.Fatal(err)
+			}
+			*path.out = append(*path.out, time.Since(start))
+		}
+	}
+	b.StopTimer()
+	sum := func(d []time.Duration) (t time.Duration) {
+		for _, x := range d {
+			t += x
+		}
+		return t
+	}
+	b.ReportMetric(float64(len(viaLeader))/sum(viaLeader).Seconds(), "leader-writes/s")
+	b.ReportMetric(float64(len(viaFollower))/sum(viaFollower).Seconds(), "follower-writes/s")
+	b.ReportMetric(ms(percentile(viaLeader, 0.50)), "leader-p50-ms")
+	b.ReportMetric(ms(percentile(viaLeader, 0.99)), "leader-p99-ms")
+	b.ReportMetric(ms(percentile(viaFollower, 0.50)), "follower-p50-ms")
+	b.ReportMetric(ms(percentile(viaFollower, 0.99)), "follower-p99-ms")
+	b.ReportMetric(float64(percentile(viaFollower, 0.50))/float64(percentile(viaLeader, 0.50)), "forward-ratio-p50")
+	b.ReportMetric(float64(percentile(viaFollower, 0.99))/float64(percentile(viaLeader, 0.99)), "forward-ratio-p99")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkTagWriteParallel sends tag writes from 16 concurrent clients to a
+// follower; Raft batches them, so throughput exceeds the serial figure.
+func BenchmarkTagWriteParallel(b *testing.B) {
+	c := testcluster.New(b, 3, testcluster.Options{})
+	leader := c.WaitLeader()
+	fc := benchClient(c.Followers()[0])
+	var n atomic.Int64
+	b.SetParallelism(8) // 8 x GOMAXPROCS(2) = 16 clients
+	start := time.Now()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			if _, err := fc.TagNode(context.Background(), api.DefaultNamespace, leader.Name, fmt.Sprintf("p%d", i%50)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "writes/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkNodeList reads the node list from a follower's local replica
+// with concurrent clients.
+func BenchmarkNodeList(b *testing.B) {
+	for _, consistent := range []bool{false, true} {
+		b.Run(fmt.Sprintf("consistent=%v", consistent), func(b *testing.B) {
+			c := testcluster.New(b, 3, testcluster.Options{})
+			c.WaitLeader()
+			fc := benchClient(c.Followers()[0])
+			var n atomic.Int64
+			b.SetParallelism(8)
+			start := time.Now()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					nodes, err := fc.ListNodes(context.Background(), api.DefaultNamespace, consistent)
+					if err != nil || len(nodes) != 3 {
+						b.Errorf("list: %v (%d nodes)", err, len(nodes))
+						return
+					}
+					n.Add(1)
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "reads/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkFailover stops the leader of a 3-peer cluster running raft's and
+// memberlist's production timeouts, then sends a write to a survivor every
+// 10 ms until one is accepted; it reports the time from the stop to that write.
+func BenchmarkFailover(b *testing.B) {
+	var took []time.Duration
+	for range b.N {
+		b.StopTimer()
+		c := testcluster.New(b, 3, testcluster.Options{ProductionTiming: true})
+		old := c.WaitLeader()
+		survivor := benchClient(c.Followers()[0])
+		b.StartTimer()
+		start := time.Now()
+		c.Stop(old)
+		deadline := start.Add(60 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := survivor.TagNode(ctx, api.DefaultNamespace, c.Followers()[0].Name, "failover")
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("no write accepted 60 s after the leader stopped: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		took = append(took, time.Since(start))
+		b.StopTimer()
+		c.Close()
+	}
+	b.ReportMetric(ms(percentile(took, 0.5)), "failover-p50-ms")
+	b.ReportMetric(ms(slices.Max(took)), "failover-max-ms")
+	b.ReportMetric(0, "ns/op")
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Brings an svc cluster up on real hosts over SSH: copies the svc binary,
+# installs a systemd unit running 'svc agent' on each host, starts the first
+# peers with --bootstrap-expect and joins the rest to them.
+#
+#   scripts/bootstrap-cluster.sh [-u USER] [-b BINARY] [-d DATA_DIR] [-p PORT] [-e ARGS] HOST...
+#
+# HOST is the address each peer binds to and advertises (the host's address
+# on the cluster's private network). The first min(3, number of hosts) hosts
+# form the cluster; the others join. Run it again with more hosts to add them:
+# peers already running keep their data and identity.
+#   -u USER      SSH user with sudo rights (default: root)
+#   -b BINARY    svc binary to install (default: bin/svc; build with 'make build')
+#   -d DATA_DIR  data dir on the hosts (default: /var/lib/svc)
+#   -p PORT      API port (default: 8080)
+#   -e ARGS      extra 'svc agent' arguments for every host (e.g. "--memory 64G")
+# Needs: ssh and scp access to every host, systemd on the hosts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+user=root bin=bin/svc data=/var/lib/svc port=8080 extra=""
+while getopts "u:b:d:p:e:h" opt; do
+  case $opt in
+  u) user=$OPTARG ;;
+  b) bin=$OPTARG ;;
+  d) data=$OPTARG ;;
+  p) port=$OPTARG ;;
+  e) extra=$OPTARG ;;
+  *) sed -n '2,18p' "$0"; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { sed -n '2,18p' "$0"; exit 2; }
+[ -x "$bin" ] || { echo "no svc binary at $bin: run 'make build'" >&2; exit 1; }
+hosts=("$@")
+expect=$(( ${#hosts[@]} < 3 ? ${#hosts[@]} : 3 ))
+first=${hosts[0]}
+ssh_opts=(-o BatchMode=yes -o ConnectTimeout=10)
+sudo=""
+[ "$user" = root ] || sudo="sudo"
+
+for i in "${!hosts[@]}"; do
+  h=${hosts[$i]}
+  args="agent --bind $h --data-dir $data --api-port $port"
+  if [ "$i" -lt "$expect" ]; then
+    args+=" --bootstrap-expect $expect"
+    # the first peers find each other through the first host
+    [ "$i" -eq 0 ] || args+=" --join $first:7946"
+  else
+    args+=" --join $first:7946"
+  fi
+  [ -z "$extra" ] || args+=" $extra"
+  echo "== $h: svc $args"
+  scp "${ssh_opts[@]}" "$bin" "$user@$h:/tmp/svc.new"
+  ssh "${ssh_opts[@]}" "$user@$h" "$sudo sh -s" <<UNIT
+set -e
+install -m 0755 /tmp/svc.new /usr/local/bin/svc && rm -f /tmp/svc.new
+mkdir -p $data && chmod 0700 $data
+cat >/etc/systemd/system/svc-agent.service <<'EOF_UNIT'
+[Unit]
+Description=svc agent (VM hosting cluster peer)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+ExecStart=/usr/local/bin/svc $args
+Restart=always
+RestartSec=2
+LimitNOFILE=65536
+
+[Install]
+WantedBy=multi-user.target
+EOF_UNIT
+systemctl daemon-reload
+systemctl enable svc-agent.service >/dev/null
+systemctl restart svc-agent.service
+UNIT
+done
+
+echo "== waiting for the cluster to form (up to 120 s)"
+for _ in $(seq 1 120); do
+  if out=$(ssh "${ssh_opts[@]}" "$user@$first" "/usr/local/bin/svc --api-url http://$first:$port node list" 2>/dev/null) &&
+    [ "$(grep -c ' READY ' <<<"$out")" -eq "${#hosts[@]}" ]; then
+    echo "$out"
+    echo
+    echo "The cluster is up. Point the CLI at any peer:"
+    echo "  svc config set --api-url http://$first:$port"
+    exit 0
+  fi
+  sleep 1
+done
+echo "the cluster did not report ${#hosts[@]} READY nodes in 120 s; check 'journalctl -u svc-agent' on the hosts" >&2
+exit 1

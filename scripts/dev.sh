@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Starts (up) or stops (down) a single-peer svc cluster on loopback for trying
+# svc out. The peer runs in the background; its data and log live in .dev/.
+#   scripts/dev.sh up     # used by 'make run'
+#   scripts/dev.sh down   # used by 'make stop'
+# Settings: SVC_DEV_API_PORT (default 8080), SVC_DEV_DIR (default .dev).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=bin/svc
+dir=${SVC_DEV_DIR:-.dev}
+port=${SVC_DEV_API_PORT:-8080}
+url=http://127.0.0.1:$port
+pidfile=$dir/agent.pid
+
+running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+case ${1:-} in
+up)
+  mkdir -p "$dir"
+  if running; then
+    echo "a dev peer is already running (pid $(cat "$pidfile"))"
+  else
+    setsid "$bin" agent --dev --data-dir "$dir/data" --api-port "$port" \
+      --raft-port "${SVC_DEV_RAFT_PORT:-7000}" --gossip-port "${SVC_DEV_GOSSIP_PORT:-7946}" \
+      >"$dir/agent.out" 2>"$dir/agent.log" </dev/null &
+    echo $! >"$pidfile"
+  fi
+  # Wait (bounded) for the peer to lead and its node to be READY.
+  for _ in $(seq 1 120); do
+    if ! running; then
+      echo "the dev peer exited; its log:" >&2
+      tail -n 20 "$dir/agent.log" >&2
+      exit 1
+    fi
+    if "$bin" --api-url "$url" node list 2>/dev/null | grep -qw READY; then
+      break
+    fi
+    sleep 0.5
+  done
+  "$bin" --api-url "$url" node list | grep -qw READY || { echo "the dev peer did not become ready in 60 s; see $dir/agent.log" >&2; exit 1; }
+  cat <<MSG
+svc is running: a single-peer cluster on this machine.
+  API:    $url   (cluster info: $url/api/v1/cluster-info, metrics: $url/metrics)
+  log:    $dir/agent.log
+  stop:   make stop
+
+Use the CLI:
+  export SVC_API_URL=$url     # or: bin/svc config set --api-url $url
+  bin/svc cluster info
+  bin/svc node list
+  bin/svc node tag NODE ssd    # NODE: a name from the list
+MSG
+  ;;
+down)
+  if running; then
+    kill "$(cat "$pidfile")"
+    for _ in $(seq 1 50); do running || break; sleep 0.2; done
+    echo "dev peer stopped"
+  else
+    echo "no dev peer is running"
+  fi
+  rm -f "$pidfile"
+  ;;
+*)
+  echo "usage: $0 up|down" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs an svc cluster of N peers on this one machine, each peer in its own
+# network namespace with its own address on a bridge, as if each were a host.
+#   scripts/local-cluster.sh up N    # start N peers (default 3) and join them
+#   scripts/local-cluster.sh down    # stop them and remove the namespaces
+# Needs root and iproute2. Peers get 10.213.0.11, .12, ...; the bridge (this
+# machine) is 10.213.0.1, so the API of peer i is http://10.213.0.(10+i):8080.
+# Settings: SVC_LOCAL_DIR (state and logs, default /tmp/svc-local-cluster),
+# SVC_BIN (default bin/svc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$(realpath "${SVC_BIN:-bin/svc}")
+dir=${SVC_LOCAL_DIR:-/tmp/svc-local-cluster}
+bridge=svcbr0
+net=10.213.0
+
+addr() { echo "$net.$((10 + $1))"; }
+
+down() {
+  # Stop whatever runs in our namespaces (wherever its pid file lives), then
+  # remove them: a namespace with a live process would keep its veth.
+  local ns pids
+  for ns in $(ip netns list | awk '/^svc-peer-[0-9]+/ {print $1}'); do
+    pids=$(ip netns pids "$ns")
+    [ -z "$pids" ] || kill $pids 2>/dev/null || true
+  done
+  for ns in $(ip netns list | awk '/^svc-peer-[0-9]+/ {print $1}'); do
+    for _ in $(seq 1 50); do [ -z "$(ip netns pids "$ns")" ] && break; sleep 0.1; done
+    pids=$(ip netns pids "$ns")
+    [ -z "$pids" ] || kill -9 $pids 2>/dev/null || true
+    ip netns delete "$ns"
+  done
+  for link in $(ip -o link show | awk -F': ' '$2 ~ /^svcv[0-9]+@/ {sub(/@.*/, "", $2); print $2}'); do
+    ip link delete "$link" 2>/dev/null || true
+  done
+  ip link show "$bridge" >/dev/null 2>&1 && ip link delete "$bridge"
+  rm -rf "$dir"/peer-*
+  return 0
+}
+
+up() {
+  local n=$1 expect
+  [ -x "$bin" ] || { echo "no svc binary at $bin: run 'make build'" >&2; exit 1; }
+  [ "$n" -ge 1 ] 2>/dev/null || { echo "N must be a positive number" >&2; exit 2; }
+  [ "$n" -le 200 ] || { echo "at most 200 peers" >&2; exit 2; }
+  down
+  mkdir -p "$dir"
+  ip link add "$bridge" type bridge
+  ip addr add "$net.1/24" dev "$bridge"
+  ip link set "$bridge" up
+  expect=$(( n < 3 ? n : 3 ))
+  for i in $(seq 1 "$n"); do
+    local ns=svc-peer-$i ip
+    ip=$(addr "$i")
+    ip netns add "$ns"
+    ip link add "svcv$i" type veth peer name eth0 netns "$ns"
+    ip link set "svcv$i" master "$bridge" up
+    ip -n "$ns" addr add "$ip/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    local args=(agent --name "peer-$i" --bind "$ip" --data-dir "$dir/peer-$i/data" --cpu 2 --memory 4 --gpu 0)
+    if [ "$i" -le "$expect" ]; then args+=(--bootstrap-expect "$expect"); fi
+    if [ "$i" -gt 1 ]; then args+=(--join "$(addr 1):7946"); fi
+    mkdir -p "$dir/peer-$i"
+    ip netns exec "$ns" setsid "$bin" "${args[@]}" >"$dir/peer-$i.log" 2>&1 </dev/null &
+    echo $! >"$dir/peer-$i.pid"
+  done
+  # Wait (bounded) until peer 1 lists every node READY.
+  local api=http://$(addr 1):8080 out=""
+  for _ in $(seq 1 240); do
+    out=$("$bin" --api-url "$api" node list 2>/dev/null || true)
+    if [ "$(grep -c ' READY ' <<<"$out")" -eq "$n" ]; then
+      break
+    fi
+    sleep 0.5
+  done
+  if [ "$(grep -c ' READY ' <<<"$out")" -ne "$n" ]; then
+    echo "the cluster did not form in 120 s; logs are in $dir" >&2
+    exit 1
+  fi
+  echo "$out"
+  echo
+  echo "$n peers are up. API of peer i: http://$net.(10+i):8080, e.g."
+  echo "  export SVC_API_URL=$api"
+  echo "  $bin cluster info"
+  echo "Logs: $dir/peer-*.log. Stop: $0 down"
+}
+
+[ "$(id -u)" -eq 0 ] || { echo "$0 needs root (network namespaces)" >&2; exit 1; }
+case ${1:-} in
+up) up "${2:-3}" ;;
+down) down; echo "local cluster removed" ;;
+*) echo "usage: $0 up [N] | down" >&2; exit 2 ;;
+esac

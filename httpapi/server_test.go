@@ -31,7 +31,7 @@ func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
 		body any
 	}{
 		{raftfsm.TypeInit, raftfsm.Init{ClusterID: "c", Time: time.Unix(0, 0)}},
-		{raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Addr: "10.1.0.1", Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 128e9, GPU: 2}, Phase: api.PhaseReady}},
+		{raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", NodeFacts: raftfsm.NodeFacts{Addr: "10.1.0.1", Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 128e9, GPU: 2}}, Phase: api.PhaseReady}},
 	} {
 		if _, err := b.applyAny(ctx, c.t, c.body); err != nil {
 			t.Fatal(err)

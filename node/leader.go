@@ -228,11 +228,13 @@ func wantPhase(m gossip.Member) (string, string) {
 	return api.PhaseReady, ""
 }
 
-func factsDiffer(n raftfsm.NodeView, m gossip.Member) bool {
+// facts turns a member's gossip report into the node facts of the state.
+func facts(m gossip.Member) raftfsm.NodeFacts {
 	r := m.Report
-	return n.Addr != r.Addr || n.APIAddr != r.APIAddr || n.RaftAddr != r.RaftAddr || n.GossipAddr != m.GossipAddr ||
-		n.Arch != r.Arch || n.Version != r.Version ||
-		n.Capacity != (raftfsm.Capacity{CPU: r.CPU, MemoryBytes: r.MemoryBytes, GPU: r.GPU})
+	return raftfsm.NodeFacts{
+		Addr: r.Addr, APIAddr: r.APIAddr, RaftAddr: r.RaftAddr, GossipAddr: m.GossipAddr,
+		Arch: r.Arch, Version: r.Version, Capacity: raftfsm.Capacity{CPU: r.CPU, MemoryBytes: r.MemoryBytes, GPU: r.GPU},
+	}
 }
 
 // reconcileNodes records new peers and changed facts, and READY / NOT READY
@@ -249,12 +251,9 @@ func (p *Peer) reconcileNodes(ctx context.Context) error {
 		seen[m.Name] = true
 		phase, reason := wantPhase(m)
 		n, ok := p.FSM().Node(m.Name)
-		if m.State == gossip.StateAlive && (!ok || factsDiffer(n, m)) {
-			r := m.Report
+		if m.State == gossip.StateAlive && (!ok || n.NodeFacts != facts(m)) {
 			_, err := p.store.ApplyCommand(ctx, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{
-				Name: m.Name, Addr: r.Addr, APIAddr: r.APIAddr, RaftAddr: r.RaftAddr, GossipAddr: m.GossipAddr,
-				Arch: r.Arch, Version: r.Version, Capacity: raftfsm.Capacity{CPU: r.CPU, MemoryBytes: r.MemoryBytes, GPU: r.GPU},
-				Phase: phase, Time: now,
+				Name: m.Name, NodeFacts: facts(m), Phase: phase, Time: now,
 			})
 			if err != nil {
 				return fmt.Errorf("record node %s: %w", m.Name, err)

@@ -76,8 +76,7 @@ func (s *State) applyNodeUpsert(c NodeUpsert) (any, error) {
 		n = &Node{Name: c.Name, Namespace: api.DefaultNamespace, Tags: []string{}, Phase: phase, PhaseSince: c.Time, JoinedAt: c.Time}
 		s.Nodes[c.Name] = n
 	}
-	n.Addr, n.APIAddr, n.RaftAddr, n.GossipAddr = c.Addr, c.APIAddr, c.RaftAddr, c.GossipAddr
-	n.Arch, n.Version, n.Capacity = c.Arch, c.Version, c.Capacity
+	n.NodeFacts = c.NodeFacts
 	return n.clone(), nil
 }
 

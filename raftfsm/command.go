@@ -67,16 +67,10 @@ type Init struct {
 // NodeUpsert records a peer's facts from its gossip report. A new node starts
 // in namespace svc-default with no tags and the given phase.
 type NodeUpsert struct {
-	Name       string    `json:"name"`
-	Addr       string    `json:"addr"`
-	APIAddr    string    `json:"apiAddr"`
-	RaftAddr   string    `json:"raftAddr"`
-	GossipAddr string    `json:"gossipAddr"`
-	Arch       string    `json:"arch"`
-	Version    string    `json:"version"`
-	Capacity   Capacity  `json:"capacity"`
-	Phase      string    `json:"phase"`
-	Time       time.Time `json:"time"`
+	Name string `json:"name"`
+	NodeFacts
+	Phase string    `json:"phase"`
+	Time  time.Time `json:"time"`
 }
 
 // NodeSetPhase records a READY / NOT READY transition.

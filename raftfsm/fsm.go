@@ -110,7 +110,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the state with a snapshot's.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var sf snapshotFile
+	// Maps an older snapshot lacks stay empty rather than nil.
+	sf := snapshotFile{State: NewState()}
 	dec := json.NewDecoder(rc)
 	if err := dec.Decode(&sf); err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -121,7 +122,6 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if sf.State == nil {
 		sf.State = NewState()
 	}
-	sf.State.fillMaps()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.state = sf.State

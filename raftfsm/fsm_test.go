@@ -69,8 +69,9 @@ func initCmd(t testing.TB) []byte {
 
 func upsertCmd(t testing.TB, name string) []byte {
 	return mustEncode(t, TypeNodeUpsert, NodeUpsert{
-		Name: name, Addr: "10.0.0.1", APIAddr: "10.0.0.1:8443", RaftAddr: "10.0.0.1:7000", GossipAddr: "10.0.0.1:7946",
-		Arch: "amd64", Version: "dev", Capacity: Capacity{CPU: 8, MemoryBytes: 16 << 30, GPU: 1}, Phase: api.PhaseReady, Time: t0,
+		Name: name, Phase: api.PhaseReady, Time: t0,
+		NodeFacts: NodeFacts{Addr: "10.0.0.1", APIAddr: "10.0.0.1:8443", RaftAddr: "10.0.0.1:7000", GossipAddr: "10.0.0.1:7946",
+			Arch: "amd64", Version: "dev", Capacity: Capacity{CPU: 8, MemoryBytes: 16 << 30, GPU: 1}},
 	})
 }
 
@@ -110,7 +111,7 @@ func TestFSM_commands(t *testing.T) {
 		{
 			name:  "upsert keeps tags and namespace",
 			setup: [][]byte{initCmd(t), upsertCmd(t, "n1"), mustEncode(t, TypeNodeTag, NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: "ssd"})},
-			cmd:   mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "n1", Addr: "10.0.0.9", Capacity: Capacity{CPU: 2}}),
+			cmd:   mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "n1", NodeFacts: NodeFacts{Addr: "10.0.0.9", Capacity: Capacity{CPU: 2}}}),
 			check: func(t *testing.T, f *FSM) {
 				n, _ := f.Node("n1")
 				if n.Addr != "10.0.0.9" || n.Capacity.CPU != 2 || !n.HasTag("ssd") || n.Phase != api.PhaseReady {
@@ -119,7 +120,7 @@ func TestFSM_commands(t *testing.T) {
 			},
 		},
 		{name: "upsert without name", cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{}), wantErr: ErrInvalid},
-		{name: "upsert negative capacity", cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "x", Capacity: Capacity{CPU: -1}}), wantErr: ErrInvalid},
+		{name: "upsert negative capacity", cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "x", NodeFacts: NodeFacts{Capacity: Capacity{CPU: -1}}}), wantErr: ErrInvalid},
 		{name: "upsert bad phase", cmd: mustEncode(t, TypeNodeUpsert, NodeUpsert{Name: "x", Phase: "SLEEPY"}), wantErr: ErrInvalid},
 		{
 			name:  "set phase records the transition time",
@@ -291,5 +292,19 @@ func TestFSM_restore_rejects_newer_snapshot(t *testing.T) {
 	err := f.Restore(io.NopCloser(bytes.NewReader([]byte(`{"version":99,"state":{}}`))))
 	if err == nil {
 		t.Fatal("restored a snapshot from the future")
+	}
+}
+
+func TestFSM_restore_older_snapshot_without_maps(t *testing.T) {
+	f := NewFSM(nil)
+	if err := f.Restore(io.NopCloser(bytes.NewReader([]byte(`{"version":1,"index":7,"state":{"initialized":true,"clusterId":"old","namespaces":{"svc-default":{"name":"svc-default"}}}}`)))); err != nil {
+		t.Fatal(err)
+	}
+	r := f.ApplyCommand(8, Command{Type: TypeNodeUpsert, Body: []byte(`{"name":"n1"}`)})
+	if r.Err != nil {
+		t.Fatalf("apply after restore: %v", r.Err)
+	}
+	if f.Index() != 8 || len(f.Nodes()) != 1 {
+		t.Fatalf("index %d, nodes %v", f.Index(), f.Nodes())
 	}
 }

@@ -39,35 +39,6 @@ func NewState() *State {
 	}
 }
 
-// fillMaps makes sure no map is nil, e.g. after restoring an older snapshot.
-func (s *State) fillMaps() {
-	e := NewState()
-	if s.Namespaces == nil {
-		s.Namespaces = e.Namespaces
-	}
-	if s.Nodes == nil {
-		s.Nodes = e.Nodes
-	}
-	if s.VMs == nil {
-		s.VMs = e.VMs
-	}
-	if s.VMConfigs == nil {
-		s.VMConfigs = e.VMConfigs
-	}
-	if s.Images == nil {
-		s.Images = e.Images
-	}
-	if s.ISOs == nil {
-		s.ISOs = e.ISOs
-	}
-	if s.ServiceAccounts == nil {
-		s.ServiceAccounts = e.ServiceAccounts
-	}
-	if s.RoleBindings == nil {
-		s.RoleBindings = e.RoleBindings
-	}
-}
-
 // Namespace isolates VMs, configs, images and nodes.
 type Namespace struct {
 	Name      string    `json:"name"`
@@ -81,13 +52,8 @@ type Capacity struct {
 	GPU         int   `json:"gpu"`
 }
 
-// Node is one peer of the cluster as the replicated state knows it. Capacity
-// and addresses come from the peer's gossip report; tags, namespace and phase
-// are cluster decisions.
-type Node struct {
-	Name       string   `json:"name"`
-	Namespace  string   `json:"namespace"`
-	Tags       []string `json:"tags"`
+// NodeFacts are what a peer reports about itself through gossip.
+type NodeFacts struct {
 	Addr       string   `json:"addr"`
 	APIAddr    string   `json:"apiAddr"`
 	RaftAddr   string   `json:"raftAddr"`
@@ -95,6 +61,16 @@ type Node struct {
 	Arch       string   `json:"arch"`
 	Version    string   `json:"version"`
 	Capacity   Capacity `json:"capacity"`
+}
+
+// Node is one peer of the cluster as the replicated state knows it. Its facts
+// come from the peer's gossip report; tags, namespace and phase are cluster
+// decisions.
+type Node struct {
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace"`
+	Tags      []string `json:"tags"`
+	NodeFacts
 
 	Phase       string    `json:"phase"`
 	PhaseReason string    `json:"phaseReason,omitempty"`

@@ -87,6 +87,14 @@ func (g *globals) client() (*api.Client, error) {
 	return cl, nil
 }
 
+// clientFor checks the -o value of a listing command and builds the client.
+func (g *globals) clientFor() (*api.Client, error) {
+	if g.output != "table" && g.output != "json" {
+		return nil, fmt.Errorf("-o %q: use table or json", g.output)
+	}
+	return g.client()
+}
+
 func first(vals ...string) string {
 	for _, v := range vals {
 		if v != "" {

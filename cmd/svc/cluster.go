@@ -13,10 +13,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 		Short: "Show the cluster's leader, peers and their Raft roles",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := outputFormat(g.output); err != nil {
-				return err
-			}
-			cl, err := g.client()
+			cl, err := g.clientFor()
 			if err != nil {
 				return err
 			}

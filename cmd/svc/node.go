@@ -18,10 +18,7 @@ func newNodeCmd(g *globals) *cobra.Command {
 		Short: "List the nodes of a namespace with their free and total resources",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := outputFormat(g.output); err != nil {
-				return err
-			}
-			cl, err := g.client()
+			cl, err := g.clientFor()
 			if err != nil {
 				return err
 			}

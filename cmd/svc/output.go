@@ -8,14 +8,6 @@ import (
 	"text/tabwriter"
 )
 
-// outputFlag validates -o.
-func outputFormat(o string) error {
-	if o != "table" && o != "json" {
-		return fmt.Errorf("-o %q: use table or json", o)
-	}
-	return nil
-}
-
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

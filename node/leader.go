@@ -66,26 +66,29 @@ func (p *Peer) lead(ctx context.Context) {
 	}()
 	log := p.cfg.Log.With("part", "leader")
 	log.Info("became leader")
-	// Make sure every earlier entry is applied before reading the state.
-	for attempt := 0; ; attempt++ {
+	// Make sure every earlier entry is applied before reading the state; keep
+	// trying for as long as this term lasts.
+	for {
 		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := p.store.Barrier(bctx)
 		cancel()
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil || attempt >= 5 {
-			log.Error("barrier failed; leaving leader work to the next term", "err", err)
+		log.Warn("barrier failed, retrying", "err", err)
+		select {
+		case <-ctx.Done():
 			return
+		case <-time.After(p.cfg.ReconcileInterval):
 		}
-	}
-	if err := p.ensureInit(ctx); err != nil {
-		log.Error("cannot initialise the cluster", "err", err)
 	}
 	tick := time.NewTicker(p.cfg.ReconcileInterval)
 	defer tick.Stop()
 	for {
 		changed := p.gossip.Changed()
+		if err := p.ensureInit(ctx); err != nil && ctx.Err() == nil {
+			log.Error("cannot initialise the cluster", "err", err)
+		}
 		if err := p.reconcileMembership(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("membership", "err", err)
 		}

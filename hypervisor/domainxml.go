@@ -1,0 +1,99 @@
+package hypervisor
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+// domainXML renders the libvirt domain of a spec. Networking is QEMU's
+// user-mode stack with host forwards, passed through qemu:commandline: the
+// guest is reached at the node's address on the forwarded ports.
+func domainXML(domainType string, s Spec, disk, consoleLog string) (string, error) {
+	if s.CPU < 1 || s.MemoryMiB < 1 {
+		return "", fmt.Errorf("domain %s: cpu and memory must be positive", s.Name)
+	}
+	var fwd []string
+	for _, f := range s.Forwards {
+		fwd = append(fwd, fmt.Sprintf("hostfwd=tcp:%s:%d-:%d", s.ListenAddr, f.HostPort, f.GuestPort))
+	}
+	netdev := "user,id=n0"
+	if len(fwd) > 0 {
+		netdev += "," + strings.Join(fwd, ",")
+	}
+	nic := "virtio-net-pci,netdev=n0,bus=pci.0,addr=0x10"
+	if s.LegacyIO {
+		nic = "e1000,netdev=n0,bus=pci.0,addr=0x10"
+	}
+	data := struct {
+		Type, Disk, Console, Netdev, NIC string
+		Spec
+	}{domainType, disk, consoleLog, netdev, nic, s}
+	var buf bytes.Buffer
+	if err := domainTmpl.Execute(&buf, data); err != nil {
+		return "", fmt.Errorf("domain %s: %w", s.Name, err)
+	}
+	return buf.String(), nil
+}
+
+func xmlEscape(v any) string {
+	var b strings.Builder
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case int:
+		s = strconv.Itoa(x)
+	default:
+		s = fmt.Sprint(x)
+	}
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x": xmlEscape}).Parse(`<domain type='{{x .Type}}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>{{x .Name}}</name>
+  <memory unit='MiB'>{{.MemoryMiB}}</memory>
+  <vcpu>{{.CPU}}</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <boot dev='hd'/>{{if .ISO}}
+    <boot dev='cdrom'/>{{end}}
+  </os>
+  <features><acpi/><apic/></features>{{if eq .Type "kvm"}}
+  <cpu mode='host-passthrough'/>{{end}}
+  <clock offset='utc'/>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>restart</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='qcow2'/>
+      <source file='{{x .Disk}}'/>
+      <target dev='{{if .LegacyIO}}hda{{else}}vda{{end}}' bus='{{if .LegacyIO}}ide{{else}}virtio{{end}}'/>
+    </disk>{{if .ISO}}
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <source file='{{x .ISO}}'/>
+      <target dev='hdc' bus='ide'/>
+      <readonly/>
+    </disk>{{end}}
+    <graphics type='vnc' port='{{.VNCPort}}' autoport='no' listen='{{x .ListenAddr}}'/>
+    <video><model type='vga'/></video>
+    <serial type='file'>
+      <source path='{{x .Console}}'/>
+      <target port='0'/>
+    </serial>
+    <memballoon model='none'/>
+  </devices>
+  <qemu:commandline>
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value='{{x .Netdev}}'/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='{{x .NIC}}'/>
+  </qemu:commandline>
+</domain>
+`))

@@ -1,0 +1,88 @@
+package hypervisor
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// State is the observed state of a domain.
+type State string
+
+// Domain states.
+const (
+	StateRunning State = "running"
+	StatePaused  State = "paused"
+	StateShutoff State = "shutoff"
+	StateCrashed State = "crashed"
+	StateOther   State = "other"
+)
+
+// ErrNotFound is returned for a domain the hypervisor does not have.
+var ErrNotFound = errors.New("domain not found")
+
+// Forward maps a port of the node's address to a guest port.
+type Forward struct {
+	HostPort  int `json:"hostPort"`
+	GuestPort int `json:"guestPort"`
+}
+
+// Spec is everything a driver needs to create a VM.
+type Spec struct {
+	// Name is the domain name; unique per peer (see DomainName).
+	Name      string
+	CPU       int
+	MemoryMiB int64
+	// BaseImage is the path of the base disk; the VM writes to an overlay on it.
+	BaseImage  string
+	BaseFormat string // qcow2 or raw
+	// ISO, when set, is attached as a CD-ROM.
+	ISO string
+	// LegacyIO selects an emulated IDE disk and e1000 NIC instead of virtio.
+	LegacyIO bool
+	// ListenAddr is the node address VNC and the forwards listen on.
+	ListenAddr string
+	VNCPort    int
+	// Forwards are TCP ports of ListenAddr forwarded into the guest (SSH,
+	// screen sharing, reserved ports).
+	Forwards []Forward
+}
+
+// Domain is a domain of this peer as the hypervisor reports it.
+type Domain struct {
+	Name  string
+	State State
+}
+
+// Driver runs VMs. Every method is bounded by its context.
+type Driver interface {
+	// Probe returns nil when the hypervisor answers.
+	Probe(ctx context.Context) error
+	// Create defines and starts a domain. It creates the VM's overlay disk on
+	// the base image unless the overlay already exists (a domain recreated
+	// after it vanished keeps its disk).
+	Create(ctx context.Context, s Spec) error
+	// Start boots a defined, stopped domain.
+	Start(ctx context.Context, name string) error
+	// Stop asks the guest to shut down (ACPI) and forces it off after grace.
+	Stop(ctx context.Context, name string, grace time.Duration) error
+	Suspend(ctx context.Context, name string) error
+	Resume(ctx context.Context, name string) error
+	// Revert forces the domain off, replaces its overlay with a fresh one on
+	// the base image (all changes are lost) and starts it again.
+	Revert(ctx context.Context, s Spec) error
+	// Delete forces the domain off, undefines it and removes its disk.
+	Delete(ctx context.Context, name string) error
+	// List returns the domains of this peer.
+	List(ctx context.Context) ([]Domain, error)
+	// DiskPath returns the path of a domain's overlay disk.
+	DiskPath(name string) string
+}
+
+// DomainName is the domain name of VM vm of namespace ns on peer peer. Names
+// of peers, namespaces and VMs hold no '.', so the name is unambiguous and
+// several peers can share one libvirtd.
+func DomainName(peer, ns, vm string) string { return DomainPrefix(peer) + ns + "." + vm }
+
+// DomainPrefix starts the name of every domain of peer.
+func DomainPrefix(peer string) string { return "svc." + peer + "." }

@@ -1,0 +1,206 @@
+package hypervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrUnavailable is returned by a Fake that was made unreachable.
+var ErrUnavailable = errors.New("hypervisor unavailable")
+
+// Fake keeps domains in memory. It is for tests of cluster logic (placement,
+// reconciliation, the API); the libvirt driver has its own tests on a real
+// libvirtd.
+type Fake struct {
+	prefix string
+
+	mu      sync.Mutex
+	down    bool
+	domains map[string]*fakeDomain
+	calls   []string
+}
+
+type fakeDomain struct {
+	spec  Spec
+	state State
+	disk  int // bumps on every fresh disk
+}
+
+var _ Driver = (*Fake)(nil)
+
+// NewFake returns an empty fake for the domains named with prefix.
+func NewFake(prefix string) *Fake {
+	return &Fake{prefix: prefix, domains: map[string]*fakeDomain{}}
+}
+
+// SetDown makes every call fail with ErrUnavailable (or work again).
+func (f *Fake) SetDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+}
+
+// Vanish removes a domain behind the driver's user's back.
+func (f *Fake) Vanish(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.domains, name)
+}
+
+// Calls returns the calls made so far ("create svc.p.ns.vm", ...).
+func (f *Fake) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// Spec returns the spec a domain was created with.
+func (f *Fake) Spec(name string) (Spec, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.domains[name]
+	if !ok {
+		return Spec{}, false
+	}
+	return d.spec, true
+}
+
+func (f *Fake) enter(call, name string) error {
+	if f.down {
+		return ErrUnavailable
+	}
+	f.calls = append(f.calls, call+" "+name)
+	return nil
+}
+
+func (f *Fake) get(name string) (*fakeDomain, error) {
+	d, ok := f.domains[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", name, ErrNotFound)
+	}
+	return d, nil
+}
+
+// Probe fails while the fake is down.
+func (f *Fake) Probe(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// Create defines and starts a domain.
+func (f *Fake) Create(_ context.Context, s Spec) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("create", s.Name); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(s.Name, f.prefix) {
+		return fmt.Errorf("domain %q is not this peer's", s.Name)
+	}
+	if s.CPU < 1 || s.MemoryMiB < 1 {
+		return fmt.Errorf("domain %s: cpu and memory must be positive", s.Name)
+	}
+	if d, ok := f.domains[s.Name]; ok {
+		d.spec = s
+		if d.state != StateRunning && d.state != StatePaused {
+			d.state = StateRunning
+		}
+		return nil
+	}
+	f.domains[s.Name] = &fakeDomain{spec: s, state: StateRunning, disk: 1}
+	return nil
+}
+
+func (f *Fake) set(call, name string, from []State, to State) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter(call, name); err != nil {
+		return err
+	}
+	d, err := f.get(name)
+	if err != nil {
+		return err
+	}
+	for _, s := range from {
+		if d.state == s {
+			d.state = to
+			return nil
+		}
+	}
+	return nil
+}
+
+// Start boots a stopped domain or resumes a paused one.
+func (f *Fake) Start(_ context.Context, name string) error {
+	return f.set("start", name, []State{StateShutoff, StatePaused, StateCrashed}, StateRunning)
+}
+
+// Stop turns a domain off.
+func (f *Fake) Stop(_ context.Context, name string, _ time.Duration) error {
+	return f.set("stop", name, []State{StateRunning, StatePaused}, StateShutoff)
+}
+
+// Suspend pauses a running domain.
+func (f *Fake) Suspend(_ context.Context, name string) error {
+	return f.set("suspend", name, []State{StateRunning}, StatePaused)
+}
+
+// Resume continues a paused domain.
+func (f *Fake) Resume(_ context.Context, name string) error {
+	return f.set("resume", name, []State{StatePaused}, StateRunning)
+}
+
+// Revert gives the domain a fresh disk and starts it.
+func (f *Fake) Revert(_ context.Context, s Spec) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("revert", s.Name); err != nil {
+		return err
+	}
+	d, ok := f.domains[s.Name]
+	if !ok {
+		d = &fakeDomain{}
+		f.domains[s.Name] = d
+	}
+	d.spec, d.state = s, StateRunning
+	d.disk++
+	return nil
+}
+
+// Delete removes a domain; deleting a missing one is not an error.
+func (f *Fake) Delete(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("delete", name); err != nil {
+		return err
+	}
+	delete(f.domains, name)
+	return nil
+}
+
+// List returns the domains sorted by name.
+func (f *Fake) List(context.Context) ([]Domain, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return nil, ErrUnavailable
+	}
+	out := make([]Domain, 0, len(f.domains))
+	for n, d := range f.domains {
+		out = append(out, Domain{Name: n, State: d.state})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DiskPath is a made-up path.
+func (f *Fake) DiskPath(name string) string { return "/fake/" + name + ".qcow2" }

@@ -1,0 +1,397 @@
+package hypervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/digitalocean/go-libvirt"
+	"github.com/digitalocean/go-libvirt/socket/dialers"
+)
+
+// Domain types.
+const (
+	TypeKVM  = "kvm"  // hardware virtualisation
+	TypeQEMU = "qemu" // TCG software emulation
+)
+
+// DefaultSocket is libvirtd's local socket.
+const DefaultSocket = "/var/run/libvirt/libvirt-sock"
+
+// LibvirtConfig configures the libvirt driver.
+type LibvirtConfig struct {
+	// Socket is libvirtd's unix socket (DefaultSocket when empty).
+	Socket string
+	// DomainType is TypeKVM, TypeQEMU, or "" to probe the host.
+	DomainType string
+	// Dir holds the VMs' overlay disks and console logs.
+	Dir string
+	// Prefix starts the name of every domain of this peer (DomainPrefix).
+	Prefix string
+	Log    *slog.Logger
+}
+
+// Libvirt runs VMs through libvirtd.
+type Libvirt struct {
+	cfg LibvirtConfig
+
+	mu sync.Mutex
+	l  *libvirt.Libvirt
+}
+
+var _ Driver = (*Libvirt)(nil)
+
+// NewLibvirt returns a libvirt driver; it connects on first use, and again
+// after libvirtd restarts.
+func NewLibvirt(cfg LibvirtConfig) (*Libvirt, error) {
+	if cfg.Socket == "" {
+		cfg.Socket = DefaultSocket
+	}
+	if cfg.DomainType == "" {
+		cfg.DomainType = DetectDomainType()
+	}
+	if cfg.DomainType != TypeKVM && cfg.DomainType != TypeQEMU {
+		return nil, fmt.Errorf("domain type %q: use kvm or qemu", cfg.DomainType)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("VM dir: %w", err)
+	}
+	return &Libvirt{cfg: cfg}, nil
+}
+
+// DetectDomainType returns TypeKVM when the host's KVM is backed by real
+// hardware virtualisation (the kvm_intel or kvm_amd module is loaded and
+// /dev/kvm opens), TypeQEMU otherwise. Nested software KVM (such as kvm-pvm)
+// cannot run stock guests, so it counts as no KVM.
+func DetectDomainType() string {
+	hw := false
+	for _, m := range []string{"/sys/module/kvm_intel", "/sys/module/kvm_amd"} {
+		if _, err := os.Stat(m); err == nil {
+			hw = true
+		}
+	}
+	if !hw {
+		return TypeQEMU
+	}
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		return TypeQEMU
+	}
+	_ = f.Close()
+	return TypeKVM
+}
+
+// DomainType returns the domain type in use.
+func (d *Libvirt) DomainType() string { return d.cfg.DomainType }
+
+// conn returns a connected client, dialling libvirtd if needed.
+func (d *Libvirt) conn() (*libvirt.Libvirt, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.l != nil && d.l.IsConnected() {
+		return d.l, nil
+	}
+	l := libvirt.NewWithDialer(dialers.NewLocal(dialers.WithSocket(d.cfg.Socket), dialers.WithLocalTimeout(5*time.Second)))
+	if err := l.ConnectToURI(libvirt.QEMUSystem); err != nil {
+		return nil, fmt.Errorf("connect to libvirtd at %s: %w", d.cfg.Socket, err)
+	}
+	d.l = l
+	return l, nil
+}
+
+// Close drops the connection to libvirtd.
+func (d *Libvirt) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.l == nil {
+		return nil
+	}
+	err := d.l.Disconnect()
+	d.l = nil
+	return err
+}
+
+// do runs f on a connection, bounded by ctx (go-libvirt calls take no context).
+func do[T any](ctx context.Context, d *Libvirt, what string, f func(*libvirt.Libvirt) (T, error)) (T, error) {
+	var zero T
+	l, err := d.conn()
+	if err != nil {
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f(l)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			if libvirt.IsNotFound(r.err) {
+				return zero, fmt.Errorf("%s: %w", what, ErrNotFound)
+			}
+			return zero, fmt.Errorf("%s: %w", what, r.err)
+		}
+		return r.v, nil
+	case <-ctx.Done():
+		return zero, fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+}
+
+// Probe checks that libvirtd answers.
+func (d *Libvirt) Probe(ctx context.Context) error {
+	_, err := do(ctx, d, "libvirt version", func(l *libvirt.Libvirt) (uint64, error) { return l.ConnectGetVersion() })
+	return err
+}
+
+// DiskPath is where a domain's overlay lives.
+func (d *Libvirt) DiskPath(name string) string { return filepath.Join(d.cfg.Dir, name+".qcow2") }
+
+func (d *Libvirt) consolePath(name string) string { return filepath.Join(d.cfg.Dir, name+".console.log") }
+
+// ConsoleLog returns what the guest wrote to its serial console.
+func (d *Libvirt) ConsoleLog(name string) ([]byte, error) { return os.ReadFile(d.consolePath(name)) }
+
+func (d *Libvirt) lookup(ctx context.Context, name string) (libvirt.Domain, error) {
+	return do(ctx, d, "look up "+name, func(l *libvirt.Libvirt) (libvirt.Domain, error) { return l.DomainLookupByName(name) })
+}
+
+func (d *Libvirt) state(ctx context.Context, dom libvirt.Domain) (State, error) {
+	st, err := do(ctx, d, "state of "+dom.Name, func(l *libvirt.Libvirt) (int32, error) {
+		s, _, err := l.DomainGetState(dom, 0)
+		return s, err
+	})
+	if err != nil {
+		return "", err
+	}
+	switch libvirt.DomainState(st) {
+	case libvirt.DomainRunning:
+		return StateRunning, nil
+	case libvirt.DomainPaused, libvirt.DomainPmsuspended:
+		return StatePaused, nil
+	case libvirt.DomainShutoff, libvirt.DomainShutdown:
+		return StateShutoff, nil
+	case libvirt.DomainCrashed:
+		return StateCrashed, nil
+	}
+	return StateOther, nil
+}
+
+func (d *Libvirt) checkName(name string) error {
+	if !strings.HasPrefix(name, d.cfg.Prefix) {
+		return fmt.Errorf("domain %q is not this peer's (prefix %q)", name, d.cfg.Prefix)
+	}
+	return nil
+}
+
+// Create defines the domain (keeping an existing overlay) and starts it.
+func (d *Libvirt) Create(ctx context.Context, s Spec) error {
+	if err := d.checkName(s.Name); err != nil {
+		return err
+	}
+	disk := d.DiskPath(s.Name)
+	if _, err := os.Stat(disk); errors.Is(err, os.ErrNotExist) {
+		if err := createOverlay(ctx, s.BaseImage, s.BaseFormat, disk); err != nil {
+			return err
+		}
+	}
+	x, err := domainXML(d.cfg.DomainType, s, disk, d.consolePath(s.Name))
+	if err != nil {
+		return err
+	}
+	// A stopped domain of that name is redefined from the spec (its ports may
+	// have changed); a running one is left as it is.
+	if old, err := d.lookup(ctx, s.Name); err == nil {
+		st, err := d.state(ctx, old)
+		if err != nil {
+			return err
+		}
+		if st == StateRunning || st == StatePaused {
+			return nil
+		}
+		if err := d.undefine(ctx, old); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	dom, err := do(ctx, d, "define "+s.Name, func(l *libvirt.Libvirt) (libvirt.Domain, error) { return l.DomainDefineXML(x) })
+	if err != nil {
+		return err
+	}
+	return d.start(ctx, dom)
+}
+
+func (d *Libvirt) start(ctx context.Context, dom libvirt.Domain) error {
+	st, err := d.state(ctx, dom)
+	if err != nil {
+		return err
+	}
+	switch st {
+	case StateRunning:
+		return nil
+	case StatePaused:
+		_, err := do(ctx, d, "resume "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainResume(dom) })
+		return err
+	}
+	_, err = do(ctx, d, "start "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainCreate(dom) })
+	return err
+}
+
+// Start boots a stopped domain (or resumes a paused one).
+func (d *Libvirt) Start(ctx context.Context, name string) error {
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	return d.start(ctx, dom)
+}
+
+// Stop shuts the guest down over ACPI and forces it off after grace.
+func (d *Libvirt) Stop(ctx context.Context, name string, grace time.Duration) error {
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	st, err := d.state(ctx, dom)
+	if err != nil || st == StateShutoff {
+		return err
+	}
+	if st == StateRunning {
+		if _, err := do(ctx, d, "shut down "+name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainShutdown(dom) }); err == nil {
+			deadline := time.Now().Add(grace)
+			for time.Now().Before(deadline) {
+				if st, err := d.state(ctx, dom); err == nil && st == StateShutoff {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("stop %s: %w", name, ctx.Err())
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
+	}
+	return d.destroy(ctx, dom)
+}
+
+func (d *Libvirt) destroy(ctx context.Context, dom libvirt.Domain) error {
+	st, err := d.state(ctx, dom)
+	if err != nil || st == StateShutoff {
+		return err
+	}
+	_, err = do(ctx, d, "force off "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainDestroy(dom) })
+	return err
+}
+
+// Suspend pauses a running domain.
+func (d *Libvirt) Suspend(ctx context.Context, name string) error {
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st, err := d.state(ctx, dom); err != nil || st == StatePaused {
+		return err
+	}
+	_, err = do(ctx, d, "suspend "+name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainSuspend(dom) })
+	return err
+}
+
+// Resume continues a paused domain.
+func (d *Libvirt) Resume(ctx context.Context, name string) error {
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st, err := d.state(ctx, dom); err != nil || st != StatePaused {
+		return err
+	}
+	_, err = do(ctx, d, "resume "+name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainResume(dom) })
+	return err
+}
+
+// Revert throws the VM's changes away: a fresh overlay, then a fresh boot.
+func (d *Libvirt) Revert(ctx context.Context, s Spec) error {
+	if dom, err := d.lookup(ctx, s.Name); err == nil {
+		if err := d.destroy(ctx, dom); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	disk := d.DiskPath(s.Name)
+	if err := os.Remove(disk); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("revert %s: %w", s.Name, err)
+	}
+	return d.Create(ctx, s)
+}
+
+// Delete forces the domain off, undefines it and removes its files.
+func (d *Libvirt) Delete(ctx context.Context, name string) error {
+	if err := d.checkName(name); err != nil {
+		return err
+	}
+	dom, err := d.lookup(ctx, name)
+	switch {
+	case err == nil:
+		if err := d.destroy(ctx, dom); err != nil {
+			return err
+		}
+		if err := d.undefine(ctx, dom); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	for _, p := range []string{d.DiskPath(name), d.consolePath(name)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("delete %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (d *Libvirt) undefine(ctx context.Context, dom libvirt.Domain) error {
+	_, err := do(ctx, d, "undefine "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) {
+		return struct{}{}, l.DomainUndefineFlags(dom, libvirt.DomainUndefineManagedSave|libvirt.DomainUndefineSnapshotsMetadata|libvirt.DomainUndefineNvram)
+	})
+	return err
+}
+
+// List returns this peer's domains.
+func (d *Libvirt) List(ctx context.Context) ([]Domain, error) {
+	doms, err := do(ctx, d, "list domains", func(l *libvirt.Libvirt) ([]libvirt.Domain, error) {
+		ds, _, err := l.ConnectListAllDomains(1, libvirt.ConnectListDomainsActive|libvirt.ConnectListDomainsInactive)
+		return ds, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []Domain
+	for _, dom := range doms {
+		if !strings.HasPrefix(dom.Name, d.cfg.Prefix) {
+			continue
+		}
+		st, err := d.state(ctx, dom)
+		if errors.Is(err, ErrNotFound) {
+			continue // vanished meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Domain{Name: dom.Name, State: st})
+	}
+	return out, nil
+}

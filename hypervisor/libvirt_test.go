@@ -1,0 +1,158 @@
+package hypervisor_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/guest"
+)
+
+func newDriver(t *testing.T) (*hypervisor.Libvirt, string) {
+	t.Helper()
+	d, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: hypervisor.DomainPrefix("hvtest")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	image := guest.RequireLibvirt(t, d.Probe)
+	return d, image
+}
+
+func TestLibvirt_lifecycle(t *testing.T) {
+	d, image := newDriver(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const addr = "127.0.0.1"
+	sshPort, vncPort := guest.FreePort(t, addr), guest.FreePort(t, addr)
+	spec := hypervisor.Spec{
+		Name: hypervisor.DomainName("hvtest", "ns", "vm1"), CPU: 1, MemoryMiB: 256,
+		BaseImage: image, BaseFormat: "qcow2", ListenAddr: addr, VNCPort: vncPort,
+		Forwards: []hypervisor.Forward{{HostPort: sshPort, GuestPort: 22}},
+	}
+	t.Cleanup(func() { _ = d.Delete(context.Background(), spec.Name) })
+	sshAddr := net.JoinHostPort(addr, strconv.Itoa(sshPort))
+	run := func(cmd string) string {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		out, err := guest.WaitRun(wctx, sshAddr, "admin", "admin", cmd)
+		if err != nil {
+			log, _ := d.ConsoleLog(spec.Name)
+			t.Fatalf("%v\nconsole:\n%s", err, log)
+		}
+		return out
+	}
+	state := func() hypervisor.State {
+		t.Helper()
+		doms, err := d.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dom := range doms {
+			if dom.Name == spec.Name {
+				return dom.State
+			}
+		}
+		return ""
+	}
+
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("uname -n"); !strings.Contains(got, "mini-linux") {
+		t.Fatalf("uname -n = %q", got)
+	}
+	if greeting, err := guest.RFB(ctx, net.JoinHostPort(addr, strconv.Itoa(vncPort))); err != nil || greeting != "RFB 003.008" {
+		t.Fatalf("VNC: %q %v", greeting, err)
+	}
+	run("echo kept > /data/proof && sync")
+
+	// A clean stop over ACPI, then a start: the disk keeps the file.
+	if err := d.Stop(ctx, spec.Name, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != hypervisor.StateShutoff {
+		t.Fatalf("after stop: %s", s)
+	}
+	if err := d.Start(ctx, spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("cat /data/proof"); strings.TrimSpace(got) != "kept" {
+		t.Fatalf("after restart: %q", got)
+	}
+
+	// Suspended, the guest does not answer SSH; resumed, it does again.
+	if err := d.Suspend(ctx, spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != hypervisor.StatePaused {
+		t.Fatalf("after suspend: %s", s)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 4*time.Second)
+	if _, err := guest.Run(sctx, sshAddr, "admin", "admin", "true"); err == nil {
+		t.Fatal("a suspended guest answered SSH")
+	}
+	scancel()
+	if err := d.Resume(ctx, spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	run("true")
+
+	// Revert: a fresh disk.
+	if err := d.Revert(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("cat /data/proof 2>&1 || echo gone"); !strings.Contains(got, "gone") {
+		t.Fatalf("after revert the file is still there: %q", got)
+	}
+
+	if err := d.Delete(ctx, spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(); s != "" {
+		t.Fatalf("after delete: %s", s)
+	}
+	if err := d.Start(ctx, spec.Name); !errors.Is(err, hypervisor.ErrNotFound) {
+		t.Fatalf("start after delete: %v", err)
+	}
+}
+
+func TestLibvirt_taken_port_fails_create(t *testing.T) {
+	d, image := newDriver(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	spec := hypervisor.Spec{
+		Name: hypervisor.DomainName("hvtest", "ns", "vm2"), CPU: 1, MemoryMiB: 128,
+		BaseImage: image, BaseFormat: "qcow2", ListenAddr: "127.0.0.1", VNCPort: guest.FreePort(t, "127.0.0.1"),
+		Forwards: []hypervisor.Forward{{HostPort: taken, GuestPort: 22}},
+	}
+	t.Cleanup(func() { _ = d.Delete(context.Background(), spec.Name) })
+	if err := d.Create(ctx, spec); err == nil {
+		t.Fatal("created a domain whose forward port is taken")
+	}
+}
+
+func TestDomainName_unique_per_peer(t *testing.T) {
+	cases := []struct{ peer, ns, vm, want string }{
+		{"peer-1", "svc-default", "web", "svc.peer-1.svc-default.web"},
+		{"a", "b-c", "d", "svc.a.b-c.d"},
+		{"a-b", "c", "d", "svc.a-b.c.d"},
+	}
+	for _, c := range cases {
+		if got := hypervisor.DomainName(c.peer, c.ns, c.vm); got != c.want {
+			t.Fatalf("DomainName(%q,%q,%q) = %q", c.peer, c.ns, c.vm, got)
+		}
+	}
+}

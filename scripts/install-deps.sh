@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages svc needs on a host, where they are missing:
+# libvirt + QEMU to run VMs, and what scripts/mini-linux/build.sh builds the
+# default guest image with. Idempotent; needs root.
+set -euo pipefail
+pkgs=(
+  qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
+  busybox-static dropbear-bin syslinux syslinux-common mtools dosfstools cpio kmod openssl file
+  iproute2
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# The image build reads the kernel package's name from the package lists.
+lists=$(find /var/lib/apt/lists -name '*Packages*' 2>/dev/null | head -n1)
+if [ ${#missing[@]} -eq 0 ] && [ -n "$lists" ]; then
+  exit 0
+fi
+[ "$(id -u)" -eq 0 ] || { echo "install-deps.sh: needs root to install: ${missing[*]}" >&2; exit 1; }
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Makes sure libvirtd and virtlogd run on this host, and starts them where
+# they do not (no systemd needed): the QEMU driver's users and groups, root
+# as the QEMU user, then both daemons in the background. Waits (at most 60 s)
+# until libvirtd answers. Idempotent; needs root. Logs: /var/log/libvirt/.
+set -euo pipefail
+sock=/var/run/libvirt/libvirt-sock
+answers() { virsh -c qemu:///system version >/dev/null 2>&1; }
+if answers; then exit 0; fi
+[ "$(id -u)" -eq 0 ] || { echo "libvirt-up.sh: needs root" >&2; exit 1; }
+command -v libvirtd >/dev/null || { echo "libvirt-up.sh: libvirtd is not installed: run scripts/install-deps.sh" >&2; exit 1; }
+
+getent group kvm >/dev/null || groupadd -r kvm
+getent group libvirt-qemu >/dev/null || groupadd -r libvirt-qemu
+getent passwd libvirt-qemu >/dev/null || useradd -r -g libvirt-qemu -G kvm -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu
+conf=/etc/libvirt/qemu.conf
+mkdir -p /etc/libvirt && touch "$conf"
+grep -q '^user = "root"' "$conf" || echo 'user = "root"' >>"$conf"
+grep -q '^group = "root"' "$conf" || echo 'group = "root"' >>"$conf"
+mkdir -p /var/log/libvirt /var/run/libvirt /var/lib/libvirt
+
+if ! pgrep -x virtlogd >/dev/null; then
+  setsid virtlogd >>/var/log/libvirt/virtlogd.out 2>&1 </dev/null &
+fi
+if ! pgrep -x libvirtd >/dev/null; then
+  setsid libvirtd >>/var/log/libvirt/libvirtd.out 2>&1 </dev/null &
+fi
+for _ in $(seq 1 240); do
+  if [ -S "$sock" ] && answers; then
+    echo "libvirtd is running"
+    exit 0
+  fi
+  sleep 0.25
+done
+echo "libvirt-up.sh: libvirtd did not answer within 60 s; see /var/log/libvirt/libvirtd.out" >&2
+exit 1

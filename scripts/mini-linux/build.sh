@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds mini-linux, the svc default guest image, from Debian packages only:
+# a whole-disk FAT file system booted by SYSLINUX, holding Debian's cloud
+# kernel and an initramfs of busybox (init, udhcpc, acpid) and dropbear (SSH),
+# with user admin / password admin. The result is a small qcow2.
+#   scripts/mini-linux/build.sh [OUT]     (default build/mini-linux.qcow2)
+# Needs: busybox-static dropbear-bin syslinux syslinux-common mtools
+# dosfstools qemu-utils cpio kmod openssl (scripts/install-deps.sh installs them).
+# The kernel package is downloaded once into build/cache.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-build/mini-linux.qcow2}
+cache=${SVC_IMAGE_CACHE:-build/cache}
+disk_mib=${MINI_LINUX_DISK_MIB:-64}
+mods="virtio_pci virtio_blk virtio_net ata_piix sd_mod vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button"
+
+for tool in mkfs.vfat syslinux mcopy qemu-img cpio depmod modprobe openssl dpkg-deb; do
+  command -v "$tool" >/dev/null || { echo "build.sh: $tool is missing: run scripts/install-deps.sh" >&2; exit 1; }
+done
+busybox=/bin/busybox
+file -L "$busybox" 2>/dev/null | grep -q 'statically linked' || { echo "build.sh: $busybox must be busybox-static" >&2; exit 1; }
+
+mkdir -p "$cache" "$(dirname "$out")"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Kernel: Debian's cloud kernel (LZ4-compressed, quick to boot under emulation).
+kpkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+if [ -z "$kpkg" ]; then
+  # No package lists: use what the cache has.
+  kpkg=$(ls "$cache"/linux-image-*-cloud-amd64_*.deb 2>/dev/null | sed 's#.*/##; s#_.*##' | sort -V | tail -n1)
+fi
+[ -n "$kpkg" ] || { echo "build.sh: cannot find the cloud kernel package (run apt-get update)" >&2; exit 1; }
+deb=$(ls "$cache/${kpkg}"_*.deb 2>/dev/null | head -n1 || true)
+if [ -z "$deb" ]; then
+  (cd "$cache" && apt-get download -qq "$kpkg" >/dev/null 2>&1)
+  deb=$(ls "$cache/${kpkg}"_*.deb | head -n1)
+fi
+kver=${kpkg#linux-image-}
+dpkg-deb -x "$deb" "$work/k"
+depmod -b "$work/k" "$kver"
+
+# Root file system of the initramfs.
+r=$work/root
+mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,etc/dropbear,proc,sys,dev,tmp,run,var/log,root,home/admin,data,lib/modules}
+cp -a "$here/rootfs/." "$r/"
+cp "$busybox" "$r/bin/busybox"
+for applet in $("$busybox" --list-full); do
+  [ -e "$r/$applet" ] || ln -s /bin/busybox "$r/$applet"
+done
+ln -s /bin/busybox "$r/init"
+cp /usr/sbin/dropbear "$r/usr/sbin/dropbear"
+for lib in $(ldd /usr/sbin/dropbear | grep -o '/[^ ]*'); do
+  cp --parents -L "$lib" "$r"
+done
+: >"$r/etc/modules.order"
+for m in $mods; do
+  modprobe -d "$work/k" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
+done | awk '!seen[$0]++' | while read -r ko; do
+  cp "$ko" "$r/lib/modules/"
+  basename "$ko" >>"$r/etc/modules.order"
+done
+hash=$(openssl passwd -6 -salt svcminilinux admin)
+printf 'root:x:0:0:root:/root:/bin/sh\nadmin:x:1000:1000:admin:/home/admin:/bin/sh\n' >"$r/etc/passwd"
+printf 'root:*:19000:0:99999:7:::\nadmin:%s:19000:0:99999:7:::\n' "$hash" >"$r/etc/shadow"
+chmod 600 "$r/etc/shadow"
+printf 'root:x:0:\nadmin:x:1000:\n' >"$r/etc/group"
+chown 1000:1000 "$r/home/admin"
+(cd "$r" && find . | LC_ALL=C sort | cpio --quiet -o -H newc --reproducible) | gzip -9n >"$work/initrd.img"
+
+cat >"$work/syslinux.cfg" <<'CFG'
+DEFAULT linux
+PROMPT 0
+TIMEOUT 0
+LABEL linux
+  KERNEL /vmlinuz
+  INITRD /initrd.img
+  APPEND console=ttyS0,115200 console=tty0 quiet
+CFG
+
+# Whole-disk FAT (no partition table) with SYSLINUX's boot sector.
+raw=$work/disk.raw
+mkfs.vfat -C -n MINILINUX "$raw" $((disk_mib * 1024)) >/dev/null
+syslinux --install "$raw"
+mcopy -i "$raw" "$work/k/boot/vmlinuz-$kver" ::/vmlinuz
+mcopy -i "$raw" "$work/initrd.img" ::/initrd.img
+mcopy -i "$raw" "$work/syslinux.cfg" ::/syslinux.cfg
+echo "files here live on the VM's disk" >"$work/README.txt"
+mcopy -i "$raw" "$work/README.txt" ::/README.txt
+qemu-img convert -c -O qcow2 "$raw" "$out.tmp"
+mv "$out.tmp" "$out"
+echo "built $out ($(du -h "$out" | cut -f1), kernel $kver)"

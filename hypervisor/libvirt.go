@@ -159,7 +159,9 @@ func (d *Libvirt) Probe(ctx context.Context) error {
 // DiskPath is where a domain's overlay lives.
 func (d *Libvirt) DiskPath(name string) string { return filepath.Join(d.cfg.Dir, name+".qcow2") }
 
-func (d *Libvirt) consolePath(name string) string { return filepath.Join(d.cfg.Dir, name+".console.log") }
+func (d *Libvirt) consolePath(name string) string {
+	return filepath.Join(d.cfg.Dir, name+".console.log")
+}
 
 // ConsoleLog returns what the guest wrote to its serial console.
 func (d *Libvirt) ConsoleLog(name string) ([]byte, error) { return os.ReadFile(d.consolePath(name)) }

@@ -1,0 +1,4 @@
+// Package scheduler places VMs on nodes. It is pure: it reads a snapshot of
+// the nodes and a request and returns a node, or an error that says for each
+// node of the namespace why it cannot take the VM. No I/O, no clock.
+package scheduler

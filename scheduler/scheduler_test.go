@@ -1,0 +1,213 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+const gi = int64(1) << 30
+
+func node(name string, freeCPU int, freeMemGi int64, mod ...func(*Node)) Node {
+	n := Node{Name: name, Namespace: "ns", Ready: true, Arch: "amd64", TotalCPU: 16, FreeCPU: freeCPU,
+		TotalMemory: 64 * gi, FreeMemory: freeMemGi * gi, UsedPorts: map[int]bool{}}
+	for _, m := range mod {
+		m(&n)
+	}
+	return n
+}
+
+func TestPlace_cases(t *testing.T) {
+	tagged := func(tags ...string) func(*Node) { return func(n *Node) { n.Tags = tags } }
+	cases := []struct {
+		name     string
+		nodes    []Node
+		req      Request
+		want     string
+		wantErrs []string
+	}{
+		{name: "spreads to the emptiest", nodes: []Node{node("a", 4, 8), node("b", 12, 48), node("c", 8, 32)}, req: Request{CPU: 2, Memory: 2 * gi}, want: "b"},
+		{name: "packs onto the fullest that fits", nodes: []Node{node("a", 4, 8), node("b", 12, 48), node("c", 8, 32)}, req: Request{CPU: 2, Memory: 2 * gi, Strategy: StrategyMostAllocated}, want: "a"},
+		{name: "ties go to the first name", nodes: []Node{node("b", 8, 8), node("a", 8, 8)}, req: Request{CPU: 1, Memory: gi}, want: "a"},
+		{name: "pinned", nodes: []Node{node("a", 8, 8), node("b", 16, 64)}, req: Request{CPU: 1, Memory: gi, Node: "a"}, want: "a"},
+		{name: "pinned node full", nodes: []Node{node("a", 1, 8), node("b", 16, 64)}, req: Request{CPU: 2, Memory: gi, Node: "a"},
+			wantErrs: []string{"a: not enough CPU (1 free, 2 needed)", "b: not the requested node a"}},
+		{name: "tag preferred over room", nodes: []Node{node("a", 2, 4, tagged("ssd")), node("b", 16, 64)}, req: Request{CPU: 1, Memory: gi, Tag: "ssd"}, want: "a"},
+		{name: "tag preferred but not required", nodes: []Node{node("a", 1, 1, tagged("ssd")), node("b", 16, 64)}, req: Request{CPU: 2, Memory: gi, Tag: "ssd"}, want: "b"},
+		{name: "tag required", nodes: []Node{node("a", 1, 1, tagged("ssd")), node("b", 16, 64)}, req: Request{CPU: 2, Memory: gi, Tag: "ssd", TagRequired: true},
+			wantErrs: []string{"a: not enough CPU", "b: no tag ssd"}},
+		{name: "not ready is skipped", nodes: []Node{node("a", 16, 64, func(n *Node) { n.Ready = false }), node("b", 2, 2)}, req: Request{CPU: 1, Memory: gi}, want: "b"},
+		{name: "memory", nodes: []Node{node("a", 16, 1)}, req: Request{CPU: 1, Memory: 2 * gi}, wantErrs: []string{"a: not enough memory (1.00Gi free, 2.00Gi needed)"}},
+		{name: "gpu", nodes: []Node{node("a", 16, 64), node("b", 16, 64, func(n *Node) { n.TotalGPU, n.FreeGPU = 2, 1 })}, req: Request{CPU: 1, Memory: gi, GPU: 1}, want: "b"},
+		{name: "port taken", nodes: []Node{node("a", 16, 64, func(n *Node) { n.UsedPorts[8080] = true }), node("b", 2, 2)}, req: Request{CPU: 1, Memory: gi, HostPorts: []int{8080}}, want: "b"},
+		{name: "arch", nodes: []Node{node("a", 16, 64), node("b", 16, 64, func(n *Node) { n.Arch = "arm64" })}, req: Request{CPU: 1, Memory: gi, Arch: "arm64"}, want: "b"},
+		{name: "other namespace is invisible", nodes: []Node{node("a", 16, 64, func(n *Node) { n.Namespace = "other" })}, req: Request{CPU: 1, Memory: gi}, wantErrs: []string{`namespace "ns" has no nodes`}},
+		{name: "every reason named", nodes: []Node{node("b", 0, 64), node("a", 16, 64, func(n *Node) { n.Ready = false })}, req: Request{CPU: 1, Memory: gi},
+			wantErrs: []string{"no node can take the VM: a: NOT READY; b: not enough CPU (0 free, 1 needed)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.req.Namespace = "ns"
+			got, err := Place(c.nodes, c.req)
+			if len(c.wantErrs) > 0 {
+				var nf *NoFitError
+				if !errors.As(err, &nf) {
+					t.Fatalf("got %q, %v; want a NoFitError", got, err)
+				}
+				for _, w := range c.wantErrs {
+					if !strings.Contains(err.Error(), w) {
+						t.Fatalf("error %q lacks %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+func randomCluster(r *rand.Rand, n int) []Node {
+	nodes := make([]Node, n)
+	for i := range nodes {
+		total := 4 + r.IntN(60)
+		mem := int64(8+r.IntN(248)) * gi
+		nodes[i] = Node{
+			Name: fmt.Sprintf("n%05d", i), Namespace: "ns", Ready: r.IntN(10) > 0, Arch: "amd64",
+			TotalCPU: total, FreeCPU: r.IntN(total + 1), TotalMemory: mem, FreeMemory: r.Int64N(mem + 1),
+			TotalGPU: 2, FreeGPU: r.IntN(3), UsedPorts: map[int]bool{},
+		}
+		if r.IntN(4) == 0 {
+			nodes[i].Tags = []string{"ssd"}
+		}
+	}
+	return nodes
+}
+
+func randomRequest(r *rand.Rand) Request {
+	req := Request{Namespace: "ns", CPU: 1 + r.IntN(16), Memory: int64(1+r.IntN(64)) * gi, GPU: r.IntN(2)}
+	if r.IntN(3) == 0 {
+		req.Strategy = StrategyMostAllocated
+	}
+	return req
+}
+
+// A placement always fits, and it is the best node by the strategy: no other
+// node that fits has more room (default) or less room (most-allocated).
+func TestPlace_property_fits_and_orders(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 2000 {
+		nodes := randomCluster(r, 1+r.IntN(40))
+		req := randomRequest(r)
+		got, err := Place(nodes, req)
+		var chosen *Node
+		for j := range nodes {
+			if nodes[j].Name == got {
+				chosen = &nodes[j]
+			}
+		}
+		anyFits := false
+		for _, n := range nodes {
+			if Fits(n, req) == "" {
+				anyFits = true
+			}
+		}
+		if err != nil {
+			if anyFits {
+				t.Fatalf("case %d: refused although a node fits: %v", i, err)
+			}
+			continue
+		}
+		if why := Fits(*chosen, req); why != "" {
+			t.Fatalf("case %d: placed on %s that does not fit: %s", i, got, why)
+		}
+		mine := room(*chosen, req)
+		for _, n := range nodes {
+			if Fits(n, req) != "" {
+				continue
+			}
+			other := room(n, req)
+			if req.Strategy == StrategyMostAllocated && other < mine {
+				t.Fatalf("case %d: most-allocated chose %s (room %.3f) over %s (room %.3f)", i, got, mine, n.Name, other)
+			}
+			if req.Strategy != StrategyMostAllocated && other > mine {
+				t.Fatalf("case %d: default chose %s (room %.3f) over %s (room %.3f)", i, got, mine, n.Name, other)
+			}
+		}
+	}
+}
+
+// Placing many equal VMs one after another: most-allocated fills few nodes,
+// default spreads them over all.
+func TestPlace_property_pack_vs_spread(t *testing.T) {
+	for _, strategy := range []string{StrategyDefault, StrategyMostAllocated} {
+		nodes := make([]Node, 8)
+		for i := range nodes {
+			nodes[i] = node(fmt.Sprintf("n%d", i), 16, 64)
+		}
+		for range 16 {
+			name, err := Place(nodes, Request{Namespace: "ns", CPU: 2, Memory: 4 * gi, Strategy: strategy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range nodes {
+				if nodes[i].Name == name {
+					nodes[i].FreeCPU -= 2
+					nodes[i].FreeMemory -= 4 * gi
+				}
+			}
+		}
+		used := 0
+		for _, n := range nodes {
+			if n.FreeCPU < 16 {
+				used++
+			}
+		}
+		switch strategy {
+		case StrategyDefault:
+			if used != 8 {
+				t.Fatalf("default used %d of 8 nodes", used)
+			}
+		case StrategyMostAllocated:
+			if used != 2 {
+				t.Fatalf("most-allocated used %d nodes, want 2", used)
+			}
+		}
+	}
+}
+
+func BenchmarkPlace_10000_nodes(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	nodes := randomCluster(r, 10000)
+	reqs := make([]Request, 256)
+	for i := range reqs {
+		reqs[i] = randomRequest(r)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		_, _ = Place(nodes, reqs[i%len(reqs)])
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "placements/s")
+}
+
+// fits and Fits must agree on every node and request.
+func TestFits_agrees_with_reasons(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 5000 {
+		nodes := randomCluster(r, 1)
+		req := randomRequest(r)
+		if r.IntN(4) == 0 {
+			req.Tag, req.TagRequired = "ssd", true
+		}
+		if r.IntN(5) == 0 {
+			req.HostPorts = []int{8080}
+			nodes[0].UsedPorts[8080] = r.IntN(2) == 0
+		}
+		if got, why := fits(&nodes[0], &req), Fits(nodes[0], req); got != (why == "") {
+			t.Fatalf("fits=%v but Fits=%q for %+v / %+v", got, why, nodes[0], req)
+		}
+	}
+}

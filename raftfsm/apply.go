@@ -27,6 +27,22 @@ func (s *State) apply(c Command) (any, error) {
 		return applyBody(c, s.applyNamespaceCreate)
 	case TypeNamespaceDelete:
 		return applyBody(c, s.applyNamespaceDelete)
+	case TypeVMCreate:
+		return applyBody(c, s.applyVMCreate)
+	case TypeVMAction:
+		return applyBody(c, s.applyVMAction)
+	case TypeVMStatus:
+		return applyBody(c, s.applyVMStatus)
+	case TypeVMDelete:
+		return applyBody(c, s.applyVMDelete)
+	case TypeVMConfigCreate:
+		return applyBody(c, s.applyVMConfigCreate)
+	case TypeVMConfigDelete:
+		return applyBody(c, s.applyVMConfigDelete)
+	case TypeImageCreate:
+		return applyBody(c, s.applyImageCreate)
+	case TypeBlobAddHolder:
+		return applyBody(c, s.applyBlobAddHolder)
 	}
 	return nil, ErrUnknownCommand
 }

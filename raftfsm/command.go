@@ -24,6 +24,14 @@ const (
 	TypeNodeSetNamespace Type = 6
 	TypeNamespaceCreate  Type = 7
 	TypeNamespaceDelete  Type = 8
+	TypeVMCreate         Type = 9
+	TypeVMAction         Type = 10
+	TypeVMStatus         Type = 11
+	TypeVMDelete         Type = 12
+	TypeVMConfigCreate   Type = 13
+	TypeVMConfigDelete   Type = 14
+	TypeImageCreate      Type = 15
+	TypeBlobAddHolder    Type = 16
 )
 
 var typeNames = map[Type]string{
@@ -35,6 +43,14 @@ var typeNames = map[Type]string{
 	TypeNodeSetNamespace: "node-set-namespace",
 	TypeNamespaceCreate:  "namespace-create",
 	TypeNamespaceDelete:  "namespace-delete",
+	TypeVMCreate:         "vm-create",
+	TypeVMAction:         "vm-action",
+	TypeVMStatus:         "vm-status",
+	TypeVMDelete:         "vm-delete",
+	TypeVMConfigCreate:   "vmconfig-create",
+	TypeVMConfigDelete:   "vmconfig-delete",
+	TypeImageCreate:      "image-create",
+	TypeBlobAddHolder:    "blob-add-holder",
 }
 
 func (t Type) String() string {

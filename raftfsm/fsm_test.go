@@ -206,6 +206,101 @@ func TestFSM_commands(t *testing.T) {
 			wantErr: ErrConflict,
 		},
 		{
+			name:  "vm create",
+			setup: vmSetup(t),
+			cmd:   vmCreateCmd(t, "web", "n1", 2, 4<<30, 22001),
+			check: func(t *testing.T, f *FSM) {
+				vm, ok := f.VM(api.DefaultNamespace, "web")
+				if !ok || vm.Status != VMPending || vm.Desired != VMRunning || vm.IP != "10.0.0.1" {
+					t.Fatalf("vm = %+v", vm)
+				}
+				n, _ := f.Node("n1")
+				if n.Used.CPU != 2 || n.Used.MemoryBytes != 4<<30 {
+					t.Fatalf("usage = %+v", n.Used)
+				}
+				if !f.PortsInUse("n1")[22001] || len(f.VMsOnNode("n1")) != 1 {
+					t.Fatal("ports or node view wrong")
+				}
+			},
+		},
+		{name: "vm create twice", setup: append(vmSetup(t), vmCreateCmd(t, "web", "n1", 1, 1<<30, 22001)), cmd: vmCreateCmd(t, "web", "n1", 1, 1<<30, 23001), wantErr: ErrAlreadyExists},
+		{name: "vm create over capacity", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 6, 1<<30, 22001)), cmd: vmCreateCmd(t, "b", "n1", 3, 1<<30, 23001), wantErr: ErrNoRoom},
+		{name: "vm create port taken", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)), cmd: vmCreateCmd(t, "b", "n1", 1, 1<<30, 22001), wantErr: ErrNoRoom},
+		{name: "vm create unknown node", setup: vmSetup(t), cmd: vmCreateCmd(t, "a", "n9", 1, 1<<30, 22001), wantErr: ErrNotFound},
+		{name: "vm create bad name", setup: vmSetup(t), cmd: vmCreateCmd(t, "Bad", "n1", 1, 1<<30, 22001), wantErr: ErrInvalid},
+		{name: "vm create no cpu", setup: vmSetup(t), cmd: vmCreateCmd(t, "a", "n1", 0, 1<<30, 22001), wantErr: ErrInvalid},
+		{
+			name:  "vm stop then start",
+			setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001), vmActionCmd(t, "a", ActionStop)),
+			cmd:   vmActionCmd(t, "a", ActionStart),
+			check: func(t *testing.T, f *FSM) {
+				if vm, _ := f.VM(api.DefaultNamespace, "a"); vm.Desired != VMRunning {
+					t.Fatalf("desired %s", vm.Desired)
+				}
+			},
+		},
+		{name: "vm resume a running vm", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)), cmd: vmActionCmd(t, "a", ActionResume), wantErr: ErrConflict},
+		{name: "vm start a running vm", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)), cmd: vmActionCmd(t, "a", ActionStart), wantErr: ErrConflict},
+		{name: "vm suspend a stopped vm", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001), vmActionCmd(t, "a", ActionStop)), cmd: vmActionCmd(t, "a", ActionSuspend), wantErr: ErrConflict},
+		{name: "vm unknown action", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)), cmd: vmActionCmd(t, "a", "explode"), wantErr: ErrInvalid},
+		{
+			name:  "vm revert bumps the generation",
+			setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001), vmActionCmd(t, "a", ActionSuspend)),
+			cmd:   vmActionCmd(t, "a", ActionRevert),
+			check: func(t *testing.T, f *FSM) {
+				if vm, _ := f.VM(api.DefaultNamespace, "a"); vm.RevertGen != 1 || vm.Desired != VMRunning {
+					t.Fatalf("vm %+v", vm)
+				}
+			},
+		},
+		{
+			name:  "vm status from its node",
+			setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)),
+			cmd:   mustEncode(t, TypeVMStatus, VMStatus{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", Status: VMRunning, ObservedRevertGen: 0}),
+			check: func(t *testing.T, f *FSM) {
+				if vm, _ := f.VM(api.DefaultNamespace, "a"); vm.Status != VMRunning {
+					t.Fatalf("status %s", vm.Status)
+				}
+			},
+		},
+		{name: "vm status from another node", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)), cmd: mustEncode(t, TypeVMStatus, VMStatus{Namespace: api.DefaultNamespace, Name: "a", Node: "n2", Status: VMRunning}), wantErr: ErrConflict},
+		{name: "vm status unknown", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)), cmd: mustEncode(t, TypeVMStatus, VMStatus{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", Status: "Dancing"}), wantErr: ErrInvalid},
+		{
+			name:  "vm delete frees the node",
+			setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)),
+			cmd:   mustEncode(t, TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a"}),
+			check: func(t *testing.T, f *FSM) {
+				if n, _ := f.Node("n1"); n.Used.CPU != 0 || len(f.PortsInUse("n1")) != 0 {
+					t.Fatalf("still used %+v", n.Used)
+				}
+			},
+		},
+		{name: "vm delete unknown", setup: vmSetup(t), cmd: mustEncode(t, TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "x"}), wantErr: ErrNotFound},
+		{
+			name:  "vmconfig create",
+			setup: vmSetup(t),
+			cmd:   mustEncode(t, TypeVMConfigCreate, VMConfigCreate{Config: VMConfig{Name: "small", Namespace: api.DefaultNamespace, Image: "mini", VMOptions: VMOptions{CPU: 1}}}),
+			check: func(t *testing.T, f *FSM) {
+				if c, ok := f.VMConfig(api.DefaultNamespace, "small"); !ok || c.CPU != 1 || len(f.VMConfigs(api.DefaultNamespace)) != 1 {
+					t.Fatalf("config %+v", c)
+				}
+			},
+		},
+		{name: "vmconfig unknown image", setup: vmSetup(t), cmd: mustEncode(t, TypeVMConfigCreate, VMConfigCreate{Config: VMConfig{Name: "small", Namespace: api.DefaultNamespace, Image: "nope"}}), wantErr: ErrNotFound},
+		{name: "vmconfig delete unknown", setup: vmSetup(t), cmd: mustEncode(t, TypeVMConfigDelete, VMConfigDelete{Namespace: api.DefaultNamespace, Name: "small"}), wantErr: ErrNotFound},
+		{name: "image twice", setup: vmSetup(t), cmd: imageCmd(t, "mini", "n2"), wantErr: ErrAlreadyExists},
+		{
+			name:  "blob gets a holder",
+			setup: vmSetup(t),
+			cmd:   mustEncode(t, TypeBlobAddHolder, BlobAddHolder{Digest: "sha256:aa", Node: "n2"}),
+			check: func(t *testing.T, f *FSM) {
+				if b, _ := f.Blob("sha256:aa"); len(b.Holders) != 2 || b.Holders[1] != "n2" {
+					t.Fatalf("blob %+v", b)
+				}
+			},
+		},
+		{name: "blob unknown", setup: vmSetup(t), cmd: mustEncode(t, TypeBlobAddHolder, BlobAddHolder{Digest: "sha256:bb", Node: "n2"}), wantErr: ErrNotFound},
+		{
 			name:  "unknown ignorable command is skipped",
 			setup: [][]byte{initCmd(t)},
 			cmd:   append([]byte{byte(FlagIgnorable | 0x7e)}, []byte(`{}`)...),
@@ -249,7 +344,7 @@ func TestFSM_commands(t *testing.T) {
 
 func TestFSM_every_type_covered(t *testing.T) {
 	// A new command type must get a case above and a seed in the fuzz corpus.
-	if len(typeNames) != 8 {
+	if len(typeNames) != 16 {
 		t.Fatalf("%d command types; update TestFSM_commands and fuzz seeds", len(typeNames))
 	}
 }
@@ -307,4 +402,23 @@ func TestFSM_restore_older_snapshot_without_maps(t *testing.T) {
 	if f.Index() != 8 || len(f.Nodes()) != 1 {
 		t.Fatalf("index %d, nodes %v", f.Index(), f.Nodes())
 	}
+}
+
+func vmSetup(t testing.TB) [][]byte {
+	return [][]byte{initCmd(t), upsertCmd(t, "n1"), imageCmd(t, "mini", "n1")}
+}
+
+func imageCmd(t testing.TB, name, holder string) []byte {
+	return mustEncode(t, TypeImageCreate, ImageCreate{Image: Image{Name: name, Namespace: api.DefaultNamespace, Digest: "sha256:aa", SizeBytes: 10, Format: "qcow2"}, Holder: holder})
+}
+
+func vmCreateCmd(t testing.TB, name, node string, cpu int, mem int64, sshPort int) []byte {
+	return mustEncode(t, TypeVMCreate, VMCreate{VM: VM{
+		Name: name, Namespace: api.DefaultNamespace, Node: node, Image: "mini", ImageDigest: "sha256:aa",
+		VMOptions: VMOptions{CPU: cpu, MemoryBytes: mem}, IP: "10.0.0.1", SSHPort: sshPort, VNCPort: sshPort + 1, ScreensharePort: sshPort + 2, CreatedAt: t0,
+	}})
+}
+
+func vmActionCmd(t testing.TB, name, action string) []byte {
+	return mustEncode(t, TypeVMAction, VMAction{Namespace: api.DefaultNamespace, Name: name, Action: action})
 }

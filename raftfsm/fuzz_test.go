@@ -17,6 +17,14 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeNodeSetNamespace, NodeSetNamespace{Name: "n1", Namespace: "a"}),
 		mustEncode(f, TypeNamespaceCreate, NamespaceCreate{Name: "a"}),
 		mustEncode(f, TypeNamespaceDelete, NamespaceDelete{Name: "a"}),
+		vmCreateCmd(f, "a", "n1", 1, 1<<30, 22001),
+		vmActionCmd(f, "a", ActionRevert),
+		mustEncode(f, TypeVMStatus, VMStatus{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", Status: VMRunning}),
+		mustEncode(f, TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a"}),
+		mustEncode(f, TypeVMConfigCreate, VMConfigCreate{Config: VMConfig{Name: "c", Namespace: api.DefaultNamespace, Image: "mini"}}),
+		mustEncode(f, TypeVMConfigDelete, VMConfigDelete{Namespace: api.DefaultNamespace, Name: "c"}),
+		imageCmd(f, "mini2", "n1"),
+		mustEncode(f, TypeBlobAddHolder, BlobAddHolder{Digest: "sha256:aa", Node: "n2"}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {
@@ -54,9 +62,9 @@ func FuzzApply(f *testing.F) {
 			return
 		}
 		fsm := NewFSM(nil)
-		applyAll(t, fsm, initCmd(t), upsertCmd(t, "n1"))
+		applyAll(t, fsm, append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001))...)
 		before, _ := fsm.Dump()
-		res := fsm.ApplyCommand(3, c)
+		res := fsm.ApplyCommand(5, c)
 		if res.Err != nil {
 			after, _ := fsm.Dump()
 			if string(before) != string(after) {

@@ -23,6 +23,15 @@ type State struct {
 	ServiceAccounts map[string]*ServiceAccount `json:"serviceAccounts"`
 	// RoleBindings is keyed by namespace.
 	RoleBindings map[string]*RoleBinding `json:"roleBindings"`
+	// Blobs is keyed by digest: which nodes hold each image blob.
+	Blobs map[string]*Blob `json:"blobs"`
+}
+
+// Blob is a content-addressed file (an image disk) and the nodes holding it.
+type Blob struct {
+	Digest    string   `json:"digest"`
+	SizeBytes int64    `json:"sizeBytes"`
+	Holders   []string `json:"holders"`
 }
 
 // NewState returns an empty, uninitialised state.
@@ -36,6 +45,7 @@ func NewState() *State {
 		ISOs:            map[string]*ISO{},
 		ServiceAccounts: map[string]*ServiceAccount{},
 		RoleBindings:    map[string]*RoleBinding{},
+		Blobs:           map[string]*Blob{},
 	}
 }
 
@@ -94,40 +104,6 @@ func (n *Node) HasTag(tag string) bool {
 		}
 	}
 	return false
-}
-
-// VM is a VM placed on a node. Only the fields the cluster model needs to
-// account for resources are defined so far.
-type VM struct {
-	Name        string    `json:"name"`
-	Namespace   string    `json:"namespace"`
-	Node        string    `json:"node"`
-	CPU         int       `json:"cpu"`
-	MemoryBytes int64     `json:"memoryBytes"`
-	GPU         int       `json:"gpu"`
-	Image       string    `json:"image"`
-	Owner       string    `json:"owner"`
-	Status      string    `json:"status"`
-	CreatedAt   time.Time `json:"createdAt"`
-}
-
-// VMConfig is a template that VMs are deployed from.
-type VMConfig struct {
-	Name      string    `json:"name"`
-	Namespace string    `json:"namespace"`
-	Image     string    `json:"image"`
-	Owner     string    `json:"owner"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-// Image is a disk image known to the cluster: a name bound to a content digest.
-type Image struct {
-	Name      string    `json:"name"`
-	Namespace string    `json:"namespace"`
-	Digest    string    `json:"digest"`
-	SizeBytes int64     `json:"sizeBytes"`
-	Holders   []string  `json:"holders"`
-	CreatedAt time.Time `json:"createdAt"`
 }
 
 // ISO is an installer image known to the cluster.

@@ -1,0 +1,129 @@
+package raftfsm
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// VM states: Desired is what the user asked for; Status is what the node last
+// reported.
+const (
+	VMPending   = "Pending"
+	VMRunning   = "Running"
+	VMStopped   = "Stopped"
+	VMSuspended = "Suspended"
+	VMFailed    = "Failed"
+)
+
+// PortMap forwards a node port to a guest port.
+type PortMap struct {
+	Host  int `json:"host"`
+	Guest int `json:"guest"`
+}
+
+// Display is the guest display the user asked for.
+type Display struct {
+	Width  int `json:"width,omitempty"`
+	Height int `json:"height,omitempty"`
+	DPI    int `json:"dpi,omitempty"`
+}
+
+// VMOptions are the settings a VM config can hold and a deploy can override.
+type VMOptions struct {
+	CPU            int               `json:"cpu"`
+	MemoryBytes    int64             `json:"memoryBytes"`
+	GPU            int               `json:"gpu"`
+	GPUPassthrough bool              `json:"gpuPassthrough"`
+	ISO            string            `json:"iso,omitempty"`
+	LegacyIO       bool              `json:"legacyIO"`
+	NetBoost       bool              `json:"netBoost"`
+	Display        Display           `json:"display"`
+	CustomMetadata map[string]string `json:"customMetadata,omitempty"`
+}
+
+// VM is a VM placed on a node.
+type VM struct {
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Node        string `json:"node"`
+	Image       string `json:"image"`
+	ImageDigest string `json:"imageDigest"`
+	ImageFormat string `json:"imageFormat"`
+	Arch        string `json:"arch"`
+	VMConfig    string `json:"vmConfig,omitempty"`
+	Owner       string `json:"owner,omitempty"`
+	VMOptions
+
+	// Node address and ports, stamped by the leader.
+	IP              string    `json:"ip"`
+	SSHPort         int       `json:"sshPort"`
+	VNCPort         int       `json:"vncPort"`
+	ScreensharePort int       `json:"screensharePort"`
+	ReservedPorts   []PortMap `json:"reservedPorts,omitempty"`
+
+	Desired   string `json:"desired"`
+	RevertGen int64  `json:"revertGen"`
+
+	Status            string    `json:"status"`
+	ErrorMessage      string    `json:"errorMessage,omitempty"`
+	ObservedRevertGen int64     `json:"observedRevertGen"`
+	CreatedAt         time.Time `json:"createdAt"`
+}
+
+// Ports returns every node port the VM holds.
+func (vm *VM) Ports() []int {
+	out := []int{vm.SSHPort, vm.VNCPort, vm.ScreensharePort}
+	for _, p := range vm.ReservedPorts {
+		out = append(out, p.Host)
+	}
+	return out
+}
+
+func (vm *VM) clone() *VM {
+	c := *vm
+	c.ReservedPorts = slices.Clone(vm.ReservedPorts)
+	c.CustomMetadata = maps.Clone(vm.CustomMetadata)
+	return &c
+}
+
+// VMConfig is a template that VMs are deployed from.
+type VMConfig struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Image     string `json:"image"`
+	// MemoryGiB keeps what the user gave (0: the default at deploy time).
+	MemoryGiB   float64 `json:"memoryGiB"`
+	Scheduler   string  `json:"scheduler,omitempty"`
+	Tag         string  `json:"tag,omitempty"`
+	TagRequired bool    `json:"tagRequired"`
+	Node        string  `json:"node,omitempty"`
+	VMOptions
+	Owner     string    `json:"owner,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func (c *VMConfig) clone() *VMConfig {
+	d := *c
+	d.CustomMetadata = maps.Clone(c.CustomMetadata)
+	return &d
+}
+
+// Image is a disk image of a namespace: a name bound to a content digest,
+// and the nodes that hold the blob.
+type Image struct {
+	Name        string    `json:"name"`
+	Namespace   string    `json:"namespace"`
+	Digest      string    `json:"digest"`
+	SizeBytes   int64     `json:"sizeBytes"`
+	VirtualSize int64     `json:"virtualSize"`
+	Format      string    `json:"format"`
+	Arch        string    `json:"arch"`
+	Description string    `json:"description,omitempty"`
+	SourceType  string    `json:"sourceType"`
+	Source      string    `json:"source,omitempty"`
+	Owner       string    `json:"owner,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+}
+
+func key(ns, name string) string { return ns + "/" + name }

@@ -1,0 +1,268 @@
+package raftfsm
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/svc-project/svc/api"
+)
+
+// ErrNoRoom is wrapped when a node no longer has room or ports for a VM (the
+// leader then places again); it wraps ErrConflict.
+var ErrNoRoom = fmt.Errorf("%w: no room", ErrConflict)
+
+// VM actions.
+const (
+	ActionStart   = "start"
+	ActionStop    = "stop"
+	ActionSuspend = "suspend"
+	ActionResume  = "resume"
+	ActionRevert  = "revert"
+)
+
+// VMCreate places a VM: the leader has chosen the node and its ports.
+type VMCreate struct {
+	VM VM `json:"vm"`
+}
+
+// VMAction changes what the user wants of a VM.
+type VMAction struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Action    string `json:"action"`
+}
+
+// VMStatus is a node's report of a VM it runs.
+type VMStatus struct {
+	Namespace         string `json:"namespace"`
+	Name              string `json:"name"`
+	Node              string `json:"node"`
+	Status            string `json:"status"`
+	ErrorMessage      string `json:"errorMessage,omitempty"`
+	ObservedRevertGen int64  `json:"observedRevertGen"`
+}
+
+// VMDelete removes a VM; its node removes the domain and disk.
+type VMDelete struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// VMConfigCreate creates a VM config.
+type VMConfigCreate struct {
+	Config VMConfig `json:"config"`
+}
+
+// VMConfigDelete deletes a VM config.
+type VMConfigDelete struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// ImageCreate records an image whose blob one node holds.
+type ImageCreate struct {
+	Image  Image  `json:"image"`
+	Holder string `json:"holder"`
+}
+
+// BlobAddHolder records that a node now holds a blob.
+type BlobAddHolder struct {
+	Digest string `json:"digest"`
+	Node   string `json:"node"`
+}
+
+// portsInUse returns the node ports held by the VMs on node.
+func (s *State) portsInUse(node string) map[int]bool {
+	used := map[int]bool{}
+	for _, vm := range s.VMs {
+		if vm.Node == node {
+			for _, p := range vm.Ports() {
+				used[p] = true
+			}
+		}
+	}
+	return used
+}
+
+func (s *State) applyVMCreate(c VMCreate) (any, error) {
+	vm := c.VM.clone()
+	if err := api.ValidateName("VM name", vm.Name, api.MaxNameLen); err != nil {
+		return nil, ruleErr(ErrInvalid, "%s", err.Error())
+	}
+	if _, ok := s.Namespaces[vm.Namespace]; !ok {
+		return nil, ruleErr(ErrNotFound, "namespace %q not found", vm.Namespace)
+	}
+	k := key(vm.Namespace, vm.Name)
+	if _, ok := s.VMs[k]; ok {
+		return nil, ruleErr(ErrAlreadyExists, "vm %q already exists in namespace %q", vm.Name, vm.Namespace)
+	}
+	if vm.CPU < 1 || vm.MemoryBytes < 1 || vm.GPU < 0 {
+		return nil, ruleErr(ErrInvalid, "vm %q: cpu and memory must be positive", vm.Name)
+	}
+	n, ok := s.Nodes[vm.Node]
+	if !ok || n.Namespace != vm.Namespace {
+		return nil, ruleErr(ErrNotFound, "node %q not found in namespace %q", vm.Node, vm.Namespace)
+	}
+	u := s.usage()[vm.Node]
+	if u.CPU+vm.CPU > n.Capacity.CPU || u.MemoryBytes+vm.MemoryBytes > n.Capacity.MemoryBytes || u.GPU+vm.GPU > n.Capacity.GPU {
+		return nil, ruleErr(ErrNoRoom, "node %s no longer has room for vm %s", vm.Node, vm.Name)
+	}
+	used := s.portsInUse(vm.Node)
+	seen := map[int]bool{}
+	for _, p := range vm.Ports() {
+		if p <= 0 || p > 65535 || used[p] || seen[p] {
+			return nil, ruleErr(ErrNoRoom, "node %s port %d is taken", vm.Node, p)
+		}
+		seen[p] = true
+	}
+	if _, ok := s.Images[key(vm.Namespace, vm.Image)]; !ok {
+		return nil, ruleErr(ErrNotFound, "image %q not found in namespace %q", vm.Image, vm.Namespace)
+	}
+	vm.Status, vm.Desired, vm.ErrorMessage = VMPending, VMRunning, ""
+	vm.RevertGen, vm.ObservedRevertGen = 0, 0
+	s.VMs[k] = vm
+	return vm.clone(), nil
+}
+
+func (s *State) vm(ns, name string) (*VM, error) {
+	vm, ok := s.VMs[key(ns, name)]
+	if !ok {
+		return nil, ruleErr(ErrNotFound, "vm %q not found in namespace %q", name, ns)
+	}
+	return vm, nil
+}
+
+func (s *State) applyVMAction(c VMAction) (any, error) {
+	vm, err := s.vm(c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	refuse := func(why string) (any, error) {
+		return nil, ruleErr(ErrConflict, "cannot %s vm %q: %s", c.Action, c.Name, why)
+	}
+	switch c.Action {
+	case ActionStart:
+		if vm.Desired == VMRunning && vm.Status != VMFailed {
+			return refuse("it is already running")
+		}
+		vm.Desired = VMRunning
+	case ActionStop:
+		if vm.Desired == VMStopped {
+			return refuse("it is already stopped")
+		}
+		vm.Desired = VMStopped
+	case ActionSuspend:
+		if vm.Desired != VMRunning {
+			return refuse("it is not running (" + vm.Desired + ")")
+		}
+		vm.Desired = VMSuspended
+	case ActionResume:
+		if vm.Desired != VMSuspended {
+			return refuse("it is not suspended (" + vm.Desired + ")")
+		}
+		vm.Desired = VMRunning
+	case ActionRevert:
+		vm.RevertGen++
+		vm.Desired = VMRunning
+	default:
+		return nil, ruleErr(ErrInvalid, "unknown action %q: use start, stop, suspend, resume or revert", c.Action)
+	}
+	if vm.Status == VMFailed {
+		vm.Status, vm.ErrorMessage = VMPending, ""
+	}
+	return vm.clone(), nil
+}
+
+var reportable = []string{VMPending, VMRunning, VMStopped, VMSuspended, VMFailed}
+
+func (s *State) applyVMStatus(c VMStatus) (any, error) {
+	vm, err := s.vm(c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if vm.Node != c.Node {
+		return nil, ruleErr(ErrConflict, "vm %q runs on %s, not %s", c.Name, vm.Node, c.Node)
+	}
+	if !slices.Contains(reportable, c.Status) {
+		return nil, ruleErr(ErrInvalid, "unknown VM status %q", c.Status)
+	}
+	vm.Status, vm.ErrorMessage = c.Status, c.ErrorMessage
+	if c.ObservedRevertGen > vm.ObservedRevertGen {
+		vm.ObservedRevertGen = c.ObservedRevertGen
+	}
+	return vm.clone(), nil
+}
+
+func (s *State) applyVMDelete(c VMDelete) (any, error) {
+	if _, err := s.vm(c.Namespace, c.Name); err != nil {
+		return nil, err
+	}
+	delete(s.VMs, key(c.Namespace, c.Name))
+	return nil, nil
+}
+
+func (s *State) applyVMConfigCreate(c VMConfigCreate) (any, error) {
+	cfg := c.Config.clone()
+	if err := api.ValidateName("vmconfig name", cfg.Name, api.MaxVMConfigLen); err != nil {
+		return nil, ruleErr(ErrInvalid, "%s", err.Error())
+	}
+	if _, ok := s.Namespaces[cfg.Namespace]; !ok {
+		return nil, ruleErr(ErrNotFound, "namespace %q not found", cfg.Namespace)
+	}
+	if _, ok := s.Images[key(cfg.Namespace, cfg.Image)]; !ok {
+		return nil, ruleErr(ErrNotFound, "image %q not found in namespace %q", cfg.Image, cfg.Namespace)
+	}
+	k := key(cfg.Namespace, cfg.Name)
+	if _, ok := s.VMConfigs[k]; ok {
+		return nil, ruleErr(ErrAlreadyExists, "vmconfig %q already exists in namespace %q", cfg.Name, cfg.Namespace)
+	}
+	s.VMConfigs[k] = cfg
+	return cfg.clone(), nil
+}
+
+func (s *State) applyVMConfigDelete(c VMConfigDelete) (any, error) {
+	k := key(c.Namespace, c.Name)
+	if _, ok := s.VMConfigs[k]; !ok {
+		return nil, ruleErr(ErrNotFound, "vmconfig %q not found in namespace %q", c.Name, c.Namespace)
+	}
+	delete(s.VMConfigs, k)
+	return nil, nil
+}
+
+func (s *State) applyImageCreate(c ImageCreate) (any, error) {
+	img := c.Image
+	if img.Name == "" || img.Digest == "" {
+		return nil, ruleErr(ErrInvalid, "image name and digest must not be empty")
+	}
+	if _, ok := s.Namespaces[img.Namespace]; !ok {
+		return nil, ruleErr(ErrNotFound, "namespace %q not found", img.Namespace)
+	}
+	k := key(img.Namespace, img.Name)
+	if _, ok := s.Images[k]; ok {
+		return nil, ruleErr(ErrAlreadyExists, "image %q already exists in namespace %q", img.Name, img.Namespace)
+	}
+	s.Images[k] = &img
+	b, ok := s.Blobs[img.Digest]
+	if !ok {
+		b = &Blob{Digest: img.Digest, SizeBytes: img.SizeBytes, Holders: []string{}}
+		s.Blobs[img.Digest] = b
+	}
+	if c.Holder != "" && !slices.Contains(b.Holders, c.Holder) {
+		b.Holders = append(b.Holders, c.Holder)
+		slices.Sort(b.Holders)
+	}
+	cp := img
+	return &cp, nil
+}
+
+func (s *State) applyBlobAddHolder(c BlobAddHolder) (any, error) {
+	b, ok := s.Blobs[c.Digest]
+	if !ok {
+		return nil, ruleErr(ErrNotFound, "blob %s not found", c.Digest)
+	}
+	if !slices.Contains(b.Holders, c.Node) {
+		b.Holders = append(b.Holders, c.Node)
+		slices.Sort(b.Holders)
+	}
+	return nil, nil
+}

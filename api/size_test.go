@@ -64,3 +64,22 @@ func TestValidate_cases(t *testing.T) {
 		})
 	}
 }
+
+func TestFormat_cases(t *testing.T) {
+	cases := []struct {
+		got, want string
+	}{
+		{FormatGi(6 << 30), "6Gi"},
+		{FormatGi(5 << 29), "2.5Gi"},
+		{FormatSize(64 << 20), "64M"},
+		{FormatSize(10 << 30), "10G"},
+		{FormatSize(3 << 29), "1.5G"},
+		{FormatSize(1000), "1000"},
+		{FormatSize(17_000_000), "16.21M"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

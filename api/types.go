@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // DefaultNamespace is the namespace every user reaches and every node starts in.
 const DefaultNamespace = "svc-default"
@@ -72,4 +75,11 @@ type ClusterInfo struct {
 	Leader                string        `json:"leader"`
 	Peers                 []ClusterPeer `json:"peers"`
 	CreatedAt             *time.Time    `json:"createdAt,omitempty"`
+}
+
+// ApplyRequest is the body of POST /api/v1/internal/apply: a command one peer
+// proposes through the leader (status reports, blob holdings).
+type ApplyRequest struct {
+	Type byte            `json:"type"`
+	Body json.RawMessage `json:"body"`
 }

@@ -10,7 +10,8 @@ import (
 var ErrInvalid = errors.New("invalid")
 
 var (
-	nameRE = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
+	nameRE      = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
+	imageNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`)
 	tagRE  = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 )
 
@@ -19,7 +20,22 @@ const (
 	MaxNameLen     = 63
 	MaxVMConfigLen = 50
 	MaxTagLen      = 63
+	MaxImageLen    = 128
 )
+
+// ValidateImageName checks an image or ISO name: lowercase letters, digits,
+// '-', '.' and '_', starting and ending with a letter or digit.
+func ValidateImageName(kind, name string) error {
+	switch {
+	case name == "":
+		return invalidf("%s must not be empty", kind)
+	case len(name) > MaxImageLen:
+		return invalidf("%s %q is longer than %d characters", kind, name, MaxImageLen)
+	case !imageNameRE.MatchString(name):
+		return invalidf("%s %q must be lowercase letters, digits, '-', '.' and '_', starting and ending with a letter or digit", kind, name)
+	}
+	return nil
+}
 
 // invalidError is a validation failure; its message is meant for the caller
 // and it unwraps to ErrInvalid.

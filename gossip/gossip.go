@@ -56,8 +56,9 @@ type Config struct {
 
 // Gossip is this peer's membership in the gossip pool.
 type Gossip struct {
-	ml  *memberlist.Memberlist
-	log *slog.Logger
+	ml   *memberlist.Memberlist
+	log  *slog.Logger
+	addr string // fixed at start: memberlist's LocalNode may not be read while it updates
 
 	mu      sync.Mutex
 	report  Report
@@ -104,14 +105,12 @@ func New(cfg Config) (*Gossip, error) {
 		return nil, fmt.Errorf("start gossip: %w", err)
 	}
 	g.ml = ml
+	g.addr = net.JoinHostPort(cfg.Bind, strconv.Itoa(nt.GetAutoBindPort()))
 	return g, nil
 }
 
 // Addr returns the gossip address others join ("ip:port").
-func (g *Gossip) Addr() string {
-	n := g.ml.LocalNode()
-	return net.JoinHostPort(n.Addr.String(), strconv.Itoa(int(n.Port)))
-}
+func (g *Gossip) Addr() string { return g.addr }
 
 // Join contacts the given gossip addresses once and returns how many answered.
 func (g *Gossip) Join(ctx context.Context, addrs []string) (int, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -33,6 +34,8 @@ type Backend interface {
 	VerifyLeader(ctx context.Context) error
 	// ClusterInfo describes the cluster as this peer sees it.
 	ClusterInfo(ctx context.Context) api.ClusterInfo
+	// Images is this peer's blob store.
+	Images() *imagestore.Store
 }
 
 // Gate decides whether this peer may reach a remote address (tests).
@@ -70,10 +73,14 @@ type Server struct {
 type Route struct {
 	Method string
 	Path   string
-	// Write routes change the state and are forwarded to the leader.
+	// Write routes change the state.
 	Write bool
+	// Forward routes run on the leader: a follower forwards them.
+	Forward bool
 	// Open routes need no token.
 	Open bool
+	// Internal routes are for peers, not users.
+	Internal bool
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
@@ -115,16 +122,34 @@ func (s *Server) routesV1() {
 	const ns = "/api/v1/namespaces/:namespace"
 	s.handle(Route{Method: http.MethodGet, Path: "/api/v1/cluster-info", Open: true}, s.clusterInfo)
 	s.handle(Route{Method: http.MethodGet, Path: ns + "/nodes"}, s.listNodes)
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/nodes/:name/tag", Write: true}, s.tagNode(raftfsm.TypeNodeTag))
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/nodes/:name/untag", Write: true}, s.tagNode(raftfsm.TypeNodeUntag))
+	s.handle(Route{Method: http.MethodPost, Path: ns + "/nodes/:name/tag", Write: true, Forward: true}, s.tagNode(raftfsm.TypeNodeTag))
+	s.handle(Route{Method: http.MethodPost, Path: ns + "/nodes/:name/untag", Write: true, Forward: true}, s.tagNode(raftfsm.TypeNodeUntag))
+
+	s.handle(Route{Method: http.MethodGet, Path: ns + "/vms"}, s.listVMs)
+	s.handle(Route{Method: http.MethodPost, Path: ns + "/vms", Write: true, Forward: true}, s.deployVM)
+	s.handle(Route{Method: http.MethodGet, Path: ns + "/vms/:vm"}, s.getVM)
+	s.handle(Route{Method: http.MethodDelete, Path: ns + "/vms/:vm", Write: true, Forward: true}, s.deleteVM)
+	s.handle(Route{Method: http.MethodPost, Path: ns + "/vms/:vm/exec", Write: true, Forward: true}, s.execVM)
+
+	s.handle(Route{Method: http.MethodGet, Path: ns + "/vmconfigs"}, s.listVMConfigs)
+	s.handle(Route{Method: http.MethodPost, Path: ns + "/vmconfigs", Write: true, Forward: true}, s.createVMConfig)
+	s.handle(Route{Method: http.MethodGet, Path: ns + "/vmconfigs/:vmconfig"}, s.getVMConfig)
+	s.handle(Route{Method: http.MethodDelete, Path: ns + "/vmconfigs/:vmconfig", Write: true, Forward: true}, s.deleteVMConfig)
+
+	s.handle(Route{Method: http.MethodGet, Path: ns + "/images"}, s.listImages)
+	// Uploads stay on the peer that receives them; only the record goes to the leader.
+	s.handle(Route{Method: http.MethodPost, Path: ns + "/upload/image", Write: true}, s.uploadImage)
+
+	s.handle(Route{Method: http.MethodGet, Path: "/api/v1/internal/blobs/:digest", Internal: true}, s.serveBlob)
+	s.handle(Route{Method: http.MethodPost, Path: "/api/v1/internal/apply", Write: true, Forward: true, Internal: true}, s.internalApply)
 }
 
-// handle registers a route. Write routes are forwarded to the leader when
+// handle registers a route. Forward routes are forwarded to the leader when
 // this peer is not it; reads with ?consistent=true are too.
 func (s *Server) handle(rt Route, h handler) {
 	s.routes = append(s.routes, rt)
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
-		if rt.Write || (r.URL.Query().Get("consistent") == "true" && !rt.Open) {
+		if rt.Forward || (!rt.Write && r.URL.Query().Get("consistent") == "true" && !rt.Open) {
 			if handled := s.fwd.toLeader(w, r); handled {
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -52,6 +53,12 @@ type Config struct {
 	JoinTimeout time.Duration
 	// LeaderWait bounds how long a write waits for a leader (default 5 s).
 	LeaderWait time.Duration
+	// Driver runs this peer's VMs; without one the node stays NOT READY.
+	Driver hypervisor.Driver
+	// VMInterval is how often the VM reconciler runs at the latest (default 5 s).
+	VMInterval time.Duration
+	// HealthInterval is how often the hypervisor is probed (default 5 s).
+	HealthInterval time.Duration
 	// Gate optionally refuses traffic to some addresses (tests).
 	Gate Gate
 	Log  *slog.Logger
@@ -90,6 +97,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.LeaderWait <= 0 {
 		c.LeaderWait = 5 * time.Second
+	}
+	if c.VMInterval <= 0 {
+		c.VMInterval = 5 * time.Second
+	}
+	if c.HealthInterval <= 0 {
+		c.HealthInterval = 5 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

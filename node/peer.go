@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/gossip"
 	"github.com/svc-project/svc/httpapi"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -27,6 +31,10 @@ type Peer struct {
 	api    *httpapi.Server
 	apiL   net.Listener
 	reg    *prometheus.Registry
+	images *imagestore.Store
+	driver hypervisor.Driver
+	// peerHTTP talks to other peers (blob transfers, applies via the leader).
+	peerHTTP *http.Client
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -36,6 +44,8 @@ type Peer struct {
 	leaderSince time.Time // zero when not leader
 	errCh       chan error
 	nudged      map[string]time.Time
+	problem     string           // why this node takes no VMs ("" when it does)
+	reverted    map[string]int64 // revert generation done per VM, until the state says so
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins
@@ -48,7 +58,8 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	cfg.Log = cfg.Log.With("peer", cfg.Name)
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry()}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, problem: "hypervisor not checked yet",
+		peerHTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second}}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -58,6 +69,10 @@ func Start(cfg Config) (*Peer, error) {
 	}()
 
 	var err error
+	p.images, err = imagestore.Open(filepath.Join(cfg.DataDir, "images"))
+	if err != nil {
+		return nil, err
+	}
 	p.apiL, err = net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.APIPort)))
 	if err != nil {
 		return nil, fmt.Errorf("API listen: %w", err)
@@ -91,6 +106,8 @@ func Start(cfg Config) (*Peer, error) {
 	p.goRun(p.bootstrapLoop)
 	p.goRun(p.leaderLoop)
 	p.goRun(p.rememberPeersLoop)
+	p.goRun(p.healthLoop)
+	p.goRun(p.reconcileLoop)
 	ok = true
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)
@@ -117,7 +134,14 @@ func (p *Peer) report() gossip.Report {
 		MemoryBytes: p.cfg.Capacity.MemoryBytes,
 		GPU:         p.cfg.Capacity.GPU,
 		HasState:    p.store.HadState(),
+		Problem:     p.currentProblem(),
 	}
+}
+
+func (p *Peer) currentProblem() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.problem
 }
 
 // Close stops the peer without leaving the cluster: the others see it die
@@ -155,6 +179,12 @@ func (p *Peer) GossipAddr() string { return p.gossip.Addr() }
 // RaftAddr returns the Raft transport's host:port.
 func (p *Peer) RaftAddr() string { return p.store.Addr() }
 
+// Images returns this peer's blob store.
+func (p *Peer) Images() *imagestore.Store { return p.images }
+
+// Driver returns this peer's hypervisor driver.
+func (p *Peer) Driver() hypervisor.Driver { return p.driver }
+
 // FSM returns the local replica.
 func (p *Peer) FSM() *raftfsm.FSM { return p.store.FSM }
 
@@ -190,15 +220,6 @@ func (p *Peer) apiAddrOf(name string) string {
 		return n.APIAddr
 	}
 	return ""
-}
-
-// Apply proposes a command; this peer must be the leader.
-func (p *Peer) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
-	v, err := p.store.ApplyCommand(ctx, t, body)
-	if err != nil {
-		return nil, fmt.Errorf("apply %s: %w", t, err)
-	}
-	return v, nil
 }
 
 // VerifyLeader confirms leadership with a quorum.

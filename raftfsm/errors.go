@@ -32,3 +32,7 @@ func (e *RuleError) Unwrap() error { return e.kind }
 func ruleErr(kind error, format string, args ...any) error {
 	return &RuleError{kind: kind, msg: fmt.Sprintf(format, args...)}
 }
+
+// NewRuleError returns a rule error of the given kind with msg as its whole
+// message, e.g. to carry a rule broken on the leader back to a peer.
+func NewRuleError(kind error, msg string) error { return &RuleError{kind: kind, msg: msg} }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -44,8 +45,10 @@ type Member struct {
 	Name    string
 	DataDir string
 	Peer    *node.Peer
-	gate    *gate
-	cfg     node.Config
+	// Fake is the member's hypervisor; it outlives restarts, as libvirtd would.
+	Fake *hypervisor.Fake
+	gate *gate
+	cfg  node.Config
 }
 
 // gate refuses traffic to blocked addresses.
@@ -91,13 +94,15 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	dir := tb.TempDir()
 	for i := range n {
 		name := fmt.Sprintf("peer-%d", i+1)
-		m := &Member{Name: name, DataDir: filepath.Join(dir, name), gate: &gate{blocked: map[string]bool{}}}
+		m := &Member{Name: name, DataDir: filepath.Join(dir, name), gate: &gate{blocked: map[string]bool{}},
+			Fake: hypervisor.NewFake(hypervisor.DomainPrefix(name))}
 		m.cfg = node.Config{
 			Name: name, DataDir: m.DataDir, Bind: "127.0.0.1",
 			Capacity: opts.Capacity, Version: "test", Local: true, RaftTiming: Timing(),
 			ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
 			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
-			Gate: m.gate, Log: c.logger(),
+			Gate: m.gate, Log: c.logger(), Driver: m.Fake,
+			VMInterval: 200 * time.Millisecond, HealthInterval: 100 * time.Millisecond,
 		}
 		if opts.ProductionTiming {
 			m.cfg.RaftTiming, m.cfg.Local = raftfsm.Timing{}, false

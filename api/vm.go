@@ -1,0 +1,140 @@
+package api
+
+import (
+	"math"
+	"strconv"
+	"time"
+)
+
+// VM statuses.
+const (
+	StatusPending   = "Pending"
+	StatusRunning   = "Running"
+	StatusStopped   = "Stopped"
+	StatusSuspended = "Suspended"
+	StatusFailed    = "Failed"
+	// StatusUnknown is shown while the VM's node is NOT READY.
+	StatusUnknown = "Unknown"
+)
+
+// Deploy defaults.
+const (
+	DefaultCPU       = 3
+	DefaultMemoryGiB = 2.0
+	// DefaultTimeoutMinutes bounds a deploy's wait for Running.
+	DefaultTimeoutMinutes = 10
+)
+
+// VM is the record of a deployed VM (spec 2.2 plus the fields of API.md).
+type VM struct {
+	Name           string            `json:"name"`
+	Node           string            `json:"node"`
+	Memory         string            `json:"memory"`
+	IP             string            `json:"ip"`
+	SSH            int               `json:"ssh"`
+	VNC            int               `json:"vnc"`
+	Screenshare    int               `json:"screenshare"`
+	Status         string            `json:"status"`
+	CPU            int               `json:"cpu"`
+	DeployDate     time.Time         `json:"deployDate"`
+	Image          string            `json:"image"`
+	GPUPassthrough bool              `json:"gpuPassthrough"`
+	VMConfig       string            `json:"vmConfig"`
+	CustomMetadata map[string]string `json:"customMetadata"`
+	Type           string            `json:"type"`
+	Namespace      string            `json:"namespace"`
+	Owner          string            `json:"owner"`
+	ErrorMessage   string            `json:"errorMessage"`
+	ReservedPorts  string            `json:"reservedPorts,omitempty"`
+	LegacyIO       bool              `json:"legacyIO"`
+	ISO            string            `json:"iso,omitempty"`
+	PortWarnings   []string          `json:"portWarnings,omitempty"`
+}
+
+// DeployRequest is the body of POST .../vms. Pointer fields tell "not given"
+// from zero, so a VM config's value is kept unless the body sets it.
+type DeployRequest struct {
+	Image              string            `json:"image,omitempty"`
+	VMConfig           string            `json:"vmConfig,omitempty"`
+	Name               string            `json:"name,omitempty"`
+	ShouldGenerateName bool              `json:"shouldGenerateName,omitempty"`
+	CPU                *int              `json:"cpu,omitempty"`
+	Memory             *float64          `json:"memory,omitempty"`
+	Node               string            `json:"node,omitempty"`
+	Tag                string            `json:"tag,omitempty"`
+	TagRequired        *bool             `json:"tagRequired,omitempty"`
+	Scheduler          string            `json:"scheduler,omitempty"`
+	GPUPassthrough     *bool             `json:"gpuPassthrough,omitempty"`
+	ISO                string            `json:"iso,omitempty"`
+	ReservedPorts      string            `json:"reservedPorts,omitempty"`
+	Timeout            *float64          `json:"timeout,omitempty"`
+	CustomMetadata     map[string]string `json:"customMetadata,omitempty"`
+	NetBoost           *bool             `json:"netBoost,omitempty"`
+	LegacyIO           *bool             `json:"legacyIO,omitempty"`
+	DisplayWidth       *int              `json:"displayWidth,omitempty"`
+	DisplayHeight      *int              `json:"displayHeight,omitempty"`
+	DisplayDPI         *int              `json:"displayDpi,omitempty"`
+}
+
+// ExecRequest is the body of POST .../vms/{vm}/exec.
+type ExecRequest struct {
+	Action string `json:"action"`
+}
+
+// VMConfig is a VM config: the create body and the record.
+type VMConfig struct {
+	Name           string            `json:"name"`
+	Image          string            `json:"image"`
+	CPU            int               `json:"cpu,omitempty"`
+	Memory         float64           `json:"memory,omitempty"`
+	Scheduler      string            `json:"scheduler,omitempty"`
+	Tag            string            `json:"tag,omitempty"`
+	TagRequired    bool              `json:"tagRequired,omitempty"`
+	Node           string            `json:"node,omitempty"`
+	GPUPassthrough bool              `json:"gpuPassthrough,omitempty"`
+	ISO            string            `json:"iso,omitempty"`
+	NetBoost       bool              `json:"netBoost,omitempty"`
+	LegacyIO       bool              `json:"legacyIO,omitempty"`
+	DisplayWidth   int               `json:"displayWidth,omitempty"`
+	DisplayHeight  int               `json:"displayHeight,omitempty"`
+	DisplayDPI     int               `json:"displayDpi,omitempty"`
+	CustomMetadata map[string]string `json:"customMetadata,omitempty"`
+	Owner          string            `json:"owner,omitempty"`
+	CreatedAt      *time.Time        `json:"createdAt,omitempty"`
+}
+
+// Image is an image record.
+type Image struct {
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Type         string    `json:"type"`
+	Size         string    `json:"size"`
+	SpaceUsed    string    `json:"spaceUsed"`
+	Digest       string    `json:"digest"`
+	SourceType   string    `json:"sourceType"`
+	Source       string    `json:"source"`
+	State        string    `json:"state"`
+	ErrorMessage string    `json:"errorMessage"`
+	Owner        string    `json:"owner"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// FormatGi formats bytes as binary gibibytes: "6Gi", "2.5Gi".
+func FormatGi(bytes int64) string {
+	return strconv.FormatFloat(float64(bytes)/(1<<30), 'f', -1, 64) + "Gi"
+}
+
+// FormatSize formats bytes with the largest binary unit, to at most two
+// decimals: "64M", "10G", "1.5G".
+func FormatSize(bytes int64) string {
+	units := []struct {
+		suffix string
+		size   float64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}}
+	for _, u := range units {
+		if float64(bytes) >= u.size {
+			return strconv.FormatFloat(math.Round(float64(bytes)/u.size*100)/100, 'f', -1, 64) + u.suffix
+		}
+	}
+	return strconv.FormatInt(bytes, 10)
+}

@@ -1,0 +1,45 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// peerApplicable are the commands a peer may propose through the leader on
+// its own behalf: status reports, blob holdings and images it received.
+var peerApplicable = map[raftfsm.Type]bool{
+	raftfsm.TypeVMStatus:      true,
+	raftfsm.TypeBlobAddHolder: true,
+	raftfsm.TypeImageCreate:   true,
+}
+
+// PeerApplicable reports whether a peer may propose t through the leader.
+func PeerApplicable(t raftfsm.Type) bool { return peerApplicable[t] }
+
+func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req api.ApplyRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	t := raftfsm.Type(req.Type)
+	if !peerApplicable[t] {
+		return badRequest("command type %d cannot be proposed by a peer", req.Type)
+	}
+	var body any = json.RawMessage(req.Body)
+	if len(req.Body) == 0 || !json.Valid(req.Body) {
+		return badRequest("field \"body\": a JSON object is required")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	if _, err := s.b.Apply(ctx, t, body); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/scheduler"
+)
+
+func (s *Server) listVMConfigs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	ns := p.ByName("namespace")
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	items := []api.VMConfig{}
+	for _, c := range s.b.FSM().VMConfigs(ns) {
+		items = append(items, vmConfigToAPI(c))
+	}
+	writeJSON(w, http.StatusOK, api.List[api.VMConfig]{Items: items})
+	return nil
+}
+
+func (s *Server) getVMConfig(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	ns, name := p.ByName("namespace"), p.ByName("vmconfig")
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	c, ok := s.b.FSM().VMConfig(ns, name)
+	if !ok {
+		return notFound("vmconfig %q not found in namespace %q", name, ns)
+	}
+	writeJSON(w, http.StatusOK, vmConfigToAPI(c))
+	return nil
+}
+
+func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ns := p.ByName("namespace")
+	var req api.VMConfig
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	field := func(name, format string, args ...any) error {
+		return badRequest("field %q: "+format, append([]any{name}, args...)...)
+	}
+	if err := api.ValidateName("name", req.Name, api.MaxVMConfigLen); err != nil {
+		return field("name", "%s", err)
+	}
+	if req.Image == "" {
+		return field("image", "is required")
+	}
+	if req.CPU < 0 || req.CPU > maxCPU {
+		return field("cpu", "%d is not between 1 and %d", req.CPU, maxCPU)
+	}
+	if req.Memory < 0 || req.Memory > maxMemoryGiB {
+		return field("memory", "%g GiB is not between 0 (the default) and %d", req.Memory, maxMemoryGiB)
+	}
+	if !scheduler.ValidStrategy(req.Scheduler) {
+		return field("scheduler", "%q is not default or most-allocated", req.Scheduler)
+	}
+	if req.Tag != "" {
+		if err := api.ValidateTag(req.Tag); err != nil {
+			return field("tag", "%s", err)
+		}
+	}
+	if req.TagRequired && req.Tag == "" {
+		return field("tagRequired", "needs a tag")
+	}
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"displayWidth", req.DisplayWidth}, {"displayHeight", req.DisplayHeight}, {"displayDpi", req.DisplayDPI}} {
+		if d.v < 0 || d.v > maxDisplay {
+			return field(d.name, "%d is not between 0 and %d", d.v, maxDisplay)
+		}
+	}
+	if len(req.CustomMetadata) > maxMetadata {
+		return field("customMetadata", "%d entries, at most %d", len(req.CustomMetadata), maxMetadata)
+	}
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	if req.Node != "" {
+		if n, ok := s.b.FSM().Node(req.Node); !ok || n.Namespace != ns {
+			return notFound("node %q not found in namespace %q", req.Node, ns)
+		}
+	}
+	if req.ISO != "" {
+		return notFound("iso %q not found in namespace %q", req.ISO, ns)
+	}
+	cfg := raftfsm.VMConfig{
+		Name: req.Name, Namespace: ns, Image: req.Image, MemoryGiB: req.Memory, Scheduler: req.Scheduler,
+		Tag: req.Tag, TagRequired: req.TagRequired, Node: req.Node,
+		VMOptions: raftfsm.VMOptions{
+			CPU: req.CPU, GPUPassthrough: req.GPUPassthrough, ISO: req.ISO, LegacyIO: req.LegacyIO, NetBoost: req.NetBoost,
+			Display:        raftfsm.Display{Width: req.DisplayWidth, Height: req.DisplayHeight, DPI: req.DisplayDPI},
+			CustomMetadata: req.CustomMetadata,
+		},
+		CreatedAt: time.Now().UTC().Truncate(time.Second),
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	v, err := s.b.Apply(ctx, raftfsm.TypeVMConfigCreate, raftfsm.VMConfigCreate{Config: cfg})
+	if err != nil {
+		return err
+	}
+	if c, ok := v.(*raftfsm.VMConfig); ok {
+		cfg = *c
+	}
+	writeJSON(w, http.StatusCreated, vmConfigToAPI(cfg))
+	return nil
+}
+
+func (s *Server) deleteVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ns, name := p.ByName("namespace"), p.ByName("vmconfig")
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	if _, err := s.b.Apply(ctx, raftfsm.TypeVMConfigDelete, raftfsm.VMConfigDelete{Namespace: ns, Name: name}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

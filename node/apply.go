@@ -1,0 +1,77 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Apply proposes a command. On the leader it goes straight to Raft; on a
+// follower, commands a peer may propose for itself (status reports, blob
+// holdings, images it received) go through the leader's internal endpoint.
+func (p *Peer) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+	if p.store.IsLeader() || !httpapi.PeerApplicable(t) {
+		v, err := p.store.ApplyCommand(ctx, t, body)
+		if err != nil {
+			return nil, fmt.Errorf("apply %s: %w", t, err)
+		}
+		return v, nil
+	}
+	return nil, p.applyRemote(ctx, t, body)
+}
+
+func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", t, err)
+	}
+	deadline := time.Now().Add(p.cfg.LeaderWait)
+	for {
+		name, addr := p.LeaderAPI()
+		if name == p.cfg.Name {
+			_, err := p.store.ApplyCommand(ctx, t, json.RawMessage(b))
+			return err
+		}
+		if addr != "" {
+			cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.peerHTTP}
+			err := cl.Do(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
+			return fromStatus(err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("apply %s: %w: no leader known", t, raftfsm.ErrNotLeader)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("apply %s: %w", t, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// fromStatus maps an API error answered by the leader back to the FSM's
+// error kinds, by reason (never by message text), keeping the message.
+func fromStatus(err error) error {
+	var se *api.StatusError
+	if !errors.As(err, &se) {
+		return err
+	}
+	kind := map[string]error{
+		api.ReasonNotFound:           raftfsm.ErrNotFound,
+		api.ReasonAlreadyExists:      raftfsm.ErrAlreadyExists,
+		api.ReasonConflict:           raftfsm.ErrConflict,
+		api.ReasonBadRequest:         raftfsm.ErrInvalid,
+		api.ReasonServiceUnavailable: raftfsm.ErrNotLeader,
+		api.ReasonTimeout:            raftfsm.ErrTimeout,
+	}[se.Status.Reason]
+	if kind == nil {
+		return err
+	}
+	return raftfsm.NewRuleError(kind, se.Status.Message)
+}

@@ -28,6 +28,11 @@ const (
 // A peer never forwards a request that carries it.
 const HeaderForwardedBy = "X-Svc-Forwarded-By"
 
+// HeaderIndex carries the leader's applied Raft index on the answer to a
+// forwarded write; the forwarding peer waits until its replica has applied
+// it, so a read through the same peer sees the write.
+const HeaderIndex = "X-Svc-Index"
+
 // List is the envelope of every list response.
 type List[T any] struct {
 	Items []T `json:"items"`

@@ -12,7 +12,7 @@ var ErrInvalid = errors.New("invalid")
 var (
 	nameRE      = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
 	imageNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`)
-	tagRE  = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	tagRE       = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 )
 
 // Name length limits.

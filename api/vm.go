@@ -48,7 +48,7 @@ type VM struct {
 	ReservedPorts  string            `json:"reservedPorts,omitempty"`
 	LegacyIO       bool              `json:"legacyIO"`
 	ISO            string            `json:"iso,omitempty"`
-	PortWarnings   []string          `json:"portWarnings,omitempty"`
+	PortWarnings   []string          `json:"portWarnings"`
 }
 
 // DeployRequest is the body of POST .../vms. Pointer fields tell "not given"

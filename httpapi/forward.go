@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strconv"
 	"time"
 
 	"github.com/svc-project/svc/api"
@@ -49,6 +50,10 @@ func newForwarder(s *Server) *forwarder {
 			pr.SetXForwarded()
 		},
 		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			f.awaitIndex(resp.Request.Context(), resp.Header.Get(api.HeaderIndex))
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			addr, _ := r.Context().Value(leaderAddrKey).(string)
 			if errors.Is(err, context.Canceled) {
@@ -62,6 +67,36 @@ func newForwarder(s *Server) *forwarder {
 }
 
 func (f *forwarder) close() { f.tr.CloseIdleConnections() }
+
+// readYourWrites bounds the wait for the local replica to catch up with a
+// forwarded write.
+const readYourWrites = 5 * time.Second
+
+// awaitIndex waits until the local replica has applied the leader's index
+// (a header value), so that the caller's next read here sees its write.
+func (f *forwarder) awaitIndex(ctx context.Context, header string) {
+	want, err := strconv.ParseUint(header, 10, 64)
+	if err != nil {
+		return
+	}
+	fsm := f.s.b.FSM()
+	deadline := time.NewTimer(readYourWrites)
+	defer deadline.Stop()
+	for {
+		changed := fsm.Changed()
+		if fsm.Index() >= want {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			f.s.log.Warn("replica did not catch up with a forwarded write", "want", want, "have", fsm.Index())
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // toLeader forwards r to the leader and returns true when this peer is not
 // the leader (the answer has then been written). It waits a bounded time for

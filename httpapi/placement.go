@@ -109,7 +109,7 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 		CPU: vm.CPU, DeployDate: vm.CreatedAt, Image: vm.Image, GPUPassthrough: vm.GPUPassthrough,
 		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,
 		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),
-		LegacyIO: vm.LegacyIO, ISO: vm.ISO,
+		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -160,11 +161,38 @@ func (s *Server) handle(rt Route, h handler) {
 				}
 			}
 		}
+		if rt.Forward && r.Header.Get(api.HeaderForwardedBy) != "" {
+			w = &indexWriter{ResponseWriter: w, fsm: s.b.FSM()}
+		}
 		if err := h(w, r, p); err != nil {
 			writeError(w, s.log, err)
 		}
 	})
 }
+
+// indexWriter stamps the applied index on the answer to a forwarded write.
+type indexWriter struct {
+	http.ResponseWriter
+	fsm   *raftfsm.FSM
+	wrote bool
+}
+
+func (w *indexWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		w.Header().Set(api.HeaderIndex, strconv.FormatUint(w.fsm.Index(), 10))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *indexWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *indexWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Routes lists every registered endpoint.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }

@@ -160,9 +160,8 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return err
 	}
 	out := s.vmToAPI(got)
-	out.PortWarnings = plan.warnings
-	if out.PortWarnings == nil {
-		out.PortWarnings = []string{}
+	if plan.warnings != nil {
+		out.PortWarnings = plan.warnings
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil

@@ -19,10 +19,11 @@ var ErrUnavailable = errors.New("hypervisor unavailable")
 type Fake struct {
 	prefix string
 
-	mu      sync.Mutex
-	down    bool
-	domains map[string]*fakeDomain
-	calls   []string
+	mu        sync.Mutex
+	down      bool
+	createErr error
+	domains   map[string]*fakeDomain
+	calls     []string
 }
 
 type fakeDomain struct {
@@ -43,6 +44,13 @@ func (f *Fake) SetDown(down bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.down = down
+}
+
+// SetCreateError makes every Create fail with err (nil: succeed again).
+func (f *Fake) SetCreateError(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.createErr = err
 }
 
 // Vanish removes a domain behind the driver's user's back.
@@ -102,6 +110,9 @@ func (f *Fake) Create(_ context.Context, s Spec) error {
 	defer f.mu.Unlock()
 	if err := f.enter("create", s.Name); err != nil {
 		return err
+	}
+	if f.createErr != nil {
+		return f.createErr
 	}
 	if !strings.HasPrefix(s.Name, f.prefix) {
 		return fmt.Errorf("domain %q is not this peer's", s.Name)

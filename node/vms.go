@@ -108,10 +108,14 @@ func (p *Peer) reconcileVM(ctx context.Context, vm raftfsm.VM, name string, st h
 	var err error
 	switch vm.Desired {
 	case raftfsm.VMRunning:
-		if st != hypervisor.StateRunning {
+		switch st {
+		case hypervisor.StatePaused:
+			err = p.driver.Resume(ctx, name)
+		case hypervisor.StateRunning:
+		default:
 			err = p.driver.Start(ctx, name)
-			st = hypervisor.StateRunning
 		}
+		st = hypervisor.StateRunning
 	case raftfsm.VMStopped:
 		if st != hypervisor.StateShutoff {
 			err = p.driver.Stop(ctx, name, stopGrace)
@@ -133,9 +137,14 @@ func (p *Peer) reconcileVM(ctx context.Context, vm raftfsm.VM, name string, st h
 	if status == "" {
 		return fmt.Errorf("the domain is %s", st)
 	}
+	// A note stays until the status changes.
+	msg := note
+	if msg == "" && status == vm.Status {
+		msg = vm.ErrorMessage
+	}
 	gen := max(vm.ObservedRevertGen, p.revertedTo(key))
-	if status != vm.Status || note != vm.ErrorMessage || gen != vm.ObservedRevertGen {
-		p.reportGen(ctx, vm, status, note, gen)
+	if status != vm.Status || msg != vm.ErrorMessage || gen != vm.ObservedRevertGen {
+		p.reportGen(ctx, vm, status, msg, gen)
 	}
 	return nil
 }

@@ -1,0 +1,426 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+const ns = api.DefaultNamespace
+
+// tinyImage makes a small qcow2 file with qemu-img.
+func tinyImage(t testing.TB) string {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		if os.Getenv("SVC_REQUIRE_LIBVIRT") == "1" {
+			t.Fatal("qemu-img missing")
+		}
+		t.Skip("qemu-img missing: run scripts/install-deps.sh")
+	}
+	p := filepath.Join(t.TempDir(), "tiny.qcow2")
+	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", p, "16M").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	return p
+}
+
+func upload(t testing.TB, cl *api.Client, name, path string) api.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	img, err := cl.UploadImage(context.Background(), ns, name, f, st.Size())
+	if err != nil {
+		t.Fatalf("upload %s: %v", name, err)
+	}
+	return img
+}
+
+func intp(i int) *int           { return &i }
+func floatp(f float64) *float64 { return &f }
+func boolp(b bool) *bool        { return &b }
+
+func nodeByName(t *testing.T, cl *api.Client, name string) api.Node {
+	t.Helper()
+	nodes, err := cl.ListNodes(ctx(t), ns, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	t.Fatalf("no node %s", name)
+	return api.Node{}
+}
+
+func TestVM_deploy_list_get_delete(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	c.WaitLeader()
+	f := c.Followers()[0]
+	cl := c.Client(f)
+	img := upload(t, cl, "tiny", tinyImage(t))
+	if img.Digest == "" || img.Size != "16M" || img.SourceType != "userUpload" {
+		t.Fatalf("image %+v", img)
+	}
+	before := nodeByName(t, cl, f.Name)
+	vm, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Node: f.Name, Memory: floatp(1.5), CustomMetadata: map[string]string{"team": "ci"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(vm.Name, "vm-") || len(vm.Name) != 8 || vm.Status != api.StatusRunning || vm.CPU != api.DefaultCPU ||
+		vm.Memory != "1.5Gi" || vm.IP != "127.0.0.1" || vm.SSH == 0 || vm.VNC == 0 || vm.Screenshare == 0 || vm.Node != f.Name ||
+		vm.CustomMetadata["team"] != "ci" || vm.PortWarnings == nil {
+		t.Fatalf("deployed %+v", vm)
+	}
+	spec, ok := f.Fake.Spec(hypervisor.DomainName(f.Name, ns, vm.Name))
+	if !ok || spec.CPU != 3 || spec.MemoryMiB != 1536 || spec.VNCPort != vm.VNC || spec.Forwards[0] != (hypervisor.Forward{HostPort: vm.SSH, GuestPort: 22}) {
+		t.Fatalf("domain spec %+v", spec)
+	}
+	after := nodeByName(t, cl, f.Name)
+	if after.AvailableCPU != before.AvailableCPU-3 || after.AvailableMemory == before.AvailableMemory {
+		t.Fatalf("availability did not drop: %+v -> %+v", before, after)
+	}
+	for _, m := range c.Members {
+		c.WaitFor("the VM on "+m.Name, 10*time.Second, func() error {
+			got, err := c.Client(m).GetVM(ctx(t), ns, vm.Name)
+			if err != nil || got.Status != api.StatusRunning {
+				return fmt.Errorf("%+v %v", got, err)
+			}
+			list, err := c.Client(m).ListVMs(ctx(t), ns)
+			if err != nil || len(list) != 1 {
+				return fmt.Errorf("list %v %v", list, err)
+			}
+			return nil
+		})
+	}
+	if err := cl.DeleteVM(ctx(t), ns, vm.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.GetVM(ctx(t), ns, vm.Name); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if n := nodeByName(t, cl, f.Name); n.AvailableCPU != before.AvailableCPU || n.AvailableMemory != before.AvailableMemory {
+		t.Fatalf("availability not back: %+v", n)
+	}
+	c.WaitFor("the domain removed", 10*time.Second, func() error {
+		if _, ok := f.Fake.Spec(hypervisor.DomainName(f.Name, ns, vm.Name)); ok {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	if err := cl.DeleteVM(ctx(t), ns, vm.Name); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestVM_exec_actions(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	leader := c.WaitLeader()
+	cl := c.Client(c.Followers()[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	vm, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "web", CPU: intp(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host *testcluster.Member
+	for _, m := range c.Members {
+		if m.Name == vm.Node {
+			host = m
+		}
+	}
+	steps := []struct {
+		action   string
+		want     string
+		wantCode int
+	}{
+		{"resume", "", http.StatusConflict},
+		{"start", "", http.StatusConflict},
+		{"suspend", api.StatusSuspended, 0},
+		{"suspend", "", http.StatusConflict},
+		{"resume", api.StatusRunning, 0},
+		{"stop", api.StatusStopped, 0},
+		{"stop", "", http.StatusConflict},
+		{"start", api.StatusRunning, 0},
+		{"revert", api.StatusRunning, 0},
+		{"jump", "", http.StatusBadRequest},
+	}
+	for _, s := range steps {
+		got, err := cl.ExecVM(ctx(t), ns, "web", s.action)
+		if s.wantCode != 0 {
+			if api.CodeOf(err) != s.wantCode {
+				t.Fatalf("%s: %v, want %d", s.action, err, s.wantCode)
+			}
+			continue
+		}
+		if err != nil || got.Status != s.want {
+			t.Fatalf("%s: %+v %v", s.action, got, err)
+		}
+	}
+	calls := strings.Join(host.Fake.Calls(), "\n")
+	for _, want := range []string{"suspend svc.", "resume svc.", "stop svc.", "start svc.", "revert svc."} {
+		if !strings.Contains(calls, want) {
+			t.Fatalf("driver calls lack %q:\n%s", want, calls)
+		}
+	}
+	if _, err := c.Client(leader).ExecVM(ctx(t), ns, "nope", "start"); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("exec on a missing VM: %v", err)
+	}
+}
+
+func TestVM_bad_input(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	c.WaitLeader()
+	cl := c.Client(c.Followers()[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	cases := []struct {
+		name      string
+		req       api.DeployRequest
+		wantCode  int
+		wantInMsg string
+	}{
+		{"no image", api.DeployRequest{}, 400, `field "image"`},
+		{"bad name", api.DeployRequest{Image: "tiny", Name: "Bad_Name"}, 400, `field "name"`},
+		{"cpu zero", api.DeployRequest{Image: "tiny", CPU: intp(0)}, 400, `field "cpu"`},
+		{"cpu huge", api.DeployRequest{Image: "tiny", CPU: intp(1000)}, 400, `field "cpu"`},
+		{"memory negative", api.DeployRequest{Image: "tiny", Memory: floatp(-1)}, 400, `field "memory"`},
+		{"scheduler", api.DeployRequest{Image: "tiny", Scheduler: "random"}, 400, `field "scheduler"`},
+		{"tag", api.DeployRequest{Image: "tiny", Tag: "a b"}, 400, `field "tag"`},
+		{"tagRequired alone", api.DeployRequest{Image: "tiny", TagRequired: boolp(true)}, 400, `field "tagRequired"`},
+		{"reserved ports", api.DeployRequest{Image: "tiny", ReservedPorts: "8080-80"}, 400, `field "reservedPorts"`},
+		{"reserved port in our range", api.DeployRequest{Image: "tiny", ReservedPorts: "20001:80"}, 400, `field "reservedPorts"`},
+		{"timeout", api.DeployRequest{Image: "tiny", Timeout: floatp(0)}, 400, `field "timeout"`},
+		{"display", api.DeployRequest{Image: "tiny", DisplayWidth: intp(-5)}, 400, `field "displayWidth"`},
+		{"metadata", api.DeployRequest{Image: "tiny", CustomMetadata: map[string]string{"": "x"}}, 400, `field "customMetadata"`},
+		{"registry reference", api.DeployRequest{Image: "registry.example/x:1"}, 400, `field "image"`},
+		{"unknown image", api.DeployRequest{Image: "nope"}, 404, `image "nope" not found`},
+		{"unknown node", api.DeployRequest{Image: "tiny", Node: "peer-9"}, 404, `node "peer-9" not found`},
+		{"unknown vmconfig", api.DeployRequest{VMConfig: "nope"}, 404, `vmconfig "nope" not found`},
+		{"unknown iso", api.DeployRequest{Image: "tiny", ISO: "x.iso"}, 404, `iso "x.iso" not found`},
+		{"cluster full", api.DeployRequest{Image: "tiny", CPU: intp(64)}, 409, "not enough CPU"},
+		{"tag nobody has", api.DeployRequest{Image: "tiny", Tag: "gpu", TagRequired: boolp(true)}, 409, "no tag gpu"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := cl.DeployVM(ctx(t), ns, tc.req)
+			if api.CodeOf(err) != tc.wantCode || !strings.Contains(err.Error(), tc.wantInMsg) {
+				t.Fatalf("got %v, want %d with %q", err, tc.wantCode, tc.wantInMsg)
+			}
+		})
+	}
+	// A deploy the hypervisor fails is removed again.
+	for _, m := range c.Members {
+		m.Fake.SetCreateError(errors.New("could not set up host forwarding rule"))
+	}
+	_, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "doomed", CPU: intp(1)})
+	if api.CodeOf(err) != http.StatusInternalServerError || !strings.Contains(err.Error(), "host forwarding") {
+		t.Fatalf("failed deploy: %v", err)
+	}
+	// Nothing is left allocated after the failures.
+	if vms, _ := cl.ListVMs(ctx(t), ns); len(vms) != 0 {
+		t.Fatalf("VMs left: %+v", vms)
+	}
+
+	for _, n := range mustNodes(t, cl) {
+		if n.AvailableCPU != n.AllocatableCPU || n.AvailableMemory != n.AllocatableMemory {
+			t.Fatalf("node %s still has allocations: %+v", n.Name, n)
+		}
+	}
+}
+
+func mustNodes(t *testing.T, cl *api.Client) []api.Node {
+	t.Helper()
+	nodes, err := cl.ListNodes(ctx(t), ns, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes
+}
+
+func TestVM_racing_deploys_never_overcommit(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{}) // 4 CPUs a node, 12 in all
+	c.WaitLeader()
+	upload(t, c.Client(c.Members[0]), "tiny", tinyImage(t))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := c.Members[i%len(c.Members)] // through every peer
+			_, err := c.Client(m).DeployVM(context.Background(), ns, api.DeployRequest{Image: "tiny", CPU: intp(2), Memory: floatp(0.5)})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				codes[api.CodeOf(err)]++
+			} else {
+				codes[201]++
+			}
+		}()
+	}
+	wg.Wait()
+	if codes[201] != 6 || codes[409] != 4 {
+		t.Fatalf("answers %v, want 6 created and 4 conflicts", codes)
+	}
+	for _, n := range mustNodes(t, c.Client(c.Members[0])) {
+		if n.AvailableCPU < 0 || n.AvailableCPU != 0 {
+			t.Fatalf("node %s: %d CPUs free, want 0", n.Name, n.AvailableCPU)
+		}
+	}
+}
+
+func TestVM_reconciler_recreates_vanished_domain(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	c.WaitLeader()
+	cl := c.Client(c.Members[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	vm, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "phoenix", CPU: intp(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host *testcluster.Member
+	for _, m := range c.Members {
+		if m.Name == vm.Node {
+			host = m
+		}
+	}
+	dom := hypervisor.DomainName(host.Name, ns, "phoenix")
+	host.Fake.Vanish(dom)
+	c.WaitFor("the domain recreated and reported", 10*time.Second, func() error {
+		if _, ok := host.Fake.Spec(dom); !ok {
+			return fmt.Errorf("domain still missing")
+		}
+		got, err := cl.GetVM(ctx(t), ns, "phoenix")
+		if err != nil || got.Status != api.StatusRunning || !strings.Contains(got.ErrorMessage, "recreated") {
+			return fmt.Errorf("vm %+v %v", got, err)
+		}
+		return nil
+	})
+	// A domain nobody wants is removed.
+	stray := hypervisor.DomainName(host.Name, ns, "stray")
+	if err := host.Fake.Create(ctx(t), hypervisor.Spec{Name: stray, CPU: 1, MemoryMiB: 64}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the stray domain removed", 10*time.Second, func() error {
+		if _, ok := host.Fake.Spec(stray); ok {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+}
+
+func TestVM_hypervisor_down_means_not_ready(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	leader := c.WaitLeader()
+	cl := c.Client(leader)
+	upload(t, cl, "tiny", tinyImage(t))
+	sick := c.Followers()[0]
+	sick.Fake.SetDown(true)
+	c.WaitFor(sick.Name+" NOT READY", 10*time.Second, func() error {
+		if p := testcluster.NodePhase(leader, sick.Name); p != api.PhaseNotReady {
+			return fmt.Errorf("phase %q", p)
+		}
+		return nil
+	})
+	n, _ := leader.Peer.FSM().Node(sick.Name)
+	if !strings.Contains(n.PhaseReason, "hypervisor") {
+		t.Fatalf("reason %q", n.PhaseReason)
+	}
+	_, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Node: sick.Name, CPU: intp(1)})
+	if api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), sick.Name+": NOT READY") {
+		t.Fatalf("deploy onto a sick node: %v", err)
+	}
+	// The API still answers on the sick peer.
+	if _, err := c.Client(sick).ListNodes(ctx(t), ns, false); err != nil {
+		t.Fatal(err)
+	}
+	sick.Fake.SetDown(false)
+	c.WaitFor(sick.Name+" READY", 10*time.Second, func() error {
+		if p := testcluster.NodePhase(leader, sick.Name); p != api.PhaseReady {
+			return fmt.Errorf("phase %q", p)
+		}
+		return nil
+	})
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Node: sick.Name, CPU: intp(1)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVM_image_streamed_to_the_peer_that_lacks_it(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	c.WaitLeader()
+	a, b := c.Members[0], c.Members[1]
+	img := upload(t, c.Client(a), "tiny", tinyImage(t))
+	if b.Peer.Images().Has(img.Digest) {
+		t.Fatal("b has the blob before it needs it")
+	}
+	if _, err := c.Client(a).DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Node: b.Name, CPU: intp(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if !b.Peer.Images().Has(img.Digest) {
+		t.Fatal("b runs the VM without the blob")
+	}
+	c.WaitFor("b recorded as a holder", 10*time.Second, func() error {
+		blob, _ := a.Peer.FSM().Blob(img.Digest)
+		if !slices.Contains(blob.Holders, b.Name) {
+			return fmt.Errorf("holders %v", blob.Holders)
+		}
+		return nil
+	})
+}
+
+func TestVMConfig_create_deploy_override_delete(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	c.WaitLeader()
+	cl := c.Client(c.Followers()[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	cfg, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "small", Image: "tiny", CPU: 1, Memory: 1, CustomMetadata: map[string]string{"from": "config"}})
+	if err != nil || cfg.CreatedAt == nil || cfg.CPU != 1 {
+		t.Fatalf("create %+v %v", cfg, err)
+	}
+	if _, err := cl.CreateVMConfig(ctx(t), ns, cfg); api.CodeOf(err) != http.StatusConflict {
+		t.Fatalf("duplicate: %v", err)
+	}
+	for _, bad := range []api.VMConfig{{Name: "x"}, {Name: "Bad", Image: "tiny"}, {Name: "y", Image: "tiny", CPU: -1}, {Name: "z", Image: "nope"}} {
+		if _, err := cl.CreateVMConfig(ctx(t), ns, bad); err == nil {
+			t.Fatalf("accepted %+v", bad)
+		}
+	}
+	if list, err := cl.ListVMConfigs(ctx(t), ns); err != nil || len(list) != 1 {
+		t.Fatalf("list %v %v", list, err)
+	}
+	vm, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{VMConfig: "small", CPU: intp(2), Name: "from-config"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.CPU != 2 || vm.Memory != "1Gi" || vm.VMConfig != "small" || vm.Image != "tiny" || vm.CustomMetadata["from"] != "config" {
+		t.Fatalf("vm %+v", vm)
+	}
+	if got, err := cl.GetVMConfig(ctx(t), ns, "small"); err != nil || got.Name != "small" {
+		t.Fatalf("get %+v %v", got, err)
+	}
+	if err := cl.DeleteVMConfig(ctx(t), ns, "small"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.GetVMConfig(ctx(t), ns, "small"); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("get after delete: %v", err)
+	}
+}

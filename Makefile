@@ -7,23 +7,42 @@ LDFLAGS := -X main.version=$(VERSION)
 STATICCHECK_VERSION := v0.8.2
 FUZZTIME ?= 5s
 
-.PHONY: all build run stop test lint unit fuzz netns-test bench local-cluster local-cluster-down clean
+IMAGE := build/mini-linux.qcow2
+IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
+
+.PHONY: all build deps libvirt image run stop test lint unit fuzz netns-test bench local-cluster local-cluster-down clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
 
-## run: build and start a single-peer dev cluster in the background, and say how to reach it
-run: build
+## deps: install the Debian packages svc needs (libvirt, QEMU, the image build's tools) where missing
+deps:
+	scripts/install-deps.sh
+
+## libvirt: start libvirtd and virtlogd where they do not run
+libvirt: deps
+	scripts/libvirt-up.sh
+
+## image: build the default guest image (rebuilt only when its sources change)
+image: $(IMAGE)
+
+$(IMAGE): $(IMAGE_SRC)
+	scripts/install-deps.sh
+	scripts/mini-linux/build.sh $@
+
+## run: start a single-peer dev cluster in the background with the mini-linux image, and say how to reach it
+run: libvirt image build
 	scripts/dev.sh up
 
 ## stop: stop the dev peer started by 'make run'
 stop:
 	scripts/dev.sh down
 
-## test: everything CI checks
-test: lint unit fuzz netns-test
+## test: everything CI checks (on real libvirt)
+test: export SVC_REQUIRE_LIBVIRT=1
+test: libvirt image lint unit fuzz netns-test
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -33,7 +52,7 @@ lint:
 	staticcheck ./...
 
 unit:
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 ## fuzz: run each fuzz target for FUZZTIME from its seeds
 fuzz:
@@ -57,4 +76,4 @@ local-cluster-down:
 	scripts/local-cluster.sh down
 
 clean:
-	rm -rf bin
+	rm -rf bin build/mini-linux.qcow2

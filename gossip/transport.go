@@ -74,7 +74,12 @@ func (t *gatedTransport) DialTimeout(addr string, timeout time.Duration) (net.Co
 
 func (t *gatedTransport) StreamCh() <-chan net.Conn { return t.inner.StreamCh() }
 
+// Shutdown stops the inner transport first, while the filter still hands
+// packets on (memberlist reads them until the transport is down), as
+// memberlist itself does; a listener blocked handing over a packet would
+// otherwise keep the inner shutdown waiting forever.
 func (t *gatedTransport) Shutdown() error {
+	err := t.inner.Shutdown()
 	close(t.done)
-	return t.inner.Shutdown()
+	return err
 }

@@ -3,7 +3,10 @@
 # svc out. The peer runs in the background; its data and log live in .dev/.
 #   scripts/dev.sh up     # used by 'make run'
 #   scripts/dev.sh down   # used by 'make stop'
-# Settings: SVC_DEV_API_PORT (default 8080), SVC_DEV_DIR (default .dev).
+# It uploads build/mini-linux.qcow2 (make image) as image mini-linux.
+# Settings: SVC_DEV_API_PORT (default 8080), SVC_DEV_DIR (default .dev),
+# SVC_DEV_CPU (CPUs offered to VMs; default 4 per host CPU, so that a small
+# machine can run a few default 3-CPU VMs side by side).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=bin/svc
@@ -20,7 +23,7 @@ up)
   if running; then
     echo "a dev peer is already running (pid $(cat "$pidfile"))"
   else
-    setsid "$bin" agent --dev --data-dir "$dir/data" --api-port "$port" \
+    setsid "$bin" agent --dev --data-dir "$dir/data" --api-port "$port" --cpu "${SVC_DEV_CPU:-$(($(nproc) * 4))}" \
       --raft-port "${SVC_DEV_RAFT_PORT:-7000}" --gossip-port "${SVC_DEV_GOSSIP_PORT:-7946}" \
       >"$dir/agent.out" 2>"$dir/agent.log" </dev/null &
     echo $! >"$pidfile"
@@ -38,6 +41,9 @@ up)
     sleep 0.5
   done
   "$bin" --api-url "$url" node list | grep -qw READY || { echo "the dev peer did not become ready in 60 s; see $dir/agent.log" >&2; exit 1; }
+  if ! "$bin" --api-url "$url" image list | grep -q '^mini-linux '; then
+    "$bin" --api-url "$url" image upload build/mini-linux.qcow2 --name mini-linux -q
+  fi
   cat <<MSG
 svc is running: a single-peer cluster on this machine.
   API:    $url   (cluster info: $url/api/v1/cluster-info, metrics: $url/metrics)
@@ -48,7 +54,8 @@ Use the CLI:
   export SVC_API_URL=$url     # or: bin/svc config set --api-url $url
   bin/svc cluster info
   bin/svc node list
-  bin/svc node tag NODE ssd    # NODE: a name from the list
+  bin/svc vm deploy --image mini-linux     # prints the ssh and vnc addresses
+  ssh admin@127.0.0.1 -p SSH_PORT           # password: admin
 MSG
   ;;
 down)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -35,6 +37,8 @@ type agentFlags struct {
 	gpu             int
 	dev             bool
 	reapAfter       time.Duration
+	libvirtSocket   string
+	domainType      string
 	logLevel        string
 	logFormat       string
 }
@@ -89,6 +93,8 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.gpu, "gpu", -1, "GPUs offered to VMs (default: the host's non-boot display controllers)")
 	f.BoolVar(&a.dev, "dev", false, "a single-peer cluster on loopback in a local data dir, for trying svc out")
 	f.DurationVar(&a.reapAfter, "reap-after", 72*time.Hour, "how long a dead peer keeps its Raft seat before a non-voter takes it")
+	f.StringVar(&a.libvirtSocket, "libvirt-socket", hypervisor.DefaultSocket, "libvirtd's unix socket")
+	f.StringVar(&a.domainType, "domain-type", "auto", "libvirt domain type: kvm (hardware virtualisation), qemu (software emulation) or auto (probe the host)")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&a.logFormat, "log-format", "text", "text or json")
 	return cmd
@@ -145,6 +151,9 @@ func (a *agentFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	cfg.Log = log
+	if lv, ok := cfg.Driver.(*hypervisor.Libvirt); ok {
+		log.Info("hypervisor", "driver", "libvirt", "socket", a.libvirtSocket, "domain_type", lv.DomainType())
+	}
 	p, err := node.Start(cfg)
 	if err != nil {
 		return err
@@ -213,6 +222,17 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		return cfg, err
 	}
 	cfg.Capacity = capacity
+	dt := a.domainType
+	if dt == "auto" {
+		dt = ""
+	}
+	drv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{
+		Socket: a.libvirtSocket, DomainType: dt, Dir: filepath.Join(cfg.DataDir, "vms"), Prefix: hypervisor.DomainPrefix(cfg.Name),
+	})
+	if err != nil {
+		return cfg, fmt.Errorf("--domain-type: %w", err)
+	}
+	cfg.Driver = drv
 	return cfg, nil
 }
 

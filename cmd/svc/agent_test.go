@@ -60,17 +60,23 @@ func TestPeerConfig_cases(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "dev defaults", args: []string{"--dev", "--name", "dev-1"}},
+		{name: "dev defaults", args: []string{"--dev", "--name", "dev-1", "--data-dir", "DATADIR"}},
 		{name: "bad name", args: []string{"--dev", "--name", "Bad_Name"}, wantErr: "--name"},
 		{name: "bad bind", args: []string{"--bind", "nowhere", "--name", "a"}, wantErr: "--bind"},
 		{name: "bad join", args: []string{"--dev", "--name", "a", "--join", "10.0.0.1"}, wantErr: "--join"},
 		{name: "bad memory", args: []string{"--dev", "--name", "a", "--memory", "lots"}, wantErr: "--memory"},
 		{name: "negative cpu", args: []string{"--dev", "--name", "a", "--cpu", "-2"}, wantErr: "--cpu"},
+		{name: "bad domain type", args: []string{"--dev", "--name", "a", "--domain-type", "xen"}, wantErr: "--domain-type"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := &agentFlags{}
 			cmd := a.command()
+			for i, arg := range c.args {
+				if arg == "DATADIR" {
+					c.args[i] = t.TempDir()
+				}
+			}
 			if err := cmd.ParseFlags(c.args); err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +90,7 @@ func TestPeerConfig_cases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Bind != "127.0.0.1" || cfg.BootstrapExpect != 1 || cfg.DataDir != ".svc-dev" || !cfg.Local || cfg.Capacity.CPU < 1 {
+			if cfg.Bind != "127.0.0.1" || cfg.BootstrapExpect != 1 || !cfg.Local || cfg.Capacity.CPU < 1 || cfg.Driver == nil {
 				t.Fatalf("dev config %+v", cfg)
 			}
 		})

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/svc-project/svc/api"
+)
+
+// vmOptionFlags are the deploy and vmconfig settings shared by both commands.
+type vmOptionFlags struct {
+	cpu                                     int
+	memory                                  float64
+	node, tag, scheduler, iso               string
+	tagRequired, gpu, legacyIO, netBoost    bool
+	displayWidth, displayHeight, displayDPI int
+	metadata                                map[string]string
+}
+
+func (o *vmOptionFlags) bind(f *pflag.FlagSet) {
+	f.IntVar(&o.cpu, "cpu", 0, "CPUs (default 3, or the vmconfig's)")
+	f.Float64Var(&o.memory, "memory", 0, "memory in GiB, e.g. 4 or 2.5 (default 2, or the vmconfig's)")
+	f.StringVar(&o.node, "node", "", "run on this node")
+	f.StringVar(&o.tag, "tag", "", "prefer nodes with this tag")
+	f.BoolVar(&o.tagRequired, "tag-required", false, "only nodes with --tag")
+	f.StringVar(&o.scheduler, "scheduler", "", "default (spread load) or most-allocated (pack)")
+	f.StringVar(&o.iso, "iso", "", "attach this ISO as a CD-ROM")
+	f.BoolVar(&o.gpu, "gpu-passthrough", false, "pass a GPU through")
+	f.BoolVar(&o.legacyIO, "legacy-io", false, "emulated disk and NIC instead of virtio")
+	f.BoolVar(&o.netBoost, "net-boost", false, "network boost")
+	f.IntVar(&o.displayWidth, "display-width", 0, "display width")
+	f.IntVar(&o.displayHeight, "display-height", 0, "display height")
+	f.IntVar(&o.displayDPI, "display-dpi", 0, "display DPI")
+	f.StringToStringVar(&o.metadata, "metadata", nil, "custom metadata, key=value,...")
+}
+
+func newVMCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "vm", Short: "Deploy, list and run VMs"}
+	cmd.AddCommand(newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g))
+	for _, a := range []struct{ action, short string }{
+		{"start", "Start a stopped VM"},
+		{"stop", "Shut a VM down (ACPI, then forced after a grace period)"},
+		{"suspend", "Pause a running VM"},
+		{"resume", "Continue a suspended VM"},
+		{"revert", "Throw away all changes since deploy and restart the VM"},
+	} {
+		cmd.AddCommand(newVMActionCmd(g, a.action, a.short))
+	}
+	return cmd
+}
+
+func newVMDeployCmd(g *globals) *cobra.Command {
+	var (
+		o             vmOptionFlags
+		req           api.DeployRequest
+		timeout       float64
+		reservedPorts string
+	)
+	cmd := &cobra.Command{
+		Use:   "deploy",
+		Short: "Deploy a VM from an image or a VM config; returns once it runs",
+		Example: `  svc vm deploy --image mini-linux
+  svc vm deploy --vmconfig small --name web-1 --cpu 2
+  svc vm deploy --image mini-linux --reserved-ports 8080:80 --metadata team=ci`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			if req.Image == "" && req.VMConfig == "" {
+				return fmt.Errorf("pass --image or --vmconfig")
+			}
+			if f.Changed("cpu") {
+				req.CPU = &o.cpu
+			}
+			if f.Changed("memory") {
+				req.Memory = &o.memory
+			}
+			if f.Changed("timeout") {
+				req.Timeout = &timeout
+			}
+			if f.Changed("tag-required") {
+				req.TagRequired = &o.tagRequired
+			}
+			if f.Changed("gpu-passthrough") {
+				req.GPUPassthrough = &o.gpu
+			}
+			if f.Changed("legacy-io") {
+				req.LegacyIO = &o.legacyIO
+			}
+			if f.Changed("net-boost") {
+				req.NetBoost = &o.netBoost
+			}
+			if f.Changed("display-width") {
+				req.DisplayWidth = &o.displayWidth
+			}
+			if f.Changed("display-height") {
+				req.DisplayHeight = &o.displayHeight
+			}
+			if f.Changed("display-dpi") {
+				req.DisplayDPI = &o.displayDPI
+			}
+			req.Node, req.Tag, req.Scheduler, req.ISO, req.ReservedPorts = o.node, o.tag, o.scheduler, o.iso, reservedPorts
+			if len(o.metadata) > 0 {
+				req.CustomMetadata = o.metadata
+			}
+			cl, err := g.clientFor()
+			if err != nil {
+				return err
+			}
+			vm, err := cl.DeployVM(cmd.Context(), g.namespace, req)
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(cmd.OutOrStdout(), vm)
+			}
+			return printVM(cmd.OutOrStdout(), vm)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Image, "image", "", "image to deploy from")
+	f.StringVar(&req.VMConfig, "vmconfig", "", "VM config to deploy from (other flags override it)")
+	f.StringVar(&req.Name, "name", "", "VM name (default: vm- and 5 random characters)")
+	f.BoolVar(&req.ShouldGenerateName, "generate-name", false, "add - and 5 random characters to --name")
+	f.StringVar(&reservedPorts, "reserved-ports", "", "node:guest port forwards, e.g. 8080:80,2222:22")
+	f.Float64Var(&timeout, "timeout", api.DefaultTimeoutMinutes, "minutes to wait for the VM to run")
+	f.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	o.bind(f)
+	return cmd
+}
+
+// printVM prints a VM and how to connect to it.
+func printVM(w io.Writer, vm api.VM) error {
+	if err := printVMs(w, []api.VM{vm}); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nssh:          ssh admin@%s -p %d\n", vm.IP, vm.SSH)
+	fmt.Fprintf(w, "vnc:          %s:%d   (vnc://%s:%d)\n", vm.IP, vm.VNC, vm.IP, vm.VNC)
+	fmt.Fprintf(w, "screen share: vnc://%s:%d\n", vm.IP, vm.Screenshare)
+	for _, warn := range vm.PortWarnings {
+		fmt.Fprintln(w, "warning:", warn)
+	}
+	if vm.ErrorMessage != "" {
+		fmt.Fprintln(w, "note:", vm.ErrorMessage)
+	}
+	return nil
+}
+
+func printVMs(w io.Writer, vms []api.VM) error {
+	rows := make([][]string, 0, len(vms))
+	for _, vm := range vms {
+		rows = append(rows, []string{vm.Name, vm.Status, vm.Node, vm.IP, strconv.Itoa(vm.SSH), strconv.Itoa(vm.VNC),
+			strconv.Itoa(vm.CPU), vm.Memory, vm.Image, vm.DeployDate.Format("2006-01-02 15:04")})
+	}
+	return printTable(w, []string{"NAME", "STATUS", "NODE", "IP", "SSH", "VNC", "CPU", "MEMORY", "IMAGE", "DEPLOYED"}, rows)
+}
+
+func newVMListCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the VMs of the namespace (all users')",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.clientFor()
+			if err != nil {
+				return err
+			}
+			vms, err := cl.ListVMs(cmd.Context(), g.namespace)
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(cmd.OutOrStdout(), api.List[api.VM]{Items: vms})
+			}
+			return printVMs(cmd.OutOrStdout(), vms)
+		},
+	}
+	cmd.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func newVMGetCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show a VM and how to connect to it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.clientFor()
+			if err != nil {
+				return err
+			}
+			vm, err := cl.GetVM(cmd.Context(), g.namespace, args[0])
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(cmd.OutOrStdout(), vm)
+			}
+			return printVM(cmd.OutOrStdout(), vm)
+		},
+	}
+	cmd.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func newVMDeleteCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete VMs (their disks and ports are freed)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			for _, name := range args {
+				if err := cl.DeleteVM(cmd.Context(), g.namespace, name); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "vm %s deleted\n", name)
+			}
+			return nil
+		},
+	}
+}
+
+func newVMActionCmd(g *globals, action, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   action + " NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			vm, err := cl.ExecVM(cmd.Context(), g.namespace, args[0], action)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "vm %s is %s\n", vm.Name, strings.ToLower(vm.Status))
+			return nil
+		},
+	}
+}

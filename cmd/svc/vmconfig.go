@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/svc-project/svc/api"
+)
+
+func newVMConfigCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "vmconfig", Short: "Manage VM configs, the templates VMs are deployed from"}
+	var o vmOptionFlags
+	var image string
+	create := &cobra.Command{
+		Use:     "create NAME --image IMAGE",
+		Short:   "Create a VM config",
+		Example: "  svc vmconfig create small --image mini-linux --cpu 1 --memory 1",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.clientFor()
+			if err != nil {
+				return err
+			}
+			c, err := cl.CreateVMConfig(cmd.Context(), g.namespace, api.VMConfig{
+				Name: args[0], Image: image, CPU: o.cpu, Memory: o.memory, Node: o.node, Tag: o.tag, TagRequired: o.tagRequired,
+				Scheduler: o.scheduler, ISO: o.iso, GPUPassthrough: o.gpu, LegacyIO: o.legacyIO, NetBoost: o.netBoost,
+				DisplayWidth: o.displayWidth, DisplayHeight: o.displayHeight, DisplayDPI: o.displayDPI, CustomMetadata: o.metadata,
+			})
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(cmd.OutOrStdout(), c)
+			}
+			return printVMConfigs(cmd.OutOrStdout(), []api.VMConfig{c})
+		},
+	}
+	create.Flags().StringVar(&image, "image", "", "image the config's VMs are deployed from")
+	create.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	o.bind(create.Flags())
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the VM configs of the namespace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.clientFor()
+			if err != nil {
+				return err
+			}
+			cs, err := cl.ListVMConfigs(cmd.Context(), g.namespace)
+			if err != nil {
+				return err
+			}
+			if g.output == "json" {
+				return printJSON(cmd.OutOrStdout(), api.List[api.VMConfig]{Items: cs})
+			}
+			return printVMConfigs(cmd.OutOrStdout(), cs)
+		},
+	}
+	list.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+
+	get := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show a VM config",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			c, err := cl.GetVMConfig(cmd.Context(), g.namespace, args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), c)
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a VM config",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			if err := cl.DeleteVMConfig(cmd.Context(), g.namespace, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "vmconfig %s deleted\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(create, list, get, del)
+	return cmd
+}
+
+func printVMConfigs(w io.Writer, cs []api.VMConfig) error {
+	rows := make([][]string, 0, len(cs))
+	for _, c := range cs {
+		mem := "default"
+		if c.Memory > 0 {
+			mem = strconv.FormatFloat(c.Memory, 'f', -1, 64) + "Gi"
+		}
+		cpu := "default"
+		if c.CPU > 0 {
+			cpu = strconv.Itoa(c.CPU)
+		}
+		rows = append(rows, []string{c.Name, c.Image, cpu, mem, first(c.Node, "-"), first(c.Tag, "-")})
+	}
+	return printTable(w, []string{"NAME", "IMAGE", "CPU", "MEMORY", "NODE", "TAG"}, rows)
+}

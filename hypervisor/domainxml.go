@@ -28,10 +28,18 @@ func domainXML(domainType string, s Spec, disk, consoleLog string) (string, erro
 	if s.LegacyIO {
 		nic = "e1000,netdev=n0,bus=pci.0,addr=0x10"
 	}
+	if s.VNCPort < 5900 || s.VNCPort > 65535 {
+		return "", fmt.Errorf("domain %s: VNC port %d is not 5900-65535", s.Name, s.VNCPort)
+	}
+	// VNC goes straight to QEMU (display = port - 5900) rather than through
+	// libvirt's <graphics>: libvirt reserves VNC port numbers across all
+	// addresses, so peers sharing one libvirtd on different addresses would
+	// collide on equal ports.
+	vnc := fmt.Sprintf("%s:%d", s.ListenAddr, s.VNCPort-5900)
 	data := struct {
-		Type, Disk, Console, Netdev, NIC string
+		Type, Disk, Console, Netdev, NIC, VNC string
 		Spec
-	}{domainType, disk, consoleLog, netdev, nic, s}
+	}{domainType, disk, consoleLog, netdev, nic, vnc, s}
 	var buf bytes.Buffer
 	if err := domainTmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("domain %s: %w", s.Name, err)
@@ -81,7 +89,6 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
       <target dev='hdc' bus='ide'/>
       <readonly/>
     </disk>{{end}}
-    <graphics type='vnc' port='{{.VNCPort}}' autoport='no' listen='{{x .ListenAddr}}'/>
     <video><model type='vga'/></video>
     <serial type='file'>
       <source path='{{x .Console}}'/>
@@ -94,6 +101,8 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
     <qemu:arg value='{{x .Netdev}}'/>
     <qemu:arg value='-device'/>
     <qemu:arg value='{{x .NIC}}'/>
+    <qemu:arg value='-vnc'/>
+    <qemu:arg value='{{x .VNC}}'/>
   </qemu:commandline>
 </domain>
 `))

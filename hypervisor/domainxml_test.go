@@ -18,13 +18,14 @@ func TestDomainXML_cases(t *testing.T) {
 	}{
 		{name: "virtio by default", typ: TypeQEMU,
 			want: []string{`<domain type='qemu'`, `bus='virtio'`, `virtio-net-pci,netdev=n0,bus=pci.0,addr=0x10`,
-				`hostfwd=tcp:10.0.0.5:22001-:22,hostfwd=tcp:10.0.0.5:22002-:5900`, `port='5901' autoport='no' listen='10.0.0.5'`, `<vcpu>2</vcpu>`, `<memory unit='MiB'>512</memory>`},
+				`hostfwd=tcp:10.0.0.5:22001-:22,hostfwd=tcp:10.0.0.5:22002-:5900`, `<qemu:arg value='10.0.0.5:1'/>`, `<vcpu>2</vcpu>`, `<memory unit='MiB'>512</memory>`},
 			notWant: []string{"cdrom", "host-passthrough"}},
 		{name: "kvm passes the host cpu", typ: TypeKVM, want: []string{`<domain type='kvm'`, `host-passthrough`}},
 		{name: "legacy io", typ: TypeQEMU, mod: func(s *Spec) { s.LegacyIO = true }, want: []string{`bus='ide'`, `e1000,netdev=n0`}, notWant: []string{"virtio"}},
 		{name: "iso", typ: TypeQEMU, mod: func(s *Spec) { s.ISO = "/isos/a&b.iso" }, want: []string{`device='cdrom'`, `/isos/a&amp;b.iso`, `<boot dev='cdrom'/>`}},
 		{name: "reserved ports", typ: TypeQEMU, mod: func(s *Spec) { s.Forwards = append(s.Forwards, Forward{HostPort: 8080, GuestPort: 80}) }, want: []string{`hostfwd=tcp:10.0.0.5:8080-:80`}},
 		{name: "no cpu", typ: TypeQEMU, mod: func(s *Spec) { s.CPU = 0 }, wantErr: true},
+		{name: "vnc port below the display range", typ: TypeQEMU, mod: func(s *Spec) { s.VNCPort = 5000 }, wantErr: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

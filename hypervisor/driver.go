@@ -14,6 +14,8 @@ const (
 	StateRunning State = "running"
 	StatePaused  State = "paused"
 	StateShutoff State = "shutoff"
+	// StateStopping is a guest that is shutting down: still running, soon off.
+	StateStopping State = "stopping"
 	StateCrashed State = "crashed"
 	StateOther   State = "other"
 )
@@ -42,7 +44,8 @@ type Spec struct {
 	LegacyIO bool
 	// ListenAddr is the node address VNC and the forwards listen on.
 	ListenAddr string
-	VNCPort    int
+	// VNCPort is the node port of the guest's screen (5900-65535).
+	VNCPort int
 	// Forwards are TCP ports of ListenAddr forwarded into the guest (SSH,
 	// screen sharing, reserved ports).
 	Forwards []Forward

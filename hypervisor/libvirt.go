@@ -183,8 +183,10 @@ func (d *Libvirt) state(ctx context.Context, dom libvirt.Domain) (State, error) 
 		return StateRunning, nil
 	case libvirt.DomainPaused, libvirt.DomainPmsuspended:
 		return StatePaused, nil
-	case libvirt.DomainShutoff, libvirt.DomainShutdown:
+	case libvirt.DomainShutoff:
 		return StateShutoff, nil
+	case libvirt.DomainShutdown:
+		return StateStopping, nil
 	case libvirt.DomainCrashed:
 		return StateCrashed, nil
 	}

@@ -58,6 +58,11 @@ func (p *Peer) reconcileVMs(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return err
 			}
+			if errors.Is(err, hypervisor.ErrNotFound) {
+				// It vanished since List: the next pass recreates it.
+				p.cfg.Log.Info("domain vanished while reconciling", "vm", vm.Namespace+"/"+vm.Name)
+				continue
+			}
 			p.cfg.Log.Warn("vm failed", "vm", vm.Namespace+"/"+vm.Name, "err", err)
 			p.reportStatus(ctx, vm, raftfsm.VMFailed, err.Error())
 		}
@@ -78,6 +83,9 @@ func (p *Peer) reconcileVMs(ctx context.Context) error {
 func (p *Peer) reconcileVM(ctx context.Context, vm raftfsm.VM, name string, st hypervisor.State, exists bool) error {
 	if vm.Status == raftfsm.VMFailed {
 		return nil // stays as it is until the user acts (start, revert, delete)
+	}
+	if st == hypervisor.StateStopping {
+		return nil // the guest is shutting down; look again next pass
 	}
 	key := vm.Namespace + "/" + vm.Name
 	revert := vm.RevertGen > vm.ObservedRevertGen && p.revertedTo(key) < vm.RevertGen

@@ -29,6 +29,11 @@ type Options struct {
 	// ProductionTiming uses raft's and memberlist's default (LAN) timeouts
 	// instead of the short test ones, e.g. to measure failover as users see it.
 	ProductionTiming bool
+	// Libvirt runs VMs on the host's real libvirtd instead of fake drivers.
+	Libvirt bool
+	// DistinctIPs gives peer i the address 127.0.0.i, so that peers sharing a
+	// host (and a libvirtd) do not share VM ports.
+	DistinctIPs bool
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
 }
@@ -45,10 +50,13 @@ type Member struct {
 	Name    string
 	DataDir string
 	Peer    *node.Peer
-	// Fake is the member's hypervisor; it outlives restarts, as libvirtd would.
+	// Fake is the member's hypervisor (nil with Options.Libvirt); it outlives
+	// restarts, as libvirtd would.
 	Fake *hypervisor.Fake
-	gate *gate
-	cfg  node.Config
+	// Libvirt is the member's real driver with Options.Libvirt.
+	Libvirt *hypervisor.Libvirt
+	gate    *gate
+	cfg     node.Config
 }
 
 // gate refuses traffic to blocked addresses.
@@ -94,14 +102,28 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	dir := tb.TempDir()
 	for i := range n {
 		name := fmt.Sprintf("peer-%d", i+1)
-		m := &Member{Name: name, DataDir: filepath.Join(dir, name), gate: &gate{blocked: map[string]bool{}},
-			Fake: hypervisor.NewFake(hypervisor.DomainPrefix(name))}
+		m := &Member{Name: name, DataDir: filepath.Join(dir, name), gate: &gate{blocked: map[string]bool{}}}
+		var drv hypervisor.Driver
+		if opts.Libvirt {
+			lv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: filepath.Join(m.DataDir, "vms"), Prefix: hypervisor.DomainPrefix(name)})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			m.Libvirt, drv = lv, lv
+		} else {
+			m.Fake = hypervisor.NewFake(hypervisor.DomainPrefix(name))
+			drv = m.Fake
+		}
+		bind := "127.0.0.1"
+		if opts.DistinctIPs {
+			bind = fmt.Sprintf("127.0.0.%d", i+1)
+		}
 		m.cfg = node.Config{
-			Name: name, DataDir: m.DataDir, Bind: "127.0.0.1",
+			Name: name, DataDir: m.DataDir, Bind: bind,
 			Capacity: opts.Capacity, Version: "test", Local: true, RaftTiming: Timing(),
 			ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
 			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
-			Gate: m.gate, Log: c.logger(), Driver: m.Fake,
+			Gate: m.gate, Log: c.logger(), Driver: drv,
 			VMInterval: 200 * time.Millisecond, HealthInterval: 100 * time.Millisecond,
 		}
 		if opts.ProductionTiming {
@@ -148,12 +170,23 @@ func port(addr string) int {
 	return n
 }
 
-// Close stops every running peer.
+// Close stops every running peer and, with real libvirt, removes the
+// peers' domains.
 func (c *Cluster) Close() {
 	for _, m := range c.Members {
 		if m.Peer != nil {
 			_ = m.Peer.Close()
 			m.Peer = nil
+		}
+		if m.Libvirt != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if doms, err := m.Libvirt.List(ctx); err == nil {
+				for _, d := range doms {
+					_ = m.Libvirt.Delete(ctx, d.Name)
+				}
+			}
+			cancel()
+			_ = m.Libvirt.Close()
 		}
 	}
 }

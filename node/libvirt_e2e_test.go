@@ -1,0 +1,175 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+// libvirtCluster is a 2-peer cluster on the host's real libvirtd, peer i at
+// 127.0.0.i, with mini-linux uploaded to the first peer.
+func libvirtCluster(t testing.TB) (*testcluster.Cluster, string) {
+	t.Helper()
+	probe, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: "svc.probe."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := guest.RequireLibvirt(t, probe.Probe)
+	_ = probe.Close()
+	c := testcluster.New(t, 2, testcluster.Options{Libvirt: true, DistinctIPs: true})
+	c.WaitLeader()
+	upload(t, c.Client(c.Members[0]), "mini-linux", image)
+	return c, image
+}
+
+func sshAddr(vm api.VM) string { return net.JoinHostPort(vm.IP, strconv.Itoa(vm.SSH)) }
+
+// guestRun runs a command in the VM over SSH (password admin), waiting up to
+// 90 s for the guest to answer.
+func guestRun(t *testing.T, c *testcluster.Cluster, vm api.VM, cmd string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := guest.WaitRun(ctx, sshAddr(vm), "admin", "admin", cmd)
+	if err != nil {
+		for _, m := range c.Members {
+			if m.Name == vm.Node && m.Libvirt != nil {
+				log, _ := m.Libvirt.ConsoleLog(hypervisor.DomainName(m.Name, vm.Namespace, vm.Name))
+				t.Logf("console of %s:\n%s", vm.Name, log)
+			}
+		}
+		t.Fatalf("ssh %s: %v", vm.Name, err)
+	}
+	return out
+}
+
+func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
+	c, _ := libvirtCluster(t)
+	a := c.Members[0]
+	cl := c.Client(a)
+	before := nodeByName(t, cl, a.Name)
+	vm, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "mini-linux", Name: "e2e", Node: a.Name, CPU: intp(1), Memory: floatp(0.25), Timeout: floatp(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.Status != api.StatusRunning || vm.IP != "127.0.0.1" {
+		t.Fatalf("deployed %+v", vm)
+	}
+	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "mini-linux" {
+		t.Fatalf("uname -n: %q", got)
+	}
+	vctx, vcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	greeting, err := guest.RFB(vctx, net.JoinHostPort(vm.IP, strconv.Itoa(vm.VNC)))
+	vcancel()
+	if err != nil || greeting != "RFB 003.008" {
+		t.Fatalf("VNC: %q %v", greeting, err)
+	}
+	guestRun(t, c, vm, "echo kept > /data/proof && sync")
+
+	exec := func(action, want string) {
+		t.Helper()
+		got, err := cl.ExecVM(ctx(t), ns, "e2e", action)
+		if err != nil || got.Status != want {
+			t.Fatalf("%s: %+v %v", action, got, err)
+		}
+	}
+	exec("stop", api.StatusStopped)
+	exec("start", api.StatusRunning)
+	if got := guestRun(t, c, vm, "cat /data/proof"); strings.TrimSpace(got) != "kept" {
+		t.Fatalf("after stop/start: %q", got)
+	}
+	exec("suspend", api.StatusSuspended)
+	sctx, scancel := context.WithTimeout(context.Background(), 4*time.Second)
+	if _, err := guest.Run(sctx, sshAddr(vm), "admin", "admin", "true"); err == nil {
+		t.Fatal("a suspended VM answered SSH")
+	}
+	scancel()
+	exec("resume", api.StatusRunning)
+	guestRun(t, c, vm, "true")
+	exec("revert", api.StatusRunning)
+	if got := guestRun(t, c, vm, "cat /data/proof 2>&1 || echo gone"); !strings.Contains(got, "gone") {
+		t.Fatalf("after revert: %q", got)
+	}
+
+	// A domain removed behind the peer's back is recreated.
+	dom := hypervisor.DomainName(a.Name, ns, "e2e")
+	if err := a.Libvirt.Delete(ctx(t), dom); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the domain recreated", 60*time.Second, func() error {
+		got, err := cl.GetVM(ctx(t), ns, "e2e")
+		if err != nil || !strings.Contains(got.ErrorMessage, "recreated") {
+			return fmt.Errorf("%+v %v", got, err)
+		}
+		return nil
+	})
+	guestRun(t, c, vm, "true")
+
+	if err := cl.DeleteVM(ctx(t), ns, "e2e"); err != nil {
+		t.Fatal(err)
+	}
+	if n := nodeByName(t, cl, a.Name); n.AvailableCPU != before.AvailableCPU || n.AvailableMemory != before.AvailableMemory {
+		t.Fatalf("resources not freed: %+v, before %+v", n, before)
+	}
+	c.WaitFor("the domain and its disk removed", 60*time.Second, func() error {
+		doms, err := a.Libvirt.List(ctx(t))
+		if err != nil {
+			return err
+		}
+		if len(doms) != 0 {
+			return fmt.Errorf("domains %v", doms)
+		}
+		if _, err := os.Stat(a.Libvirt.DiskPath(dom)); !os.IsNotExist(err) {
+			return fmt.Errorf("disk still there: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestLibvirtCluster_vmconfig_and_image_streaming(t *testing.T) {
+	c, _ := libvirtCluster(t)
+	a, b := c.Members[0], c.Members[1]
+	cl := c.Client(a)
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "tiny", Image: "mini-linux", CPU: 2, Memory: 0.25}); err != nil {
+		t.Fatal(err)
+	}
+	// Pinned to b, which lacks the image: b streams it from a, then boots it.
+	vm, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{VMConfig: "tiny", CPU: intp(1), Node: b.Name, Name: "streamed", Timeout: floatp(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.CPU != 1 || vm.Memory != "0.25Gi" || vm.VMConfig != "tiny" || vm.Node != b.Name || vm.IP != "127.0.0.2" {
+		t.Fatalf("vm %+v", vm)
+	}
+	img, _ := a.Peer.FSM().Image(ns, "mini-linux")
+	if !b.Peer.Images().Has(img.Digest) {
+		t.Fatal("b runs the VM without the image blob")
+	}
+	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "mini-linux" {
+		t.Fatalf("uname -n: %q", got)
+	}
+	// legacyIO: emulated IDE disk (and e1000 NIC, which mini-linux has no
+	// driver for): the guest boots from its disk.
+	legacy, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "mini-linux", Name: "legacy", Node: a.Name, CPU: intp(1), Memory: floatp(0.25), LegacyIO: boolp(true), Timeout: floatp(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := hypervisor.DomainName(a.Name, ns, legacy.Name)
+	c.WaitFor("the legacy guest to mount its IDE disk", 90*time.Second, func() error {
+		log, _ := a.Libvirt.ConsoleLog(dom)
+		if !strings.Contains(string(log), "/dev/sda mounted on /data") {
+			return fmt.Errorf("console so far:\n%s", log)
+		}
+		return nil
+	})
+}

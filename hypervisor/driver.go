@@ -16,8 +16,8 @@ const (
 	StateShutoff State = "shutoff"
 	// StateStopping is a guest that is shutting down: still running, soon off.
 	StateStopping State = "stopping"
-	StateCrashed State = "crashed"
-	StateOther   State = "other"
+	StateCrashed  State = "crashed"
+	StateOther    State = "other"
 )
 
 // ErrNotFound is returned for a domain the hypervisor does not have.

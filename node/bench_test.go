@@ -155,3 +155,5 @@ func BenchmarkFailover(b *testing.B) {
 	b.ReportMetric(ms(slices.Max(took)), "failover-max-ms")
 	b.ReportMetric(0, "ns/op")
 }
+
+func plainHTTP() *http.Client { return &http.Client{Transport: &http.Transport{}} }

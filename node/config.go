@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -71,6 +72,11 @@ func (c *Config) setDefaults() error {
 	if c.DataDir == "" {
 		return errors.New("data dir must not be empty")
 	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	c.DataDir = abs
 	if net.ParseIP(c.Bind) == nil {
 		return fmt.Errorf("bind address %q is not an IP address", c.Bind)
 	}

@@ -202,6 +202,12 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = "/var/lib/svc"
 	}
+	// Disk paths go to libvirtd and into qcow2 backing files: they must be absolute.
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return cfg, fmt.Errorf("--data-dir: %w", err)
+	}
+	cfg.DataDir = dataDir
 	if cfg.Bind == "" {
 		ip, err := privateIPv4()
 		if err != nil {

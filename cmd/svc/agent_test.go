@@ -61,6 +61,7 @@ func TestPeerConfig_cases(t *testing.T) {
 		wantErr string
 	}{
 		{name: "dev defaults", args: []string{"--dev", "--name", "dev-1", "--data-dir", "DATADIR"}},
+		{name: "relative data dir", args: []string{"--dev", "--name", "dev-1", "--data-dir", "rel/data"}},
 		{name: "bad name", args: []string{"--dev", "--name", "Bad_Name"}, wantErr: "--name"},
 		{name: "bad bind", args: []string{"--bind", "nowhere", "--name", "a"}, wantErr: "--bind"},
 		{name: "bad join", args: []string{"--dev", "--name", "a", "--join", "10.0.0.1"}, wantErr: "--join"},
@@ -70,6 +71,7 @@ func TestPeerConfig_cases(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
 			a := &agentFlags{}
 			cmd := a.command()
 			for i, arg := range c.args {
@@ -90,7 +92,7 @@ func TestPeerConfig_cases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Bind != "127.0.0.1" || cfg.BootstrapExpect != 1 || !cfg.Local || cfg.Capacity.CPU < 1 || cfg.Driver == nil {
+			if cfg.Bind != "127.0.0.1" || cfg.BootstrapExpect != 1 || !cfg.Local || cfg.Capacity.CPU < 1 || cfg.Driver == nil || !filepath.IsAbs(cfg.DataDir) {
 				t.Fatalf("dev config %+v", cfg)
 			}
 		})

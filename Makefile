@@ -68,6 +68,10 @@ bench:
 	$(GO) test -run '^$$' -bench 'TagWrite$$|NodeList' -benchtime 2000x ./node
 	$(GO) test -run '^$$' -bench 'TagWriteParallel' -benchtime 5000x ./node
 	$(GO) test -run '^$$' -bench 'Failover' -benchtime 5x ./node
+	$(GO) test -run '^$$' -bench 'Place' -benchtime 2s ./scheduler
+	$(GO) test -run '^$$' -bench 'ImageTransfer' -benchtime 3x ./node
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./node
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./node
 
 local-cluster: build
 	scripts/local-cluster.sh up $(or $(N),3)

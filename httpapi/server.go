@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -68,6 +69,7 @@ type Server struct {
 	routes  []Route
 	fwd     *forwarder
 	metrics *httpMetrics
+	placing sync.Mutex // placements take turns on the leader
 }
 
 // Route is one registered endpoint.

@@ -167,9 +167,14 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	return nil
 }
 
-// place runs the scheduler and proposes the VM, placing again (a bounded
-// number of times) when a racing deploy took the room or ports first.
+// place runs the scheduler and proposes the VM. Placements on this leader
+// take turns (a few milliseconds each), so concurrent deploys do not pick
+// the same room and ports; Apply still checks both, and a VM that lost to a
+// placement elsewhere (a leader change) is placed again, a bounded number of
+// times.
 func (s *Server) place(ctx context.Context, plan *deployPlan) (raftfsm.VM, error) {
+	s.placing.Lock()
+	defer s.placing.Unlock()
 	const attempts = 8
 	var lastErr error
 	for range attempts {

@@ -24,6 +24,7 @@ type Fake struct {
 	createErr error
 	domains   map[string]*fakeDomain
 	calls     []string
+	lists     int
 }
 
 type fakeDomain struct {
@@ -198,6 +199,13 @@ func (f *Fake) Delete(_ context.Context, name string) error {
 	return nil
 }
 
+// Lists returns how many times List answered (one per reconcile pass).
+func (f *Fake) Lists() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lists
+}
+
 // List returns the domains sorted by name.
 func (f *Fake) List(context.Context) ([]Domain, error) {
 	f.mu.Lock()
@@ -205,6 +213,7 @@ func (f *Fake) List(context.Context) ([]Domain, error) {
 	if f.down {
 		return nil, ErrUnavailable
 	}
+	f.lists++
 	out := make([]Domain, 0, len(f.domains))
 	for n, d := range f.domains {
 		out = append(out, Domain{Name: n, State: d.state})

@@ -424,3 +424,47 @@ func TestVMConfig_create_deploy_override_delete(t *testing.T) {
 		t.Fatalf("get after delete: %v", err)
 	}
 }
+
+func TestVM_peer_restart_keeps_its_vms(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	c.WaitLeader()
+	m := c.Followers()[0]
+	cl := c.Client(c.Members[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "survivor", Node: m.Name, CPU: intp(1)}); err != nil {
+		t.Fatal(err)
+	}
+	creates := func() int {
+		n := 0
+		for _, call := range m.Fake.Calls() {
+			if strings.HasPrefix(call, "create ") {
+				n++
+			}
+		}
+		return n
+	}
+	before := creates()
+	c.Stop(m)
+	c.Restart(m)
+	c.WaitFor(m.Name+" READY again", 20*time.Second, func() error {
+		if p := testcluster.NodePhase(c.WaitLeader(), m.Name); p != api.PhaseReady {
+			return fmt.Errorf("phase %q", p)
+		}
+		return nil
+	})
+	// Three reconcile passes later the domain was neither recreated nor touched.
+	passes := m.Fake.Lists()
+	c.WaitFor("three reconcile passes", 20*time.Second, func() error {
+		if m.Fake.Lists() < passes+3 {
+			return fmt.Errorf("%d passes", m.Fake.Lists()-passes)
+		}
+		return nil
+	})
+	if got := creates(); got != before {
+		t.Fatalf("the restarted peer created its domain again (%d creates, %d before)", got, before)
+	}
+	vm, err := cl.GetVM(ctx(t), ns, "survivor")
+	if err != nil || vm.Status != api.StatusRunning || vm.ErrorMessage != "" {
+		t.Fatalf("vm %+v %v", vm, err)
+	}
+}

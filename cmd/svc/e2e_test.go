@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/guest"
 	"github.com/svc-project/svc/internal/testcluster"
 )
 
@@ -74,6 +76,12 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
+	probe, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: "svc.probe."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := guest.RequireLibvirt(t, probe.Probe) // the agents run VMs on this host's libvirtd
+	_ = probe.Close()
 	bin := buildBinary(t)
 	ports := freePorts(t, 9)
 	dir := t.TempDir()
@@ -165,6 +173,21 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	out, err := cli(t, bin, follower.api, "node", "tag", other.name, "e2e")
 	if err != nil || !strings.Contains(out, "e2e") {
 		t.Fatalf("tag through follower %s: %v %s", follower.name, err, out)
+	}
+
+	// VMs through the CLI: upload, deploy (prints how to connect), list, delete.
+	if out, err := cli(t, bin, follower.api, "image", "upload", image, "--name", "mini-linux", "-q"); err != nil || !strings.Contains(out, "uploaded") {
+		t.Fatalf("image upload: %v %s", err, out)
+	}
+	out, err = cli(t, bin, follower.api, "vm", "deploy", "--image", "mini-linux", "--name", "cli-vm", "--cpu", "1", "--memory", "0.25", "--node", other.name)
+	if err != nil || !strings.Contains(out, "Running") || !strings.Contains(out, "ssh admin@127.0.0.1 -p ") || !strings.Contains(out, "vnc:") {
+		t.Fatalf("vm deploy: %v\n%s", err, out)
+	}
+	if out, err := cli(t, bin, leaderProc.api, "vm", "list"); err != nil || !strings.Contains(out, "cli-vm") {
+		t.Fatalf("vm list: %v\n%s", err, out)
+	}
+	if out, err := cli(t, bin, follower.api, "vm", "delete", "cli-vm"); err != nil || !strings.Contains(out, "deleted") {
+		t.Fatalf("vm delete: %v %s", err, out)
 	}
 
 	// Kill the leader outright.

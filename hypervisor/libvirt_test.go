@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,5 +157,41 @@ func TestDomainName_unique_per_peer(t *testing.T) {
 		if got := hypervisor.DomainName(c.peer, c.ns, c.vm); got != c.want {
 			t.Fatalf("DomainName(%q,%q,%q) = %q", c.peer, c.ns, c.vm, got)
 		}
+	}
+}
+
+func TestLibvirt_iso_is_a_cdrom(t *testing.T) {
+	d, image := newDriver(t)
+	if _, err := exec.LookPath("genisoimage"); err != nil {
+		t.Fatal("genisoimage missing: run scripts/install-deps.sh")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("from the iso\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	iso := filepath.Join(t.TempDir(), "test.iso")
+	if out, err := exec.Command("genisoimage", "-quiet", "-V", "SVCTEST", "-o", iso, dir).CombinedOutput(); err != nil {
+		t.Fatalf("genisoimage: %v %s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sshPort := guest.FreePort(t, "127.0.0.1")
+	spec := hypervisor.Spec{
+		Name: hypervisor.DomainName("hvtest", "ns", "iso"), CPU: 1, MemoryMiB: 256, BaseImage: image, BaseFormat: "qcow2",
+		ISO: iso, ListenAddr: "127.0.0.1", VNCPort: guest.FreePort(t, "127.0.0.1"),
+		Forwards: []hypervisor.Forward{{HostPort: sshPort, GuestPort: 22}},
+	}
+	t.Cleanup(func() { _ = d.Delete(context.Background(), spec.Name) })
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	// The guest sees a CD-ROM drive holding the ISO (its size in 512-byte sectors).
+	out, err := guest.WaitRun(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(sshPort)), "admin", "admin", "cat /sys/block/sr0/size")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(iso)
+	if got, _ := strconv.ParseInt(strings.TrimSpace(out), 10, 64); got != st.Size()/512 {
+		t.Fatalf("sr0 holds %s sectors, the ISO has %d", strings.TrimSpace(out), st.Size()/512)
 	}
 }

@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-build/mini-linux.qcow2}
 cache=${SVC_IMAGE_CACHE:-build/cache}
 disk_mib=${MINI_LINUX_DISK_MIB:-64}
-mods="virtio_pci virtio_blk virtio_net ata_piix sd_mod vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button"
+mods="virtio_pci virtio_blk virtio_net ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button"
 
 for tool in mkfs.vfat syslinux mcopy qemu-img cpio depmod modprobe openssl dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "build.sh: $tool is missing: run scripts/install-deps.sh" >&2; exit 1; }

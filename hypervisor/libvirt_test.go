@@ -23,7 +23,7 @@ func newDriver(t *testing.T) (*hypervisor.Libvirt, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
-	image := guest.RequireLibvirt(t, d.Probe)
+	image := guest.RequireLibvirt(t)
 	return d, image
 }
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/internal/guest"
 	"github.com/svc-project/svc/internal/testcluster"
 	"github.com/svc-project/svc/raftfsm"
@@ -58,12 +57,7 @@ func deployTimes(b *testing.B, cl *api.Client, n int) (running, ssh []time.Durat
 }
 
 func benchDeploy(b *testing.B, concurrent int) {
-	probe, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: b.TempDir(), Prefix: "svc.probe."})
-	if err != nil {
-		b.Fatal(err)
-	}
-	image := guest.RequireLibvirt(b, probe.Probe)
-	_ = probe.Close()
+	image := guest.RequireLibvirt(b)
 	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 32 << 30}})
 	cl := c.Client(c.WaitLeader())
 	upload(b, cl, "mini-linux", image)

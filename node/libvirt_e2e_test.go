@@ -20,12 +20,7 @@ import (
 // 127.0.0.i, with mini-linux uploaded to the first peer.
 func libvirtCluster(t testing.TB) (*testcluster.Cluster, string) {
 	t.Helper()
-	probe, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: "svc.probe."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	image := guest.RequireLibvirt(t, probe.Probe)
-	_ = probe.Close()
+	image := guest.RequireLibvirt(t)
 	c := testcluster.New(t, 2, testcluster.Options{Libvirt: true, DistinctIPs: true})
 	c.WaitLeader()
 	upload(t, c.Client(c.Members[0]), "mini-linux", image)

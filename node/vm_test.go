@@ -140,12 +140,7 @@ func TestVM_exec_actions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var host *testcluster.Member
-	for _, m := range c.Members {
-		if m.Name == vm.Node {
-			host = m
-		}
-	}
+	host := memberNamed(c, vm.Node)
 	steps := []struct {
 		action   string
 		want     string
@@ -296,12 +291,7 @@ func TestVM_reconciler_recreates_vanished_domain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var host *testcluster.Member
-	for _, m := range c.Members {
-		if m.Name == vm.Node {
-			host = m
-		}
-	}
+	host := memberNamed(c, vm.Node)
 	dom := hypervisor.DomainName(host.Name, ns, "phoenix")
 	host.Fake.Vanish(dom)
 	c.WaitFor("the domain recreated and reported", 10*time.Second, func() error {
@@ -467,4 +457,14 @@ func TestVM_peer_restart_keeps_its_vms(t *testing.T) {
 	if err != nil || vm.Status != api.StatusRunning || vm.ErrorMessage != "" {
 		t.Fatalf("vm %+v %v", vm, err)
 	}
+}
+
+// memberNamed returns the cluster member whose peer is called name.
+func memberNamed(c *testcluster.Cluster, name string) *testcluster.Member {
+	for _, m := range c.Members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
 }

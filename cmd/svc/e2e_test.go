@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/internal/guest"
 	"github.com/svc-project/svc/internal/testcluster"
 )
@@ -76,12 +75,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	probe, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: "svc.probe."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	image := guest.RequireLibvirt(t, probe.Probe) // the agents run VMs on this host's libvirtd
-	_ = probe.Close()
+	image := guest.RequireLibvirt(t) // the agents run VMs on this host's libvirtd
 	bin := buildBinary(t)
 	ports := freePorts(t, 9)
 	dir := t.TempDir()

@@ -8,12 +8,14 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/svc-project/svc/hypervisor"
 )
 
 // RequireLibvirt skips the test when libvirtd or the mini-linux image is not
 // there, unless SVC_REQUIRE_LIBVIRT=1 (as in CI), where it fails instead. It
 // returns the path of the image.
-func RequireLibvirt(t testing.TB, probe func(context.Context) error) string {
+func RequireLibvirt(t testing.TB) string {
 	t.Helper()
 	image := os.Getenv("SVC_TEST_IMAGE")
 	if image == "" {
@@ -29,9 +31,14 @@ func RequireLibvirt(t testing.TB, probe func(context.Context) error) string {
 	if _, err := os.Stat(image); err != nil {
 		miss("no guest image at " + image)
 	}
+	d, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: "svc.probe."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := probe(ctx); err != nil {
+	if err := d.Probe(ctx); err != nil {
 		miss("libvirtd does not answer: " + err.Error())
 	}
 	return image

@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/svc-project/svc/api"
 )
@@ -43,6 +44,22 @@ func (s *State) apply(c Command) (any, error) {
 		return applyBody(c, s.applyImageCreate)
 	case TypeBlobAddHolder:
 		return applyBody(c, s.applyBlobAddHolder)
+	case TypeUserUpsert:
+		return applyBody(c, s.applyUserUpsert)
+	case TypeUserRemove:
+		return applyBody(c, s.applyUserRemove)
+	case TypeSACreate:
+		return applyBody(c, s.applySACreate)
+	case TypeSADelete:
+		return applyBody(c, s.applySADelete)
+	case TypeRoleBindingAdd:
+		return applyBody(c, s.applyRoleBindingAdd)
+	case TypeRoleBindingDel:
+		return applyBody(c, s.applyRoleBindingDel)
+	case TypeCertSet:
+		return applyBody(c, s.applyCertSet)
+	case TypeSigningKeySet:
+		return applyBody(c, s.applySigningKeySet)
 	}
 	return nil, ErrUnknownCommand
 }
@@ -62,9 +79,15 @@ func (s *State) applyInit(c Init) (any, error) {
 	if c.ClusterID == "" {
 		return nil, ruleErr(ErrInvalid, "cluster id must not be empty")
 	}
+	if len(c.SigningKey) != 0 && len(c.SigningKey) != 32 {
+		return nil, ruleErr(ErrInvalid, "signing key must be a 32-byte Ed25519 seed")
+	}
 	s.Initialized = true
 	s.ClusterID = c.ClusterID
 	s.CreatedAt = c.Time
+	if len(c.SigningKey) == 32 {
+		s.SigningKey = append([]byte(nil), c.SigningKey...)
+	}
 	if _, ok := s.Namespaces[api.DefaultNamespace]; !ok {
 		s.Namespaces[api.DefaultNamespace] = &Namespace{Name: api.DefaultNamespace, CreatedAt: c.Time}
 	}
@@ -207,6 +230,9 @@ func (s *State) applyNamespaceDelete(c NamespaceDelete) (any, error) {
 		if v.Namespace == c.Name {
 			delete(s.ServiceAccounts, k)
 		}
+	}
+	for _, rb := range s.RoleBindings {
+		rb.ServiceAccounts = slices.DeleteFunc(rb.ServiceAccounts, func(ref string) bool { return strings.HasPrefix(ref, c.Name+":") })
 	}
 	for k, v := range s.Images {
 		if v.Namespace == c.Name {

@@ -32,6 +32,14 @@ const (
 	TypeVMConfigDelete   Type = 14
 	TypeImageCreate      Type = 15
 	TypeBlobAddHolder    Type = 16
+	TypeUserUpsert       Type = 17
+	TypeUserRemove       Type = 18
+	TypeSACreate         Type = 19
+	TypeSADelete         Type = 20
+	TypeRoleBindingAdd   Type = 21
+	TypeRoleBindingDel   Type = 22
+	TypeCertSet          Type = 23
+	TypeSigningKeySet    Type = 24
 )
 
 var typeNames = map[Type]string{
@@ -51,6 +59,14 @@ var typeNames = map[Type]string{
 	TypeVMConfigDelete:   "vmconfig-delete",
 	TypeImageCreate:      "image-create",
 	TypeBlobAddHolder:    "blob-add-holder",
+	TypeUserUpsert:       "user-upsert",
+	TypeUserRemove:       "user-remove",
+	TypeSACreate:         "serviceaccount-create",
+	TypeSADelete:         "serviceaccount-delete",
+	TypeRoleBindingAdd:   "rolebinding-add",
+	TypeRoleBindingDel:   "rolebinding-remove",
+	TypeCertSet:          "cert-set",
+	TypeSigningKeySet:    "signing-key-set",
 }
 
 func (t Type) String() string {
@@ -78,6 +94,8 @@ var (
 type Init struct {
 	ClusterID string    `json:"clusterId"`
 	Time      time.Time `json:"time"`
+	// SigningKey is the Ed25519 seed of the cluster's tokens.
+	SigningKey []byte `json:"signingKey"`
 }
 
 // NodeUpsert records a peer's facts from its gossip report. A new node starts

@@ -301,6 +301,102 @@ func TestFSM_commands(t *testing.T) {
 		},
 		{name: "blob unknown", setup: vmSetup(t), cmd: mustEncode(t, TypeBlobAddHolder, BlobAddHolder{Digest: "sha256:bb", Node: "n2"}), wantErr: ErrNotFound},
 		{
+			name: "init keeps the signing key",
+			cmd:  mustEncode(t, TypeInit, Init{ClusterID: "c", SigningKey: make([]byte, 32)}),
+			check: func(t *testing.T, f *FSM) {
+				if len(f.SigningKey()) != 32 {
+					t.Fatal("no key")
+				}
+			},
+		},
+		{name: "init with a short key", cmd: mustEncode(t, TypeInit, Init{ClusterID: "c", SigningKey: []byte{1}}), wantErr: ErrInvalid},
+		{name: "signing key set once", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeSigningKeySet, SigningKeySet{SigningKey: make([]byte, 32)})},
+		{name: "signing key set twice", setup: [][]byte{initCmd(t), mustEncode(t, TypeSigningKeySet, SigningKeySet{SigningKey: make([]byte, 32)})}, cmd: mustEncode(t, TypeSigningKeySet, SigningKeySet{SigningKey: make([]byte, 32)}), wantErr: ErrAlreadyExists},
+		{
+			name:  "user upsert keeps the creation time",
+			setup: [][]byte{initCmd(t), mustEncode(t, TypeUserUpsert, UserUpsert{Name: "alice", Time: t0})},
+			cmd:   mustEncode(t, TypeUserUpsert, UserUpsert{Name: "alice", Admin: true, Time: t0.Add(time.Hour)}),
+			check: func(t *testing.T, f *FSM) {
+				if u, ok := f.User("alice"); !ok || !u.Admin || !u.CreatedAt.Equal(t0) {
+					t.Fatalf("user %+v", u)
+				}
+			},
+		},
+		{name: "user bad name", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeUserUpsert, UserUpsert{Name: "Alice"}), wantErr: ErrInvalid},
+		{
+			name:  "user remove unbinds",
+			setup: [][]byte{initCmd(t), mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: []string{"bob"}})},
+			cmd:   mustEncode(t, TypeUserRemove, UserRemove{Name: "bob"}),
+			check: func(t *testing.T, f *FSM) {
+				if _, ok := f.User("bob"); ok || len(f.RoleBinding(api.DefaultNamespace).Users) != 0 {
+					t.Fatal("bob is still there")
+				}
+			},
+		},
+		{name: "user remove unknown", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeUserRemove, UserRemove{Name: "nobody"}), wantErr: ErrNotFound},
+		{
+			name:  "service account create",
+			setup: [][]byte{initCmd(t)},
+			cmd:   mustEncode(t, TypeSACreate, SACreate{Namespace: api.DefaultNamespace, Name: "ci", Time: t0}),
+			check: func(t *testing.T, f *FSM) {
+				if sa, ok := f.ServiceAccount(api.DefaultNamespace, "ci"); !ok || len(f.ServiceAccounts(api.DefaultNamespace)) != 1 {
+					t.Fatalf("sa %+v", sa)
+				}
+			},
+		},
+		{name: "service account twice", setup: [][]byte{initCmd(t), mustEncode(t, TypeSACreate, SACreate{Namespace: api.DefaultNamespace, Name: "ci"})}, cmd: mustEncode(t, TypeSACreate, SACreate{Namespace: api.DefaultNamespace, Name: "ci"}), wantErr: ErrAlreadyExists},
+		{name: "service account unknown namespace", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeSACreate, SACreate{Namespace: "nope", Name: "ci"}), wantErr: ErrNotFound},
+		{
+			name: "service account delete unbinds",
+			setup: [][]byte{initCmd(t), mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: "team-a"}), mustEncode(t, TypeSACreate, SACreate{Namespace: api.DefaultNamespace, Name: "ci"}),
+				mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: "team-a", ServiceAccounts: []string{"svc-default:ci"}})},
+			cmd: mustEncode(t, TypeSADelete, SADelete{Namespace: api.DefaultNamespace, Name: "ci"}),
+			check: func(t *testing.T, f *FSM) {
+				if len(f.RoleBinding("team-a").ServiceAccounts) != 0 {
+					t.Fatal("still bound")
+				}
+			},
+		},
+		{name: "service account delete unknown", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeSADelete, SADelete{Namespace: api.DefaultNamespace, Name: "ci"}), wantErr: ErrNotFound},
+		{
+			name:  "role binding add records new users",
+			setup: [][]byte{initCmd(t), mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: "team-a"})},
+			cmd:   mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: "team-a", Users: []string{"carol", "alice", "carol"}, Time: t0}),
+			check: func(t *testing.T, f *FSM) {
+				rb := f.RoleBinding("team-a")
+				if len(rb.Users) != 2 || rb.Users[0] != "alice" {
+					t.Fatalf("rb %+v", rb)
+				}
+				if _, ok := f.User("carol"); !ok {
+					t.Fatal("carol not recorded")
+				}
+			},
+		},
+		{name: "role binding unknown service account", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, ServiceAccounts: []string{"x:y"}}), wantErr: ErrNotFound},
+		{name: "role binding malformed service account", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, ServiceAccounts: []string{"xy"}}), wantErr: ErrInvalid},
+		{name: "role binding no subject", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace}), wantErr: ErrInvalid},
+		{
+			name:  "role binding remove",
+			setup: [][]byte{initCmd(t), mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: []string{"alice", "bob"}})},
+			cmd:   mustEncode(t, TypeRoleBindingDel, RoleBindingChange{Namespace: api.DefaultNamespace, Users: []string{"alice"}}),
+			check: func(t *testing.T, f *FSM) {
+				if rb := f.RoleBinding(api.DefaultNamespace); len(rb.Users) != 1 || rb.Users[0] != "bob" {
+					t.Fatalf("rb %+v", rb)
+				}
+			},
+		},
+		{
+			name:  "cert set",
+			setup: [][]byte{initCmd(t)},
+			cmd:   mustEncode(t, TypeCertSet, CertSet{Cert: Cert{CertPEM: "C", KeyPEM: "K"}}),
+			check: func(t *testing.T, f *FSM) {
+				if c, ok := f.Cert(); !ok || c.CertPEM != "C" {
+					t.Fatalf("cert %+v", c)
+				}
+			},
+		},
+		{name: "cert empty", setup: [][]byte{initCmd(t)}, cmd: mustEncode(t, TypeCertSet, CertSet{}), wantErr: ErrInvalid},
+		{
 			name:  "unknown ignorable command is skipped",
 			setup: [][]byte{initCmd(t)},
 			cmd:   append([]byte{byte(FlagIgnorable | 0x7e)}, []byte(`{}`)...),
@@ -344,7 +440,7 @@ func TestFSM_commands(t *testing.T) {
 
 func TestFSM_every_type_covered(t *testing.T) {
 	// A new command type must get a case above and a seed in the fuzz corpus.
-	if len(typeNames) != 16 {
+	if len(typeNames) != 24 {
 		t.Fatalf("%d command types; update TestFSM_commands and fuzz seeds", len(typeNames))
 	}
 }

@@ -25,6 +25,25 @@ type State struct {
 	RoleBindings map[string]*RoleBinding `json:"roleBindings"`
 	// Blobs is keyed by digest: which nodes hold each image blob.
 	Blobs map[string]*Blob `json:"blobs"`
+	// Users are the people admins have named.
+	Users map[string]*User `json:"users"`
+	// SigningKey is the Ed25519 seed the cluster signs tokens with.
+	SigningKey []byte `json:"signingKey,omitempty"`
+	// Cert is the certificate every peer serves HTTPS with.
+	Cert *Cert `json:"cert,omitempty"`
+}
+
+// User is a person an admin named (by minting a token or binding them).
+type User struct {
+	Name      string    `json:"name"`
+	Admin     bool      `json:"admin"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Cert is a PEM certificate chain and its private key.
+type Cert struct {
+	CertPEM string `json:"certPem"`
+	KeyPEM  string `json:"keyPem"`
 }
 
 // Blob is a content-addressed file (an image disk) and the nodes holding it.
@@ -46,6 +65,7 @@ func NewState() *State {
 		ServiceAccounts: map[string]*ServiceAccount{},
 		RoleBindings:    map[string]*RoleBinding{},
 		Blobs:           map[string]*Blob{},
+		Users:           map[string]*User{},
 	}
 }
 

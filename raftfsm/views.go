@@ -114,3 +114,67 @@ func (f *FSM) PortsInUse(node string) map[int]bool {
 	defer f.mu.RUnlock()
 	return maps.Clone(f.state.portsInUse(node))
 }
+
+// SigningKey returns the cluster's token key seed (nil before Init).
+func (f *FSM) SigningKey() []byte {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return slices.Clone(f.state.SigningKey)
+}
+
+// User returns one user.
+func (f *FSM) User(name string) (User, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	u, ok := f.state.Users[name]
+	if !ok {
+		return User{}, false
+	}
+	return *u, true
+}
+
+// ServiceAccount returns one service account.
+func (f *FSM) ServiceAccount(ns, name string) (ServiceAccount, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	sa, ok := f.state.ServiceAccounts[key(ns, name)]
+	if !ok {
+		return ServiceAccount{}, false
+	}
+	return *sa, true
+}
+
+// ServiceAccounts returns the service accounts of a namespace, sorted.
+func (f *FSM) ServiceAccounts(ns string) []ServiceAccount {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []ServiceAccount
+	for _, sa := range f.state.ServiceAccounts {
+		if sa.Namespace == ns {
+			out = append(out, *sa)
+		}
+	}
+	slices.SortFunc(out, func(a, b ServiceAccount) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// RoleBinding returns the subjects bound to a namespace (empty lists when none).
+func (f *FSM) RoleBinding(ns string) RoleBinding {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	rb, ok := f.state.RoleBindings[ns]
+	if !ok {
+		return RoleBinding{Namespace: ns, Users: []string{}, ServiceAccounts: []string{}}
+	}
+	return *rb.clone()
+}
+
+// Cert returns the cluster's HTTPS certificate, if one was uploaded.
+func (f *FSM) Cert() (Cert, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.state.Cert == nil {
+		return Cert{}, false
+	}
+	return *f.state.Cert, true
+}

@@ -1,0 +1,207 @@
+package raftfsm
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/svc-project/svc/api"
+)
+
+// UserUpsert records a user; an existing user keeps its creation time (and so
+// its tokens) and takes the new admin flag.
+type UserUpsert struct {
+	Name  string    `json:"name"`
+	Admin bool      `json:"admin"`
+	Time  time.Time `json:"time"`
+}
+
+// UserRemove removes a user; its tokens stop working.
+type UserRemove struct {
+	Name string `json:"name"`
+}
+
+// SACreate creates a service account.
+type SACreate struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Time      time.Time `json:"time"`
+}
+
+// SADelete deletes a service account; its tokens stop working.
+type SADelete struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// RoleBindingChange adds (TypeRoleBindingAdd) or removes
+// (TypeRoleBindingDel) subjects of a namespace. Service accounts are
+// "namespace:name".
+type RoleBindingChange struct {
+	Namespace       string    `json:"namespace"`
+	Users           []string  `json:"users"`
+	ServiceAccounts []string  `json:"serviceAccounts"`
+	Time            time.Time `json:"time"`
+}
+
+// CertSet replaces the cluster's HTTPS certificate.
+type CertSet struct {
+	Cert Cert `json:"cert"`
+}
+
+// SigningKeySet gives a cluster initialised without one its token key.
+type SigningKeySet struct {
+	SigningKey []byte `json:"signingKey"`
+}
+
+func (s *State) applyUserUpsert(c UserUpsert) (any, error) {
+	if err := api.ValidateName("user", c.Name, api.MaxNameLen); err != nil {
+		return nil, ruleErr(ErrInvalid, "%s", err.Error())
+	}
+	u, ok := s.Users[c.Name]
+	if !ok {
+		u = &User{Name: c.Name, CreatedAt: c.Time}
+		s.Users[c.Name] = u
+	}
+	u.Admin = c.Admin
+	cp := *u
+	return &cp, nil
+}
+
+func (s *State) applyUserRemove(c UserRemove) (any, error) {
+	if _, ok := s.Users[c.Name]; !ok {
+		return nil, ruleErr(ErrNotFound, "user %q not found", c.Name)
+	}
+	delete(s.Users, c.Name)
+	for _, rb := range s.RoleBindings {
+		rb.Users = slices.DeleteFunc(rb.Users, func(u string) bool { return u == c.Name })
+	}
+	return nil, nil
+}
+
+func (s *State) applySACreate(c SACreate) (any, error) {
+	if err := api.ValidateName("service account", c.Name, api.MaxNameLen); err != nil {
+		return nil, ruleErr(ErrInvalid, "%s", err.Error())
+	}
+	if _, ok := s.Namespaces[c.Namespace]; !ok {
+		return nil, ruleErr(ErrNotFound, "namespace %q not found", c.Namespace)
+	}
+	k := key(c.Namespace, c.Name)
+	if _, ok := s.ServiceAccounts[k]; ok {
+		return nil, ruleErr(ErrAlreadyExists, "service account %q already exists in namespace %q", c.Name, c.Namespace)
+	}
+	sa := &ServiceAccount{Name: c.Name, Namespace: c.Namespace, CreatedAt: c.Time}
+	s.ServiceAccounts[k] = sa
+	cp := *sa
+	return &cp, nil
+}
+
+func (s *State) applySADelete(c SADelete) (any, error) {
+	k := key(c.Namespace, c.Name)
+	if _, ok := s.ServiceAccounts[k]; !ok {
+		return nil, ruleErr(ErrNotFound, "service account %q not found in namespace %q", c.Name, c.Namespace)
+	}
+	delete(s.ServiceAccounts, k)
+	ref := c.Namespace + ":" + c.Name
+	for _, rb := range s.RoleBindings {
+		rb.ServiceAccounts = slices.DeleteFunc(rb.ServiceAccounts, func(x string) bool { return x == ref })
+	}
+	return nil, nil
+}
+
+// splitSARef splits "namespace:name".
+func splitSARef(ref string) (ns, name string, ok bool) {
+	ns, name, ok = strings.Cut(ref, ":")
+	return ns, name, ok && ns != "" && name != ""
+}
+
+func (s *State) checkSubjects(c RoleBindingChange, mustExist bool) error {
+	if _, ok := s.Namespaces[c.Namespace]; !ok {
+		return ruleErr(ErrNotFound, "namespace %q not found", c.Namespace)
+	}
+	if len(c.Users) == 0 && len(c.ServiceAccounts) == 0 {
+		return ruleErr(ErrInvalid, "name at least one user or service account")
+	}
+	for _, u := range c.Users {
+		if err := api.ValidateName("user", u, api.MaxNameLen); err != nil {
+			return ruleErr(ErrInvalid, "%s", err.Error())
+		}
+	}
+	for _, ref := range c.ServiceAccounts {
+		ns, name, ok := splitSARef(ref)
+		if !ok {
+			return ruleErr(ErrInvalid, "service account %q must be namespace:name", ref)
+		}
+		if _, ok := s.ServiceAccounts[key(ns, name)]; mustExist && !ok {
+			return ruleErr(ErrNotFound, "service account %q not found", ref)
+		}
+	}
+	return nil
+}
+
+func (s *State) applyRoleBindingAdd(c RoleBindingChange) (any, error) {
+	if err := s.checkSubjects(c, true); err != nil {
+		return nil, err
+	}
+	rb, ok := s.RoleBindings[c.Namespace]
+	if !ok {
+		rb = &RoleBinding{Namespace: c.Namespace, Users: []string{}, ServiceAccounts: []string{}}
+		s.RoleBindings[c.Namespace] = rb
+	}
+	for _, u := range c.Users {
+		if _, known := s.Users[u]; !known {
+			s.Users[u] = &User{Name: u, CreatedAt: c.Time}
+		}
+		if !slices.Contains(rb.Users, u) {
+			rb.Users = append(rb.Users, u)
+		}
+	}
+	for _, sa := range c.ServiceAccounts {
+		if !slices.Contains(rb.ServiceAccounts, sa) {
+			rb.ServiceAccounts = append(rb.ServiceAccounts, sa)
+		}
+	}
+	slices.Sort(rb.Users)
+	slices.Sort(rb.ServiceAccounts)
+	return rb.clone(), nil
+}
+
+func (s *State) applyRoleBindingDel(c RoleBindingChange) (any, error) {
+	if err := s.checkSubjects(c, false); err != nil {
+		return nil, err
+	}
+	rb, ok := s.RoleBindings[c.Namespace]
+	if !ok {
+		return (&RoleBinding{Namespace: c.Namespace}).clone(), nil
+	}
+	rb.Users = slices.DeleteFunc(rb.Users, func(u string) bool { return slices.Contains(c.Users, u) })
+	rb.ServiceAccounts = slices.DeleteFunc(rb.ServiceAccounts, func(x string) bool { return slices.Contains(c.ServiceAccounts, x) })
+	return rb.clone(), nil
+}
+
+func (rb *RoleBinding) clone() *RoleBinding {
+	c := *rb
+	c.Users = append([]string{}, rb.Users...)
+	c.ServiceAccounts = append([]string{}, rb.ServiceAccounts...)
+	return &c
+}
+
+func (s *State) applyCertSet(c CertSet) (any, error) {
+	if c.Cert.CertPEM == "" || c.Cert.KeyPEM == "" {
+		return nil, ruleErr(ErrInvalid, "certificate and key must not be empty")
+	}
+	cert := c.Cert
+	s.Cert = &cert
+	return nil, nil
+}
+
+func (s *State) applySigningKeySet(c SigningKeySet) (any, error) {
+	if len(c.SigningKey) != 32 {
+		return nil, ruleErr(ErrInvalid, "signing key must be a 32-byte Ed25519 seed")
+	}
+	if len(s.SigningKey) != 0 {
+		return nil, ruleErr(ErrAlreadyExists, "the cluster already has a signing key")
+	}
+	s.SigningKey = append([]byte(nil), c.SigningKey...)
+	return nil, nil
+}

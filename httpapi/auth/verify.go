@@ -1,0 +1,116 @@
+package auth
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// State is what verification reads from the local replica.
+type State interface {
+	Initialized() (bool, string)
+	SigningKey() []byte
+	User(name string) (raftfsm.User, bool)
+	ServiceAccount(ns, name string) (raftfsm.ServiceAccount, bool)
+}
+
+// Verifier checks the tokens of one issuer.
+type Verifier interface {
+	Verify(token string, now time.Time) (Principal, error)
+}
+
+// Authenticator checks bearer tokens: the cluster's own, and those of any
+// other issuer added with AddIssuer.
+type Authenticator struct {
+	cluster *ClusterVerifier
+	others  map[string]Verifier
+}
+
+// NewAuthenticator returns an authenticator of the cluster's tokens.
+func NewAuthenticator(st State) *Authenticator {
+	return &Authenticator{cluster: &ClusterVerifier{State: st}, others: map[string]Verifier{}}
+}
+
+// AddIssuer trusts the tokens of another issuer (e.g. an OpenID Connect provider).
+func (a *Authenticator) AddIssuer(iss string, v Verifier) { a.others[iss] = v }
+
+// Authenticate checks an Authorization header value.
+func (a *Authenticator) Authenticate(header string, now time.Time) (Principal, error) {
+	tok, err := BearerToken(header)
+	if err != nil {
+		return Principal{}, err
+	}
+	var c Claims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil {
+		return Principal{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if v, ok := a.others[c.Issuer]; ok {
+		return v.Verify(tok, now)
+	}
+	return a.cluster.Verify(tok, now)
+}
+
+// ClusterVerifier checks tokens the cluster signed.
+type ClusterVerifier struct {
+	State State
+}
+
+// Verify checks signature, issuer, times and that the subject still exists.
+func (v *ClusterVerifier) Verify(tok string, now time.Time) (Principal, error) {
+	ok, clusterID := v.State.Initialized()
+	seed := v.State.SigningKey()
+	if !ok || len(seed) != ed25519.SeedSize {
+		return Principal{}, fmt.Errorf("%w: the cluster has no signing key yet", ErrUnknownIssuer)
+	}
+	pub := ed25519.NewKeyFromSeed(seed).Public()
+	var c Claims
+	_, err := jwt.ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return pub, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
+		jwt.WithLeeway(Leeway), jwt.WithIssuedAt(), jwt.WithTimeFunc(func() time.Time { return now }))
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return Principal{}, fmt.Errorf("%w (at %s)", ErrExpired, c.ExpiresAt.UTC().Format(time.RFC3339))
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
+		return Principal{}, ErrNotYetValid
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return Principal{}, ErrBadSignature
+	case err != nil:
+		return Principal{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if c.Issuer != Issuer(clusterID) {
+		return Principal{}, fmt.Errorf("%w: %q", ErrUnknownIssuer, c.Issuer)
+	}
+	if c.IssuedAt == nil || c.Subject == "" {
+		return Principal{}, fmt.Errorf("%w: no subject or issue time", ErrMalformed)
+	}
+	issued := c.IssuedAt.Time
+	p := Principal{Kind: c.Kind, Name: c.Subject, Role: c.Role, Namespace: c.Namespace}
+	switch c.Kind {
+	case KindUser:
+		u, ok := v.State.User(c.Subject)
+		// A user removed and named again later does not revive old tokens.
+		if !ok || issued.Before(u.CreatedAt.Truncate(time.Second)) {
+			return Principal{}, fmt.Errorf("%w: user %q was removed", ErrRevoked, c.Subject)
+		}
+		if c.Role != RoleAdmin && c.Role != RoleUser {
+			return Principal{}, fmt.Errorf("%w: unknown role %q", ErrMalformed, c.Role)
+		}
+	case KindServiceAccount:
+		sa, ok := v.State.ServiceAccount(c.Namespace, c.Subject)
+		if !ok || issued.Before(sa.CreatedAt.Truncate(time.Second)) {
+			return Principal{}, fmt.Errorf("%w: service account %q was deleted", ErrRevoked, c.Namespace+":"+c.Subject)
+		}
+	case KindPeer:
+		if c.ExpiresAt == nil {
+			return Principal{}, fmt.Errorf("%w: a peer token must expire", ErrMalformed)
+		}
+	default:
+		return Principal{}, fmt.Errorf("%w: unknown kind %q", ErrMalformed, c.Kind)
+	}
+	return p, nil
+}

@@ -88,3 +88,46 @@ type ApplyRequest struct {
 	Type byte            `json:"type"`
 	Body json.RawMessage `json:"body"`
 }
+
+// Namespace is a namespace record.
+type Namespace struct {
+	Name      string     `json:"name"`
+	CreatedAt *time.Time `json:"createdAt,omitempty"`
+}
+
+// Subjects are the users and service accounts ("namespace:name") of a
+// namespace's role bindings, and the body of add-subject / remove-subject.
+type Subjects struct {
+	Users           []string `json:"users"`
+	ServiceAccounts []string `json:"serviceAccounts"`
+}
+
+// ServiceAccount is a service account record.
+type ServiceAccount struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// TokenRequest asks for a service account token: a Go duration ("720h";
+// default 8760h) or none at all.
+type TokenRequest struct {
+	Duration     string `json:"duration,omitempty"`
+	NoExpiration bool   `json:"noExpiration,omitempty"`
+}
+
+// TokenResponse is a token and when it expires (null: never).
+type TokenResponse struct {
+	Token     string     `json:"token"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
+// NodeNamespaceRequest dedicates a node to a namespace.
+type NodeNamespaceRequest struct {
+	Namespace string `json:"namespace"`
+}
+
+// Message is a plain answer.
+type Message struct {
+	Message string `json:"message"`
+}

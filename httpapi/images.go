@@ -142,7 +142,7 @@ func (s *Server) recordImage(ctx context.Context, ns, name, description, digest 
 	}
 	img := raftfsm.Image{
 		Name: name, Namespace: ns, Digest: digest, SizeBytes: size, VirtualSize: info.VirtualSize, Format: info.Format,
-		Arch: runtime.GOARCH, Description: description, SourceType: "userUpload", CreatedAt: time.Now().UTC().Truncate(time.Second),
+		Arch: runtime.GOARCH, Description: description, SourceType: "userUpload", Owner: owner(ctx), CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
 	actx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()

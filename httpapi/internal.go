@@ -12,11 +12,14 @@ import (
 )
 
 // peerApplicable are the commands a peer may propose through the leader on
-// its own behalf: status reports, blob holdings and images it received.
+// its own behalf: status reports, blob holdings, images it received, and the
+// users its host's root names (svc admin token, svc admin user remove).
 var peerApplicable = map[raftfsm.Type]bool{
 	raftfsm.TypeVMStatus:      true,
 	raftfsm.TypeBlobAddHolder: true,
 	raftfsm.TypeImageCreate:   true,
+	raftfsm.TypeUserUpsert:    true,
+	raftfsm.TypeUserRemove:    true,
 }
 
 // PeerApplicable reports whether a peer may propose t through the leader.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -68,6 +69,7 @@ type Server struct {
 	router  *httprouter.Router
 	routes  []Route
 	fwd     *forwarder
+	authn   *auth.Authenticator
 	metrics *httpMetrics
 	placing sync.Mutex // placements take turns on the leader
 }
@@ -76,14 +78,12 @@ type Server struct {
 type Route struct {
 	Method string
 	Path   string
+	// Rule says who may call it.
+	Rule Rule
 	// Write routes change the state.
 	Write bool
 	// Forward routes run on the leader: a follower forwards them.
 	Forward bool
-	// Open routes need no token.
-	Open bool
-	// Internal routes are for peers, not users.
-	Internal bool
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
@@ -102,7 +102,7 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 15 * time.Second
 	}
-	s := &Server{cfg: cfg, b: cfg.Backend, log: cfg.Log, router: httprouter.New()}
+	s := &Server{cfg: cfg, b: cfg.Backend, log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Backend.FSM())}
 	s.metrics = newHTTPMetrics(cfg.Registry)
 	s.fwd = newForwarder(s)
 	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -117,34 +117,53 @@ func New(cfg Config) *Server {
 	}
 	s.routesV1()
 	s.router.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
-	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/metrics", Open: true})
+	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/metrics", Rule: RuleOpen})
 	return s
 }
 
 func (s *Server) routesV1() {
 	const ns = "/api/v1/namespaces/:namespace"
-	s.handle(Route{Method: http.MethodGet, Path: "/api/v1/cluster-info", Open: true}, s.clusterInfo)
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/nodes"}, s.listNodes)
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/nodes/:name/tag", Write: true, Forward: true}, s.tagNode(raftfsm.TypeNodeTag))
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/nodes/:name/untag", Write: true, Forward: true}, s.tagNode(raftfsm.TypeNodeUntag))
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	s.handle(Route{Method: get, Path: "/api/v1/cluster-info", Rule: RuleOpen}, s.clusterInfo)
 
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/vms"}, s.listVMs)
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/vms", Write: true, Forward: true}, s.deployVM)
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/vms/:vm"}, s.getVM)
-	s.handle(Route{Method: http.MethodDelete, Path: ns + "/vms/:vm", Write: true, Forward: true}, s.deleteVM)
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/vms/:vm/exec", Write: true, Forward: true}, s.execVM)
+	s.handle(Route{Method: get, Path: "/api/v1/namespaces", Rule: RuleAdmin}, s.listNamespaces)
+	s.handle(Route{Method: post, Path: "/api/v1/namespaces", Rule: RuleAdmin, Write: true, Forward: true}, s.createNamespace)
+	s.handle(Route{Method: get, Path: ns, Rule: RuleAdmin}, s.getNamespace)
+	s.handle(Route{Method: del, Path: ns, Rule: RuleAdmin, Write: true, Forward: true}, s.deleteNamespace)
+	s.handle(Route{Method: get, Path: ns + "/rolebindings", Rule: RuleAdmin}, s.listSubjects)
+	s.handle(Route{Method: post, Path: ns + "/rolebindings/add-subject", Rule: RuleAdmin, Write: true, Forward: true}, s.changeSubjects(true))
+	s.handle(Route{Method: post, Path: ns + "/rolebindings/remove-subject", Rule: RuleAdmin, Write: true, Forward: true}, s.changeSubjects(false))
 
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/vmconfigs"}, s.listVMConfigs)
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/vmconfigs", Write: true, Forward: true}, s.createVMConfig)
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/vmconfigs/:vmconfig"}, s.getVMConfig)
-	s.handle(Route{Method: http.MethodDelete, Path: ns + "/vmconfigs/:vmconfig", Write: true, Forward: true}, s.deleteVMConfig)
+	s.handle(Route{Method: get, Path: ns + "/nodes", Rule: RuleMember}, s.listNodes)
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/tag", Rule: RuleAdmin, Write: true, Forward: true}, s.tagNode(raftfsm.TypeNodeTag))
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/untag", Rule: RuleAdmin, Write: true, Forward: true}, s.tagNode(raftfsm.TypeNodeUntag))
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/namespace", Rule: RuleAdmin, Write: true, Forward: true}, s.setNodeNamespace)
 
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/images"}, s.listImages)
+	s.handle(Route{Method: get, Path: ns + "/serviceaccounts", Rule: RuleAdmin}, s.listServiceAccounts)
+	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Forward: true}, s.createServiceAccount)
+	s.handle(Route{Method: del, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Forward: true}, s.deleteServiceAccount)
+	// Signing needs no write: any peer answers.
+	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount/token", Rule: RuleAdmin}, s.serviceAccountToken)
+
+	s.handle(Route{Method: get, Path: ns + "/vms", Rule: RuleMember}, s.listVMs)
+	s.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Forward: true}, s.deployVM)
+	s.handle(Route{Method: get, Path: ns + "/vms/:vm", Rule: RuleMember}, s.getVM)
+	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, Write: true, Forward: true}, s.deleteVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, Write: true, Forward: true}, s.execVM)
+
+	s.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
+	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Forward: true}, s.createVMConfig)
+	s.handle(Route{Method: get, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember}, s.getVMConfig)
+	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Forward: true}, s.deleteVMConfig)
+
+	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, s.listImages)
 	// Uploads stay on the peer that receives them; only the record goes to the leader.
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/upload/image", Write: true}, s.uploadImage)
+	s.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true}, s.uploadImage)
 
-	s.handle(Route{Method: http.MethodGet, Path: "/api/v1/internal/blobs/:digest", Internal: true}, s.serveBlob)
-	s.handle(Route{Method: http.MethodPost, Path: "/api/v1/internal/apply", Write: true, Forward: true, Internal: true}, s.internalApply)
+	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Forward: true}, s.uploadCert)
+
+	s.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
+	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true, Forward: true}, s.internalApply)
 }
 
 // handle registers a route. Forward routes are forwarded to the leader when
@@ -152,7 +171,13 @@ func (s *Server) routesV1() {
 func (s *Server) handle(rt Route, h handler) {
 	s.routes = append(s.routes, rt)
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
-		if rt.Forward || (!rt.Write && r.URL.Query().Get("consistent") == "true" && !rt.Open) {
+		pr, err := s.authorize(r, rt.Rule, p)
+		if err != nil {
+			writeError(w, s.log, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr))
+		if rt.Forward || (!rt.Write && r.URL.Query().Get("consistent") == "true" && rt.Rule != RuleOpen) {
 			if handled := s.fwd.toLeader(w, r); handled {
 				return
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -36,7 +37,8 @@ func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
 		t    raftfsm.Type
 		body any
 	}{
-		{raftfsm.TypeInit, raftfsm.Init{ClusterID: "c", Time: time.Unix(0, 0)}},
+		{raftfsm.TypeInit, raftfsm.Init{ClusterID: "c", Time: time.Unix(0, 0), SigningKey: testSeed}},
+		{raftfsm.TypeUserUpsert, raftfsm.UserUpsert{Name: "root", Admin: true, Time: time.Unix(0, 0)}},
 		{raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", NodeFacts: raftfsm.NodeFacts{Addr: "10.1.0.1", Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 128e9, GPU: 2}}, Phase: api.PhaseReady}},
 	} {
 		if _, err := b.applyAny(ctx, c.t, c.body); err != nil {
@@ -72,13 +74,33 @@ func (b *fakeBackend) ClusterInfo(context.Context) api.ClusterInfo {
 	return api.ClusterInfo{Leader: "n1", Peers: []api.ClusterPeer{{Name: "n1", Raft: api.RaftLeader}}}
 }
 
+var testSeed = make([]byte, 32)
+
+// adminToken signs a token of the fake backend's admin.
+func adminToken(t testing.TB) string {
+	tok, _, err := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindUser, Name: "root", Role: auth.RoleAdmin}, time.Hour, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// do sends a request as the admin.
 func do(t *testing.T, h http.Handler, method, path, body string) *httptest.ResponseRecorder {
 	t.Helper()
+	return doAs(t, h, adminToken(t), method, path, body)
+}
+
+// doAs sends a request with a bearer token ("" for none).
+func doAs(t testing.TB, h http.Handler, token, method, path, body string) *httptest.ResponseRecorder {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, path, r)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	return w

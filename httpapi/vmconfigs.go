@@ -100,6 +100,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 			Display:        raftfsm.Display{Width: req.DisplayWidth, Height: req.DisplayHeight, DPI: req.DisplayDPI},
 			CustomMetadata: req.CustomMetadata,
 		},
+		Owner:     owner(r.Context()),
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)

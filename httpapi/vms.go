@@ -135,6 +135,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	if err != nil {
 		return err
 	}
+	plan.vm.Owner = owner(r.Context())
 	vm, err := s.place(r.Context(), plan)
 	if err != nil {
 		return err

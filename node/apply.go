@@ -40,7 +40,7 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error 
 			return err
 		}
 		if addr != "" {
-			cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.peerHTTP}
+			cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.peerHTTP} // peerHTTP adds this peer's token
 			err := cl.Do(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
 			return fromStatus(err)
 		}

@@ -120,6 +120,7 @@ func TestCluster_forwarded_request_is_not_forwarded_again(t *testing.T) {
 	f := c.Followers()[0]
 	req, _ := http.NewRequest(http.MethodPost, "http://"+f.Peer.APIAddr()+"/api/v1/namespaces/svc-default/nodes/"+f.Name+"/tag", strings.NewReader(`{"tag":"x"}`))
 	req.Header.Set(api.HeaderForwardedBy, "peer-9")
+	req.Header.Set("Authorization", "Bearer "+c.Client(f).Token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -27,8 +27,9 @@ type Config struct {
 	DataDir string
 	// Bind is the IP address Raft, gossip and the API listen on and advertise.
 	Bind string
-	// Ports; 0 picks a free port (tests).
-	APIPort, RaftPort, GossipPort int
+	// Ports; 0 picks a free port (tests). TLSPort serves the API over HTTPS
+	// once a certificate is uploaded.
+	APIPort, TLSPort, RaftPort, GossipPort int
 	// BootstrapExpect forms a new cluster once this many peers have met.
 	BootstrapExpect int
 	// Join lists gossip addresses (host:port) of running peers.

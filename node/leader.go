@@ -106,19 +106,38 @@ func (p *Peer) lead(ctx context.Context) {
 }
 
 func (p *Peer) ensureInit(ctx context.Context) error {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	if ok, _ := p.FSM().Initialized(); ok {
+		if len(p.FSM().SigningKey()) > 0 {
+			return nil
+		}
+		key, err := newSigningKey()
+		if err != nil {
+			return err
+		}
+		if _, err := p.store.ApplyCommand(actx, raftfsm.TypeSigningKeySet, raftfsm.SigningKeySet{SigningKey: key}); err != nil {
+			return fmt.Errorf("signing key: %w", err)
+		}
 		return nil
 	}
 	id := make([]byte, 8)
 	if _, err := rand.Read(id); err != nil {
 		return fmt.Errorf("cluster id: %w", err)
 	}
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err := p.store.ApplyCommand(actx, raftfsm.TypeInit, raftfsm.Init{ClusterID: hex.EncodeToString(id), Time: time.Now().UTC()})
+	key, err := newSigningKey()
 	if err != nil {
+		return err
+	}
+	if _, err := p.store.ApplyCommand(actx, raftfsm.TypeInit, raftfsm.Init{ClusterID: hex.EncodeToString(id), Time: time.Now().UTC(), SigningKey: key}); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	// This peer made the cluster: it hands out the first admin token.
+	p.goRun(func() {
+		if err := p.writeAdminToken(p.ctx); err != nil {
+			p.cfg.Log.Error("cannot write the admin token", "err", err)
+		}
+	})
 	return nil
 }
 

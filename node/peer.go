@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -30,6 +31,8 @@ type Peer struct {
 	gossip *gossip.Gossip
 	api    *httpapi.Server
 	apiL   net.Listener
+	tlsL   net.Listener
+	tokens peerTokens
 	reg    *prometheus.Registry
 	images *imagestore.Store
 	driver hypervisor.Driver
@@ -58,8 +61,8 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	cfg.Log = cfg.Log.With("peer", cfg.Name)
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, problem: "hypervisor not checked yet",
-		peerHTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second}}}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, problem: "hypervisor not checked yet"}
+	p.peerHTTP = &http.Client{Transport: peerAuth{base: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second}, p: p}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -76,6 +79,10 @@ func Start(cfg Config) (*Peer, error) {
 	p.apiL, err = net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.APIPort)))
 	if err != nil {
 		return nil, fmt.Errorf("API listen: %w", err)
+	}
+	p.tlsL, err = net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.TLSPort)))
+	if err != nil {
+		return nil, fmt.Errorf("HTTPS listen: %w", err)
 	}
 	raftBind := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.RaftPort))
 	p.store, err = raftfsm.OpenStore(raftfsm.StoreConfig{
@@ -102,6 +109,14 @@ func Start(cfg Config) (*Peer, error) {
 			cfg.Log.Error("API stopped", "err", err)
 		}
 	})
+	p.goRun(func() {
+		if err := p.api.Serve(p.ctx, tls.NewListener(p.tlsL, p.tlsConfig())); err != nil && !errors.Is(err, net.ErrClosed) {
+			cfg.Log.Error("HTTPS API stopped", "err", err)
+		}
+	})
+	if err := p.serveAdminSocket(); err != nil {
+		return nil, err
+	}
 	p.goRun(p.joinLoop)
 	p.goRun(p.bootstrapLoop)
 	p.goRun(p.leaderLoop)
@@ -109,7 +124,7 @@ func Start(cfg Config) (*Peer, error) {
 	p.goRun(p.healthLoop)
 	p.goRun(p.reconcileLoop)
 	ok = true
-	cfg.Log.Info("peer started", "api", p.APIAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
+	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)
 	return p, nil
 }
@@ -158,6 +173,9 @@ func (p *Peer) closeParts() error {
 	if p.apiL != nil {
 		_ = p.apiL.Close()
 	}
+	if p.tlsL != nil {
+		_ = p.tlsL.Close()
+	}
 	if p.gossip != nil {
 		errs = append(errs, p.gossip.Shutdown())
 	}
@@ -172,6 +190,9 @@ func (p *Peer) Name() string { return p.cfg.Name }
 
 // APIAddr returns the API's host:port.
 func (p *Peer) APIAddr() string { return p.apiL.Addr().String() }
+
+// TLSAddr returns the HTTPS API's host:port.
+func (p *Peer) TLSAddr() string { return p.tlsL.Addr().String() }
 
 // GossipAddr returns the gossip host:port others join.
 func (p *Peer) GossipAddr() string { return p.gossip.Addr() }
@@ -241,6 +262,9 @@ func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
 	}
 	if ok, id := p.FSM().Initialized(); ok {
 		info.ClusterID = id
+	}
+	if c, ok := p.FSM().Cert(); ok {
+		info.CertData = c.CertPEM
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

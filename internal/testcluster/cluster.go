@@ -43,6 +43,9 @@ type Cluster struct {
 	tb      testing.TB
 	opts    Options
 	Members []*Member
+
+	mu         sync.Mutex
+	adminToken string
 }
 
 // Member is one peer slot; Peer is nil while it is stopped.
@@ -160,6 +163,7 @@ func (c *Cluster) start(m *Member) {
 	m.Peer = p
 	// Keep the ports, so a restart comes back at the same addresses.
 	m.cfg.APIPort = port(p.APIAddr())
+	m.cfg.TLSPort = port(p.TLSAddr())
 	m.cfg.RaftPort = port(p.RaftAddr())
 	m.cfg.GossipPort = port(p.GossipAddr())
 }
@@ -258,9 +262,37 @@ func (c *Cluster) Followers() []*Member {
 	return out
 }
 
-// Client returns an API client of a member.
+// Client returns an API client of a member acting as the cluster's admin.
 func (c *Cluster) Client(m *Member) *api.Client {
-	return api.NewClient("http://"+m.Peer.APIAddr(), "")
+	c.mu.Lock()
+	tok := c.adminToken
+	c.mu.Unlock()
+	if tok == "" {
+		tok = c.Token("admin", true)
+		c.mu.Lock()
+		c.adminToken = tok
+		c.mu.Unlock()
+	}
+	return api.NewClient("http://"+m.Peer.APIAddr(), tok)
+}
+
+// Token mints a personal token for user (recording the user), as root on a
+// peer's host would with 'svc admin token'.
+func (c *Cluster) Token(user string, admin bool) string {
+	c.tb.Helper()
+	var tok string
+	c.WaitFor("a token for "+user, 20*time.Second, func() error {
+		running := c.Running()
+		if len(running) == 0 {
+			return fmt.Errorf("no peer runs")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		t, _, err := running[0].Peer.MintUserToken(ctx, user, admin, time.Hour)
+		tok = t
+		return err
+	})
+	return tok
 }
 
 // Partition cuts the given members off from all the others (both ways):
@@ -292,6 +324,7 @@ func (m *Member) addrs() []string {
 	h := m.cfg.Bind
 	return []string{
 		net.JoinHostPort(h, strconv.Itoa(m.cfg.APIPort)),
+		net.JoinHostPort(h, strconv.Itoa(m.cfg.TLSPort)),
 		net.JoinHostPort(h, strconv.Itoa(m.cfg.RaftPort)),
 		net.JoinHostPort(h, strconv.Itoa(m.cfg.GossipPort)),
 	}

@@ -1,0 +1,96 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
+)
+
+// Rule says who may call a route.
+type Rule int
+
+// Rules.
+const (
+	// RuleOpen routes need no token.
+	RuleOpen Rule = iota
+	// RuleMember routes need a user or service account bound to the
+	// route's namespace (every user is bound to svc-default; admins to all).
+	RuleMember
+	// RuleAdmin routes need a user with the admin role.
+	RuleAdmin
+	// RulePeer routes are for the cluster's peers only.
+	RulePeer
+)
+
+func (r Rule) String() string {
+	return [...]string{"open", "member", "admin", "peer"}[r]
+}
+
+type principalKey struct{}
+
+// principalOf returns who the request acts for (zero for open routes).
+func principalOf(ctx context.Context) auth.Principal {
+	p, _ := ctx.Value(principalKey{}).(auth.Principal)
+	return p
+}
+
+// authorize checks the request's token against the route's rule; a denied
+// call never reaches a handler, so it changes nothing.
+func (s *Server) authorize(r *http.Request, rule Rule, p httprouter.Params) (auth.Principal, error) {
+	if rule == RuleOpen {
+		return auth.Principal{}, nil
+	}
+	pr, err := s.authn.Authenticate(r.Header.Get("Authorization"), time.Now())
+	if err != nil {
+		return pr, errorf(http.StatusUnauthorized, api.ReasonUnauthorized, "%s", err.Error())
+	}
+	forbidden := func(format string, args ...any) error {
+		return errorf(http.StatusForbidden, api.ReasonForbidden, format, args...)
+	}
+	switch rule {
+	case RulePeer:
+		if pr.Kind != auth.KindPeer {
+			return pr, forbidden("only the cluster's peers may call this")
+		}
+	case RuleAdmin:
+		if !pr.IsAdmin() {
+			return pr, forbidden("%s may not do this: it needs the admin role", pr)
+		}
+	case RuleMember:
+		if pr.Kind == auth.KindPeer {
+			return pr, forbidden("peers may only call internal routes")
+		}
+		if ns := p.ByName("namespace"); ns != "" && !s.canReach(pr, ns) {
+			return pr, forbidden("%s is not bound to namespace %q; an admin can add it with 'svc rb add-subject'", pr, ns)
+		}
+	}
+	return pr, nil
+}
+
+// canReach reports whether p may use namespace ns.
+func (s *Server) canReach(p auth.Principal, ns string) bool {
+	switch {
+	case p.IsAdmin():
+		return true
+	case p.Kind == auth.KindUser:
+		return ns == api.DefaultNamespace || slices.Contains(s.b.FSM().RoleBinding(ns).Users, p.Name)
+	case p.Kind == auth.KindServiceAccount:
+		return ns == p.Namespace || slices.Contains(s.b.FSM().RoleBinding(ns).ServiceAccounts, p.Namespace+":"+p.Name)
+	}
+	return false
+}
+
+// owner names the principal as the owner of what it creates.
+func owner(ctx context.Context) string {
+	p := principalOf(ctx)
+	if p.Kind == auth.KindServiceAccount {
+		return p.Namespace + ":" + p.Name
+	}
+	return p.Name
+}

@@ -1,0 +1,238 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+func (s *Server) apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	return s.b.Apply(ctx, t, body)
+}
+
+func namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
+	created := ns.CreatedAt
+	return api.Namespace{Name: ns.Name, CreatedAt: &created}
+}
+
+func (s *Server) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	items := []api.Namespace{}
+	for _, ns := range s.b.FSM().Namespaces() {
+		items = append(items, namespaceToAPI(ns))
+	}
+	writeJSON(w, http.StatusOK, api.List[api.Namespace]{Items: items})
+	return nil
+}
+
+func (s *Server) getNamespace(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	ns, ok := s.b.FSM().Namespace(p.ByName("namespace"))
+	if !ok {
+		return notFound("namespace %q not found", p.ByName("namespace"))
+	}
+	writeJSON(w, http.StatusOK, namespaceToAPI(ns))
+	return nil
+}
+
+func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var req api.Namespace
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := api.ValidateName("name", req.Name, api.MaxNameLen); err != nil {
+		return badRequest("field \"name\": %s", err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	if _, err := s.apply(r.Context(), raftfsm.TypeNamespaceCreate, raftfsm.NamespaceCreate{Name: req.Name, Time: now}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, api.Namespace{Name: req.Name, CreatedAt: &now})
+	return nil
+}
+
+func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if _, err := s.apply(r.Context(), raftfsm.TypeNamespaceDelete, raftfsm.NamespaceDelete{Name: p.ByName("namespace")}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listSubjects(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	ns := p.ByName("namespace")
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	rb := s.b.FSM().RoleBinding(ns)
+	writeJSON(w, http.StatusOK, api.Subjects{Users: rb.Users, ServiceAccounts: rb.ServiceAccounts})
+	return nil
+}
+
+func (s *Server) changeSubjects(add bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+		ns := p.ByName("namespace")
+		var req api.Subjects
+		if err := decodeJSON(w, r, &req); err != nil {
+			return err
+		}
+		if len(req.Users) == 0 && len(req.ServiceAccounts) == 0 {
+			return badRequest("fields \"users\" and \"serviceAccounts\": name at least one subject")
+		}
+		if err := s.requireNamespace(ns); err != nil {
+			return err
+		}
+		t := raftfsm.TypeRoleBindingDel
+		if add {
+			t = raftfsm.TypeRoleBindingAdd
+		}
+		v, err := s.apply(r.Context(), t, raftfsm.RoleBindingChange{Namespace: ns, Users: req.Users, ServiceAccounts: req.ServiceAccounts, Time: time.Now().UTC()})
+		if err != nil {
+			return err
+		}
+		rb, _ := v.(*raftfsm.RoleBinding)
+		if rb == nil {
+			rb = &raftfsm.RoleBinding{}
+		}
+		writeJSON(w, http.StatusOK, api.Subjects{Users: append([]string{}, rb.Users...), ServiceAccounts: append([]string{}, rb.ServiceAccounts...)})
+		return nil
+	}
+}
+
+func (s *Server) setNodeNamespace(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ns, name := p.ByName("namespace"), p.ByName("name")
+	var req api.NodeNamespaceRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := api.ValidateName("namespace", req.Namespace, api.MaxNameLen); err != nil {
+		return badRequest("field \"namespace\": %s", err)
+	}
+	if n, ok := s.b.FSM().Node(name); !ok || n.Namespace != ns {
+		return notFound("node %q not found in namespace %q", name, ns)
+	}
+	if _, err := s.apply(r.Context(), raftfsm.TypeNodeSetNamespace, raftfsm.NodeSetNamespace{Name: name, Namespace: req.Namespace}); err != nil {
+		return err
+	}
+	n, _ := s.b.FSM().Node(name)
+	writeJSON(w, http.StatusOK, NodeToAPI(n))
+	return nil
+}
+
+func (s *Server) listServiceAccounts(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	ns := p.ByName("namespace")
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	items := []api.ServiceAccount{}
+	for _, sa := range s.b.FSM().ServiceAccounts(ns) {
+		items = append(items, api.ServiceAccount{Name: sa.Name, Namespace: sa.Namespace, CreatedAt: sa.CreatedAt})
+	}
+	writeJSON(w, http.StatusOK, api.List[api.ServiceAccount]{Items: items})
+	return nil
+}
+
+func (s *Server) createServiceAccount(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ns, name := p.ByName("namespace"), p.ByName("serviceaccount")
+	// The body is empty (or an empty object); anything in it is ignored.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxJSONBody))
+	if err := api.ValidateName("service account", name, api.MaxNameLen); err != nil {
+		return badRequest("%s", err)
+	}
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	if _, err := s.apply(r.Context(), raftfsm.TypeSACreate, raftfsm.SACreate{Namespace: ns, Name: name, Time: now}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, api.ServiceAccount{Name: name, Namespace: ns, CreatedAt: now})
+	return nil
+}
+
+func (s *Server) deleteServiceAccount(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if _, err := s.apply(r.Context(), raftfsm.TypeSADelete, raftfsm.SADelete{Namespace: p.ByName("namespace"), Name: p.ByName("serviceaccount")}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) serviceAccountToken(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ns, name := p.ByName("namespace"), p.ByName("serviceaccount")
+	var req api.TokenRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &req); err != nil {
+			return err
+		}
+	}
+	ttl := auth.ServiceAccountTTL
+	switch {
+	case req.NoExpiration && req.Duration != "":
+		return badRequest("fields \"duration\" and \"noExpiration\": give one or the other")
+	case req.NoExpiration:
+		ttl = 0
+	case req.Duration != "":
+		d, err := time.ParseDuration(req.Duration)
+		if err != nil || d < time.Minute || d > 100*8760*time.Hour {
+			return badRequest("field \"duration\": %q is not a Go duration between 1m and 876000h (e.g. \"720h\")", req.Duration)
+		}
+		ttl = d
+	}
+	if _, ok := s.b.FSM().ServiceAccount(ns, name); !ok {
+		return notFound("service account %q not found in namespace %q", name, ns)
+	}
+	_, clusterID := s.b.FSM().Initialized()
+	tok, exp, err := auth.Sign(s.b.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindServiceAccount, Name: name, Namespace: ns}, ttl, time.Now())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.TokenResponse{Token: tok, ExpiresAt: exp})
+	return nil
+}
+
+// uploadCert takes PEM files "cert" and "key" (multipart), checks that they
+// are a pair, and replicates them: every peer then serves HTTPS with them.
+func (s *Server) uploadCert(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
+	if err := r.ParseMultipartForm(maxJSONBody); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "certificate upload is over %d bytes", mbe.Limit)
+		}
+		return badRequest("send multipart/form-data with PEM files \"cert\" and \"key\": %v", err)
+	}
+	read := func(field string) ([]byte, error) {
+		f, _, err := r.FormFile(field)
+		if err != nil {
+			return nil, badRequest("field %q: a PEM file is required", field)
+		}
+		defer f.Close()
+		return io.ReadAll(f)
+	}
+	certPEM, err := read("cert")
+	if err != nil {
+		return err
+	}
+	keyPEM, err := read("key")
+	if err != nil {
+		return err
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return badRequest("cert and key are not a matching PEM pair: %v", err)
+	}
+	if _, err := s.apply(r.Context(), raftfsm.TypeCertSet, raftfsm.CertSet{Cert: raftfsm.Cert{CertPEM: string(certPEM), KeyPEM: string(keyPEM)}}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.Message{Message: "certificate uploaded; every peer serves HTTPS with it"})
+	return nil
+}

@@ -78,12 +78,13 @@ done
 
 echo "== waiting for the cluster to form (up to 120 s)"
 for _ in $(seq 1 120); do
-  if out=$(ssh "${ssh_opts[@]}" "$user@$first" "/usr/local/bin/svc --api-url http://$first:$port node list" 2>/dev/null) &&
+  if out=$(ssh "${ssh_opts[@]}" "$user@$first" "$sudo sh -c 'SVC_TOKEN=\$(/usr/local/bin/svc admin token --data-dir $data --user admin --admin) /usr/local/bin/svc --api-url http://$first:$port node list'" 2>/dev/null) &&
     [ "$(grep -c ' READY ' <<<"$out")" -eq "${#hosts[@]}" ]; then
     echo "$out"
     echo
-    echo "The cluster is up. Point the CLI at any peer:"
+    echo "The cluster is up. Point the CLI at any peer, with an admin token from a peer's host:"
     echo "  svc config set --api-url http://$first:$port"
+    echo "  svc user set-token \$(ssh $user@$first sudo svc admin token --data-dir $data --user admin --admin)"
     exit 0
   fi
   sleep 1

@@ -28,18 +28,24 @@ up)
       >"$dir/agent.out" 2>"$dir/agent.log" </dev/null &
     echo $! >"$pidfile"
   fi
-  # Wait (bounded) for the peer to lead and its node to be READY.
+  # Wait (bounded) for the peer to lead, write its admin token, and be READY.
+  token_file=$dir/data/admin.token
   for _ in $(seq 1 120); do
     if ! running; then
       echo "the dev peer exited; its log:" >&2
       tail -n 20 "$dir/agent.log" >&2
       exit 1
     fi
-    if "$bin" --api-url "$url" node list 2>/dev/null | grep -qw READY; then
-      break
+    if [ -s "$token_file" ]; then
+      export SVC_TOKEN=$(cat "$token_file")
+      if "$bin" --api-url "$url" node list 2>/dev/null | grep -qw READY; then
+        break
+      fi
     fi
     sleep 0.5
   done
+  [ -s "$token_file" ] || { echo "the dev peer wrote no admin token in 60 s; see $dir/agent.log" >&2; exit 1; }
+  export SVC_TOKEN=$(cat "$token_file")
   "$bin" --api-url "$url" node list | grep -qw READY || { echo "the dev peer did not become ready in 60 s; see $dir/agent.log" >&2; exit 1; }
   if ! "$bin" --api-url "$url" image list | grep -q '^mini-linux '; then
     "$bin" --api-url "$url" image upload build/mini-linux.qcow2 --name mini-linux -q
@@ -50,8 +56,10 @@ svc is running: a single-peer cluster on this machine.
   log:    $dir/agent.log
   stop:   make stop
 
-Use the CLI:
+Use the CLI (the admin token in $token_file is valid for 24 h;
+make a new one with: bin/svc admin token --data-dir $dir/data --user admin --admin):
   export SVC_API_URL=$url     # or: bin/svc config set --api-url $url
+  export SVC_TOKEN=\$(cat $token_file)   # or: bin/svc user set-token TOKEN
   bin/svc cluster info
   bin/svc node list
   bin/svc vm deploy --image mini-linux     # prints the ssh and vnc addresses

@@ -34,7 +34,7 @@ down() {
     ip link delete "$link" 2>/dev/null || true
   done
   ip link show "$bridge" >/dev/null 2>&1 && ip link delete "$bridge"
-  rm -rf "$dir"/peer-*
+  rm -rf "$dir"/peer-* "$dir/admin.token"
   return 0
 }
 
@@ -65,9 +65,15 @@ up() {
     ip netns exec "$ns" setsid "$bin" "${args[@]}" >"$dir/peer-$i.log" 2>&1 </dev/null &
     echo $! >"$dir/peer-$i.pid"
   done
-  # Wait (bounded) until peer 1 lists every node READY.
+  # Wait (bounded) until peer 1 hands out an admin token (through its admin
+  # socket, as root on its host would) and lists every node READY.
   local api=http://$(addr 1):8080 out=""
   for _ in $(seq 1 240); do
+    if [ -z "${SVC_TOKEN:-}" ]; then
+      SVC_TOKEN=$("$bin" admin token --socket "$dir/peer-1/data/admin.sock" --user admin --admin --ttl 24h 2>/dev/null || true)
+      export SVC_TOKEN
+      echo "$SVC_TOKEN" >"$dir/admin.token"
+    fi
     out=$("$bin" --api-url "$api" node list 2>/dev/null || true)
     if [ "$(grep -c ' READY ' <<<"$out")" -eq "$n" ]; then
       break
@@ -82,6 +88,7 @@ up() {
   echo
   echo "$n peers are up. API of peer i: http://$net.(10+i):8080, e.g."
   echo "  export SVC_API_URL=$api"
+  echo "  export SVC_TOKEN=\$(cat $dir/admin.token)   # an admin token, valid 24 h"
   echo "  $bin cluster info"
   echo "Logs: $dir/peer-*.log. Stop: $0 down"
 }

@@ -19,7 +19,10 @@ svc() { local i=$1; shift; "$bin" --api-url "$(api "$i")" "$@"; }
 poll() { local t=$1; shift; for _ in $(seq 1 $((t * 4))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.25; done; "$@"; }
 
 trap 'scripts/local-cluster.sh down >/dev/null 2>&1 || true' EXIT
+unset SVC_TOKEN
 scripts/local-cluster.sh up 3 >/dev/null
+SVC_TOKEN=$(cat "$SVC_LOCAL_DIR/admin.token")
+export SVC_TOKEN
 
 leader_of() { svc "$1" cluster info -o json | sed -n 's/.*"leader": "\(.*\)",*/\1/p'; }
 tag_seen_on_3() { svc 3 node list --consistent | grep -q 'peer-1 .*ns-test'; }

@@ -28,6 +28,7 @@ type agentFlags struct {
 	dataDir         string
 	bind            string
 	apiPort         int
+	tlsPort         int
 	raftPort        int
 	gossipPort      int
 	bootstrapExpect int
@@ -46,6 +47,7 @@ type agentFlags struct {
 // Default ports.
 const (
 	defaultAPIPort    = 8080
+	defaultTLSPort    = 8443
 	defaultRaftPort   = 7000
 	defaultGossipPort = 7946
 )
@@ -83,7 +85,8 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.StringVar(&a.name, "name", "", "node name, kept across restarts (default: host name)")
 	f.StringVar(&a.dataDir, "data-dir", "", "where Raft state and images live (default /var/lib/svc; .svc-dev with --dev)")
 	f.StringVar(&a.bind, "bind", "", "address Raft, gossip and the API listen on and advertise (default: the host's first private IPv4; 127.0.0.1 with --dev)")
-	f.IntVar(&a.apiPort, "api-port", defaultAPIPort, "API port")
+	f.IntVar(&a.apiPort, "api-port", defaultAPIPort, "API port (HTTP)")
+	f.IntVar(&a.tlsPort, "tls-port", defaultTLSPort, "API port over HTTPS, once a certificate is uploaded")
 	f.IntVar(&a.raftPort, "raft-port", defaultRaftPort, "Raft port")
 	f.IntVar(&a.gossipPort, "gossip-port", defaultGossipPort, "gossip port (TCP and UDP)")
 	f.IntVar(&a.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many peers have met (1 with --dev)")
@@ -158,8 +161,8 @@ func (a *agentFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "svc agent %s: API http://%s  raft %s  gossip %s  data %s\n",
-		cfg.Name, p.APIAddr(), p.RaftAddr(), p.GossipAddr(), cfg.DataDir)
+	fmt.Fprintf(cmd.OutOrStdout(), "svc agent %s: API http://%s  https %s  raft %s  gossip %s  data %s\n",
+		cfg.Name, p.APIAddr(), p.TLSAddr(), p.RaftAddr(), p.GossipAddr(), cfg.DataDir)
 	select {
 	case <-cmd.Context().Done():
 		log.Info("stopping")
@@ -174,7 +177,7 @@ func (a *agentFlags) run(cmd *cobra.Command) error {
 func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	cfg := node.Config{
 		Name: a.name, DataDir: a.dataDir, Bind: a.bind,
-		APIPort: a.apiPort, RaftPort: a.raftPort, GossipPort: a.gossipPort,
+		APIPort: a.apiPort, TLSPort: a.tlsPort, RaftPort: a.raftPort, GossipPort: a.gossipPort,
 		BootstrapExpect: a.bootstrapExpect, Join: a.join, Version: version, ReapAfter: a.reapAfter,
 	}
 	if a.dev {

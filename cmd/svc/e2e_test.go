@@ -57,6 +57,7 @@ type agentProc struct {
 }
 
 // cli runs the svc client against an API address and returns its stdout.
+// SVC_TOKEN in the test's environment carries the token.
 func cli(t *testing.T, bin, apiURL string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -77,16 +78,17 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	}
 	image := guest.RequireLibvirt(t) // the agents run VMs on this host's libvirtd
 	bin := buildBinary(t)
-	ports := freePorts(t, 9)
+	ports := freePorts(t, 12)
 	dir := t.TempDir()
 	var agents []*agentProc
 	gossip1 := "127.0.0.1:" + strconv.Itoa(ports[2])
+	tls := func(i int) string { return strconv.Itoa(ports[9+i]) }
 	for i := range 3 {
 		a := &agentProc{name: fmt.Sprintf("peer-%d", i+1), api: "http://127.0.0.1:" + strconv.Itoa(ports[3*i])}
 		args := []string{"agent", "--name", a.name, "--bind", "127.0.0.1",
 			"--data-dir", filepath.Join(dir, a.name),
 			"--api-port", strconv.Itoa(ports[3*i]), "--raft-port", strconv.Itoa(ports[3*i+1]), "--gossip-port", strconv.Itoa(ports[3*i+2]),
-			"--bootstrap-expect", "3", "--cpu", "2", "--memory", "4", "--gpu", "0"}
+			"--bootstrap-expect", "3", "--cpu", "2", "--memory", "4", "--gpu", "0", "--tls-port", tls(i)}
 		if i > 0 {
 			args = append(args, "--join", gossip1)
 		}
@@ -103,6 +105,12 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 		_ = lf.Close()
 		agents = append(agents, a)
 	}
+	poll := func(what string, timeout time.Duration, cond func() error) {
+		t.Helper()
+		if err := testcluster.Poll(context.Background(), timeout, cond); err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
 	t.Cleanup(func() {
 		for _, a := range agents {
 			if a.cmd.ProcessState == nil {
@@ -118,6 +126,23 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 		}
 	})
 
+	// Root on peer-1's host takes an admin token from its admin socket.
+	var token string
+	poll("an admin token from peer-1's admin socket", 60*time.Second, func() error {
+		out, err := cli(t, bin, agents[0].api, "admin", "token", "--socket", filepath.Join(dir, "peer-1", "admin.sock"), "--user", "admin", "--admin")
+		token = strings.TrimSpace(out)
+		return err
+	})
+	t.Setenv("SVC_TOKEN", token)
+	if _, err := cli(t, bin, agents[1].api, "node", "list"); err != nil {
+		t.Fatalf("node list with the admin token: %v", err)
+	}
+	t.Setenv("SVC_TOKEN", "")
+	if _, err := cli(t, bin, agents[1].api, "node", "list"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("node list without a token: %v", err)
+	}
+	t.Setenv("SVC_TOKEN", token)
+
 	info := func(a *agentProc) (api.ClusterInfo, error) {
 		out, err := cli(t, bin, a.api, "cluster", "info", "-o", "json")
 		if err != nil {
@@ -125,12 +150,6 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 		}
 		var ci api.ClusterInfo
 		return ci, json.Unmarshal([]byte(out), &ci)
-	}
-	poll := func(what string, timeout time.Duration, cond func() error) {
-		t.Helper()
-		if err := testcluster.Poll(context.Background(), timeout, cond); err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
 	}
 	var leader string
 	poll("3 peers with a leader", 60*time.Second, func() error {

@@ -51,7 +51,7 @@ func newNodeCmd(g *globals) *cobra.Command {
 
 	tag := newTagCmd(g, "tag", "Add a tag to a node", false)
 	untag := newTagCmd(g, "untag", "Remove a tag from a node", true)
-	cmd.AddCommand(list, tag, untag)
+	cmd.AddCommand(list, tag, untag, newNodeNamespaceCmd(g))
 	return cmd
 }
 

@@ -292,6 +292,15 @@ func (c *Cluster) Token(user string, admin bool) string {
 		tok = t
 		return err
 	})
+	// Every running replica knows the user before its token is used anywhere.
+	c.WaitFor(user+" known on every peer", 10*time.Second, func() error {
+		for _, m := range c.Running() {
+			if u, ok := m.Peer.FSM().User(user); !ok || u.Admin != admin {
+				return fmt.Errorf("%s does not know %s yet", m.Name, user)
+			}
+		}
+		return nil
+	})
 	return tok
 }
 

@@ -1,0 +1,262 @@
+package node_test
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+func TestAuth_follower_verifies_while_the_leader_is_down(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	leader := c.WaitLeader()
+	alice := c.Token("alice", false)
+	f := c.Followers()[0]
+	c.WaitFor("alice known on "+f.Name, 10*time.Second, func() error {
+		if _, ok := f.Peer.FSM().User("alice"); !ok {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	c.Stop(leader)
+	// Right away, with the leader gone and maybe no new one yet, the
+	// follower checks the token from its own replica.
+	asAlice := api.NewClient("http://"+f.Peer.APIAddr(), alice)
+	if _, err := asAlice.ListNodes(ctx(t), ns, false); err != nil {
+		t.Fatalf("read on a follower with the leader down: %v", err)
+	}
+	// After the leader change, the token minted before it still works, reads and writes.
+	c.WaitLeader()
+	for _, m := range c.Running() {
+		cl := api.NewClient("http://"+m.Peer.APIAddr(), alice)
+		c.WaitFor("alice's write through "+m.Name, 15*time.Second, func() error {
+			_, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "cfg-" + m.Name, Image: "none"})
+			if api.CodeOf(err) == http.StatusNotFound { // authorised; only the image is missing
+				return nil
+			}
+			return fmt.Errorf("answer: %v", err)
+		})
+	}
+}
+
+func TestAuth_tokens_of_removed_subjects_stop_working(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	c.WaitLeader()
+	admin := c.Client(c.Members[0])
+	if _, err := admin.CreateNamespace(ctx(t), "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateServiceAccount(ctx(t), "team-a", "ci"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.ServiceAccountToken(ctx(t), "team-a", "ci", api.TokenRequest{Duration: "720h"})
+	if err != nil || tok.ExpiresAt == nil || time.Until(*tok.ExpiresAt) < 719*time.Hour {
+		t.Fatalf("token %+v %v", tok, err)
+	}
+	never, err := admin.ServiceAccountToken(ctx(t), "team-a", "ci", api.TokenRequest{NoExpiration: true})
+	if err != nil || never.ExpiresAt != nil {
+		t.Fatalf("no-expiration token %+v %v", never, err)
+	}
+	for _, m := range c.Members {
+		ci := api.NewClient("http://"+m.Peer.APIAddr(), tok.Token)
+		c.WaitFor("the service account known on "+m.Name, 10*time.Second, func() error {
+			_, err := ci.ListVMs(ctx(t), "team-a")
+			return err
+		})
+		if _, err := ci.ListVMs(ctx(t), ns); api.CodeOf(err) != http.StatusForbidden {
+			t.Fatalf("service account in another namespace: %v", err)
+		}
+	}
+	// Bound to svc-default, it reaches it too.
+	if _, err := admin.AddSubjects(ctx(t), ns, api.Subjects{ServiceAccounts: []string{"team-a:ci"}}); err != nil {
+		t.Fatal(err)
+	}
+	ci := api.NewClient("http://"+c.Members[1].Peer.APIAddr(), tok.Token)
+	if _, err := ci.ListVMs(ctx(t), ns); err != nil {
+		t.Fatalf("after binding: %v", err)
+	}
+	if err := admin.DeleteServiceAccount(ctx(t), "team-a", "ci"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Members {
+		cl := api.NewClient("http://"+m.Peer.APIAddr(), never.Token)
+		c.WaitFor("the deleted service account's token refused on "+m.Name, 10*time.Second, func() error {
+			if _, err := cl.ListVMs(ctx(t), "team-a"); api.CodeOf(err) != http.StatusUnauthorized {
+				return fmt.Errorf("answer: %v", err)
+			}
+			return nil
+		})
+	}
+	// A removed user's tokens stop working; a regular user may not do admin calls.
+	bob := c.Token("bob", false)
+	asBob := api.NewClient("http://"+c.Members[2].Peer.APIAddr(), bob)
+	if _, err := asBob.TagNode(ctx(t), ns, c.Members[0].Name, "x"); api.CodeOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "admin role") {
+		t.Fatalf("bob tags a node: %v", err)
+	}
+	if _, err := asBob.ListVMs(ctx(t), "team-a"); api.CodeOf(err) != http.StatusForbidden {
+		t.Fatalf("bob in team-a: %v", err)
+	}
+	if err := c.Members[0].Peer.RemoveUser(ctx(t), "bob"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("bob's token refused", 10*time.Second, func() error {
+		if _, err := asBob.ListVMs(ctx(t), ns); api.CodeOf(err) != http.StatusUnauthorized {
+			return fmt.Errorf("answer: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestAuth_dedicated_nodes_and_namespace_delete(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	c.WaitLeader()
+	admin := c.Client(c.Members[0])
+	upload(t, admin, "tiny", tinyImage(t))
+	if _, err := admin.CreateNamespace(ctx(t), "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	dedicated := c.Members[1].Name
+	if n, err := admin.SetNodeNamespace(ctx(t), ns, dedicated, "team-a"); err != nil || n.Namespace != "team-a" {
+		t.Fatalf("dedicate: %+v %v", n, err)
+	}
+	if nodes, _ := admin.ListNodes(ctx(t), "team-a", true); len(nodes) != 1 || nodes[0].Name != dedicated {
+		t.Fatalf("team-a nodes %+v", nodes)
+	}
+	if nodes, _ := admin.ListNodes(ctx(t), ns, true); len(nodes) != 1 || nodes[0].Name == dedicated {
+		t.Fatalf("svc-default nodes %+v", nodes)
+	}
+	if err := admin.DeleteNamespace(ctx(t), "team-a"); api.CodeOf(err) != http.StatusConflict {
+		t.Fatalf("delete with a node: %v", err)
+	}
+	if _, err := admin.SetNodeNamespace(ctx(t), "team-a", dedicated, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.DeleteNamespace(ctx(t), "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.GetNamespace(ctx(t), "team-a"); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("deleted namespace: %v", err)
+	}
+}
+
+// selfSigned returns a PEM certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "svc test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+func uploadCert(t *testing.T, baseURL, token string, cert, key []byte) *http.Response {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for field, data := range map[string][]byte{"cert": cert, "key": key} {
+		w, _ := mw.CreateFormFile(field, field+".pem")
+		_, _ = w.Write(data)
+	}
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, baseURL+"/api/v1/upload/cert", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+func TestAuth_https_after_cert_upload_on_every_peer(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	c.WaitLeader()
+	admin := c.Client(c.Followers()[0])
+	cert, key := selfSigned(t)
+	otherCert, _ := selfSigned(t)
+	if resp := uploadCert(t, admin.BaseURL, admin.Token, otherCert, key); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a mismatched pair: %d", resp.StatusCode)
+	}
+	if resp := uploadCert(t, admin.BaseURL, c.Token("carol", false), cert, key); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a regular user uploads a cert: %d", resp.StatusCode)
+	}
+	if resp := uploadCert(t, admin.BaseURL, admin.Token, cert, key); resp.StatusCode != http.StatusOK {
+		t.Fatalf("upload: %d", resp.StatusCode)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cert)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	for _, m := range c.Members {
+		cl := &api.Client{BaseURL: "https://" + m.Peer.TLSAddr(), Token: admin.Token, HTTP: hc}
+		c.WaitFor("HTTPS with the uploaded certificate on "+m.Name, 15*time.Second, func() error {
+			info, err := cl.ClusterInfo(ctx(t))
+			if err != nil {
+				return err
+			}
+			if info.CertData != string(cert) {
+				return fmt.Errorf("certData is not the uploaded certificate")
+			}
+			_, err = cl.ListNodes(ctx(t), ns, false)
+			return err
+		})
+	}
+}
+
+func TestAuth_oversized_headers_and_bodies(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	admin := c.Client(m)
+	req, _ := http.NewRequest(http.MethodGet, admin.BaseURL+"/api/v1/namespaces/svc-default/nodes", nil)
+	req.Header.Set("Authorization", "Bearer "+admin.Token)
+	req.Header.Set("X-Padding", strings.Repeat("a", 100<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("100 KiB of headers: %d", resp.StatusCode)
+	}
+	body := `{"name":"` + strings.Repeat("a", 2<<20) + `","image":"x"}`
+	req, _ = http.NewRequest(http.MethodPost, admin.BaseURL+"/api/v1/namespaces/svc-default/vmconfigs", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+admin.Token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a 2 MiB body: %d", resp.StatusCode)
+	}
+}

@@ -58,6 +58,7 @@ unit:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./raftfsm
+	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME) ./httpapi/auth
 
 ## netns-test: 3 peers in network namespaces (needs root; skipped otherwise)
 netns-test: build
@@ -69,6 +70,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'TagWriteParallel' -benchtime 5000x ./node
 	$(GO) test -run '^$$' -bench 'Failover' -benchtime 5x ./node
 	$(GO) test -run '^$$' -bench 'Place' -benchtime 2s ./scheduler
+	$(GO) test -run '^$$' -bench 'Auth' -benchtime 2s ./httpapi
 	$(GO) test -run '^$$' -bench 'ImageTransfer' -benchtime 3x ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./node

@@ -1,9 +1,11 @@
 package auth
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -45,12 +47,14 @@ func (a *Authenticator) Authenticate(header string, now time.Time) (Principal, e
 	if err != nil {
 		return Principal{}, err
 	}
-	var c Claims
-	if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil {
-		return Principal{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if v, ok := a.others[c.Issuer]; ok {
-		return v.Verify(tok, now)
+	if len(a.others) > 0 {
+		var c Claims
+		if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil {
+			return Principal{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		if v, ok := a.others[c.Issuer]; ok {
+			return v.Verify(tok, now)
+		}
 	}
 	return a.cluster.Verify(tok, now)
 }
@@ -58,6 +62,84 @@ func (a *Authenticator) Authenticate(header string, now time.Time) (Principal, e
 // ClusterVerifier checks tokens the cluster signed.
 type ClusterVerifier struct {
 	State State
+
+	mu   sync.Mutex
+	seed []byte
+	pub  ed25519.PublicKey
+	// verified remembers the claims of tokens whose signature checked out,
+	// so a client sending the same token again costs no signature check.
+	// Times and the subject are still checked on every request.
+	verified map[string]Claims
+}
+
+// maxVerified bounds the cache of verified signatures.
+const maxVerified = 4096
+
+// publicKey derives the verification key once per signing key (and forgets
+// the verified signatures of another key).
+func (v *ClusterVerifier) publicKey(seed []byte) ed25519.PublicKey {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !bytes.Equal(seed, v.seed) {
+		v.seed = bytes.Clone(seed)
+		v.pub = ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
+		v.verified = map[string]Claims{}
+	}
+	return v.pub
+}
+
+func (v *ClusterVerifier) cached(tok string) (Claims, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c, ok := v.verified[tok]
+	return c, ok
+}
+
+func (v *ClusterVerifier) remember(tok string, c Claims) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.verified) >= maxVerified {
+		for k := range v.verified { // drop an arbitrary half
+			delete(v.verified, k)
+			if len(v.verified) < maxVerified/2 {
+				break
+			}
+		}
+	}
+	v.verified[tok] = c
+}
+
+// checkSignature returns the claims of a token whose signature is the cluster's.
+func (v *ClusterVerifier) checkSignature(tok string, pub ed25519.PublicKey) (Claims, error) {
+	if c, ok := v.cached(tok); ok {
+		return c, nil
+	}
+	var c Claims
+	_, err := jwt.ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return pub, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithoutClaimsValidation())
+	switch {
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return c, ErrBadSignature
+	case err != nil:
+		return c, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	v.remember(tok, c)
+	return c, nil
+}
+
+// checkTimes refuses an expired token, or one issued in the future,
+// tolerating Leeway of clock skew.
+func checkTimes(c Claims, now time.Time) error {
+	if c.ExpiresAt != nil && now.After(c.ExpiresAt.Add(Leeway)) {
+		return fmt.Errorf("%w (at %s)", ErrExpired, c.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if c.IssuedAt != nil && c.IssuedAt.After(now.Add(Leeway)) {
+		return ErrNotYetValid
+	}
+	if c.NotBefore != nil && c.NotBefore.After(now.Add(Leeway)) {
+		return ErrNotYetValid
+	}
+	return nil
 }
 
 // Verify checks signature, issuer, times and that the subject still exists.
@@ -67,20 +149,12 @@ func (v *ClusterVerifier) Verify(tok string, now time.Time) (Principal, error) {
 	if !ok || len(seed) != ed25519.SeedSize {
 		return Principal{}, fmt.Errorf("%w: the cluster has no signing key yet", ErrUnknownIssuer)
 	}
-	pub := ed25519.NewKeyFromSeed(seed).Public()
-	var c Claims
-	_, err := jwt.ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return pub, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
-		jwt.WithLeeway(Leeway), jwt.WithIssuedAt(), jwt.WithTimeFunc(func() time.Time { return now }))
-	switch {
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return Principal{}, fmt.Errorf("%w (at %s)", ErrExpired, c.ExpiresAt.UTC().Format(time.RFC3339))
-	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
-		return Principal{}, ErrNotYetValid
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
-		return Principal{}, ErrBadSignature
-	case err != nil:
-		return Principal{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	c, err := v.checkSignature(tok, v.publicKey(seed))
+	if err != nil {
+		return Principal{}, err
+	}
+	if err := checkTimes(c, now); err != nil {
+		return Principal{}, err
 	}
 	if c.Issuer != Issuer(clusterID) {
 		return Principal{}, fmt.Errorf("%w: %q", ErrUnknownIssuer, c.Issuer)

@@ -52,6 +52,7 @@ up)
   fi
   cat <<MSG
 svc is running: a single-peer cluster on this machine.
+  admin token: $SVC_TOKEN
   API:    $url   (cluster info: $url/api/v1/cluster-info, metrics: $url/metrics)
   log:    $dir/agent.log
   stop:   make stop

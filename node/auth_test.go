@@ -88,9 +88,10 @@ func TestAuth_tokens_of_removed_subjects_stop_working(t *testing.T) {
 		t.Fatal(err)
 	}
 	ci := api.NewClient("http://"+c.Members[1].Peer.APIAddr(), tok.Token)
-	if _, err := ci.ListVMs(ctx(t), ns); err != nil {
-		t.Fatalf("after binding: %v", err)
-	}
+	c.WaitFor("the binding on "+c.Members[1].Name, 10*time.Second, func() error {
+		_, err := ci.ListVMs(ctx(t), ns)
+		return err
+	})
 	if err := admin.DeleteServiceAccount(ctx(t), "team-a", "ci"); err != nil {
 		t.Fatal(err)
 	}

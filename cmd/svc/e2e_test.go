@@ -141,6 +141,29 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	if _, err := cli(t, bin, agents[1].api, "node", "list"); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("node list without a token: %v", err)
 	}
+	// A regular user's token from another peer's socket; removing the user voids it.
+	sock2 := filepath.Join(dir, "peer-2", "admin.sock")
+	out, err := cli(t, bin, agents[1].api, "admin", "token", "--socket", sock2, "--user", "bob")
+	if err != nil {
+		t.Fatalf("bob's token: %v", err)
+	}
+	t.Setenv("SVC_TOKEN", strings.TrimSpace(out))
+	poll("bob's token accepted", 10*time.Second, func() error {
+		_, err := cli(t, bin, agents[2].api, "vm", "list")
+		return err
+	})
+	if _, err := cli(t, bin, agents[2].api, "node", "tag", "peer-1", "x"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("bob tags a node: %v", err)
+	}
+	if out, err := cli(t, bin, agents[1].api, "admin", "user", "remove", "bob", "--socket", sock2); err != nil || !strings.Contains(out, "removed") {
+		t.Fatalf("remove bob: %v %s", err, out)
+	}
+	poll("bob's token refused", 10*time.Second, func() error {
+		if _, err := cli(t, bin, agents[2].api, "vm", "list"); err == nil || !strings.Contains(err.Error(), "401") {
+			return fmt.Errorf("answer: %v", err)
+		}
+		return nil
+	})
 	t.Setenv("SVC_TOKEN", token)
 
 	info := func(a *agentProc) (api.ClusterInfo, error) {
@@ -183,7 +206,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 			other = a
 		}
 	}
-	out, err := cli(t, bin, follower.api, "node", "tag", other.name, "e2e")
+	out, err = cli(t, bin, follower.api, "node", "tag", other.name, "e2e")
 	if err != nil || !strings.Contains(out, "e2e") {
 		t.Fatalf("tag through follower %s: %v %s", follower.name, err, out)
 	}

@@ -144,6 +144,8 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	tb.Cleanup(c.Close)
 	c.WaitLeader()
 	c.WaitFor("every node READY", 30*time.Second, func() error { return c.allReady() })
+	// The admin token is made while the cluster is whole: tests cut it up later.
+	c.adminToken = c.Token("admin", true)
 	return c
 }
 

@@ -468,3 +468,47 @@ func memberNamed(c *testcluster.Cluster, name string) *testcluster.Member {
 	}
 	return nil
 }
+
+func TestVM_recreate_failure_is_retried_before_failed(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "flaky", CPU: intp(1)}); err != nil {
+		t.Fatal(err)
+	}
+	dom := hypervisor.DomainName(m.Name, ns, "flaky")
+	// The domain vanishes while the hypervisor briefly refuses to create it:
+	// the peer keeps trying and the VM comes back Running.
+	m.Fake.SetCreateError(errors.New("libvirtd is restarting"))
+	m.Fake.Vanish(dom)
+	c.WaitFor("a failed recreation", 10*time.Second, func() error {
+		for _, call := range m.Fake.Calls() {
+			if call == "create "+dom {
+				return nil
+			}
+		}
+		return fmt.Errorf("no attempt yet")
+	})
+	m.Fake.SetCreateError(nil)
+	c.WaitFor("the VM back", 10*time.Second, func() error {
+		vm, err := cl.GetVM(ctx(t), ns, "flaky")
+		if err != nil || vm.Status != api.StatusRunning {
+			return fmt.Errorf("%+v %v", vm, err)
+		}
+		if _, ok := m.Fake.Spec(dom); !ok {
+			return fmt.Errorf("no domain")
+		}
+		return nil
+	})
+	// If it keeps failing, the VM is Failed with the hypervisor's message.
+	m.Fake.SetCreateError(errors.New("disk is gone"))
+	m.Fake.Vanish(dom)
+	c.WaitFor("the VM Failed", 10*time.Second, func() error {
+		vm, err := cl.GetVM(ctx(t), ns, "flaky")
+		if err != nil || vm.Status != api.StatusFailed || !strings.Contains(vm.ErrorMessage, "disk is gone") {
+			return fmt.Errorf("%+v %v", vm, err)
+		}
+		return nil
+	})
+}

@@ -63,6 +63,10 @@ func (p *Peer) reconcileVMs(ctx context.Context) error {
 				p.cfg.Log.Info("domain vanished while reconciling", "vm", vm.Namespace+"/"+vm.Name)
 				continue
 			}
+			if errors.Is(err, errRetry) {
+				p.cfg.Log.Warn("recreating vm failed; trying again", "vm", vm.Namespace+"/"+vm.Name, "err", err)
+				continue
+			}
 			p.cfg.Log.Warn("vm failed", "vm", vm.Namespace+"/"+vm.Name, "err", err)
 			p.reportStatus(ctx, vm, raftfsm.VMFailed, err.Error())
 		}
@@ -108,8 +112,12 @@ func (p *Peer) reconcileVM(ctx context.Context, vm raftfsm.VM, name string, st h
 				p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
 			}
 			if err := p.driver.Create(ctx, spec); err != nil {
+				if vm.Status != raftfsm.VMPending && p.countRecreateFailure(key) < maxRecreateFailures {
+					return fmt.Errorf("%w: create: %v", errRetry, err)
+				}
 				return fmt.Errorf("create: %w", err)
 			}
+			p.resetRecreateFailures(key)
 		}
 		st = hypervisor.StateRunning
 	}
@@ -170,6 +178,30 @@ func (p *Peer) reportGen(ctx context.Context, vm raftfsm.VM, status, msg string,
 	if err != nil && !errors.Is(err, raftfsm.ErrNotFound) {
 		p.cfg.Log.Warn("report vm status", "vm", vm.Namespace+"/"+vm.Name, "status", status, "err", err)
 	}
+}
+
+// maxRecreateFailures is how many passes in a row may fail to recreate a VM
+// that ran before (libvirt restarting, files in flux) before it is Failed.
+// A new VM that cannot start fails at once, so that its deploy answers.
+const maxRecreateFailures = 5
+
+// errRetry marks a failure the next reconcile pass tries again.
+var errRetry = errors.New("will retry")
+
+func (p *Peer) countRecreateFailure(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.recreateFailures == nil {
+		p.recreateFailures = map[string]int{}
+	}
+	p.recreateFailures[key]++
+	return p.recreateFailures[key]
+}
+
+func (p *Peer) resetRecreateFailures(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.recreateFailures, key)
 }
 
 func (p *Peer) revertedTo(key string) int64 {

@@ -222,6 +222,11 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	if out, err := cli(t, bin, leaderProc.api, "vm", "list"); err != nil || !strings.Contains(out, "cli-vm") {
 		t.Fatalf("vm list: %v\n%s", err, out)
 	}
+	out, err = cli(t, bin, follower.api, "vm", "get", "cli-vm", "-o", "json")
+	var got api.VM
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.CPU != 1 || got.Memory != "0.25Gi" || got.Node != other.name {
+		t.Fatalf("vm get: %v %+v", err, got)
+	}
 	if out, err := cli(t, bin, follower.api, "vm", "delete", "cli-vm"); err != nil || !strings.Contains(out, "deleted") {
 		t.Fatalf("vm delete: %v %s", err, out)
 	}

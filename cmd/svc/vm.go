@@ -73,36 +73,11 @@ func newVMDeployCmd(g *globals) *cobra.Command {
 			if req.Image == "" && req.VMConfig == "" {
 				return fmt.Errorf("pass --image or --vmconfig")
 			}
-			if f.Changed("cpu") {
-				req.CPU = &o.cpu
-			}
-			if f.Changed("memory") {
-				req.Memory = &o.memory
-			}
-			if f.Changed("timeout") {
-				req.Timeout = &timeout
-			}
-			if f.Changed("tag-required") {
-				req.TagRequired = &o.tagRequired
-			}
-			if f.Changed("gpu-passthrough") {
-				req.GPUPassthrough = &o.gpu
-			}
-			if f.Changed("legacy-io") {
-				req.LegacyIO = &o.legacyIO
-			}
-			if f.Changed("net-boost") {
-				req.NetBoost = &o.netBoost
-			}
-			if f.Changed("display-width") {
-				req.DisplayWidth = &o.displayWidth
-			}
-			if f.Changed("display-height") {
-				req.DisplayHeight = &o.displayHeight
-			}
-			if f.Changed("display-dpi") {
-				req.DisplayDPI = &o.displayDPI
-			}
+			req.CPU, req.Memory, req.Timeout = ifChanged(f, "cpu", &o.cpu), ifChanged(f, "memory", &o.memory), ifChanged(f, "timeout", &timeout)
+			req.TagRequired, req.GPUPassthrough = ifChanged(f, "tag-required", &o.tagRequired), ifChanged(f, "gpu-passthrough", &o.gpu)
+			req.LegacyIO, req.NetBoost = ifChanged(f, "legacy-io", &o.legacyIO), ifChanged(f, "net-boost", &o.netBoost)
+			req.DisplayWidth, req.DisplayHeight = ifChanged(f, "display-width", &o.displayWidth), ifChanged(f, "display-height", &o.displayHeight)
+			req.DisplayDPI = ifChanged(f, "display-dpi", &o.displayDPI)
 			req.Node, req.Tag, req.Scheduler, req.ISO, req.ReservedPorts = o.node, o.tag, o.scheduler, o.iso, reservedPorts
 			if len(o.metadata) > 0 {
 				req.CustomMetadata = o.metadata
@@ -131,6 +106,15 @@ func newVMDeployCmd(g *globals) *cobra.Command {
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	o.bind(f)
 	return cmd
+}
+
+// ifChanged returns v when the flag was given, nil otherwise: a deploy sends
+// only what the user set, so a VM config's values stay in force.
+func ifChanged[T any](f *pflag.FlagSet, name string, v *T) *T {
+	if f.Changed(name) {
+		return v
+	}
+	return nil
 }
 
 // printVM prints a VM and how to connect to it.

@@ -17,7 +17,7 @@ import (
 )
 
 // libvirtCluster is a 2-peer cluster on the host's real libvirtd, peer i at
-// 127.0.0.i, with mini-linux uploaded to the first peer.
+// 127.0.1.i, with mini-linux uploaded to the first peer.
 func libvirtCluster(t testing.TB) (*testcluster.Cluster, string) {
 	t.Helper()
 	image := guest.RequireLibvirt(t)
@@ -57,7 +57,7 @@ func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vm.Status != api.StatusRunning || vm.IP != "127.0.0.1" {
+	if vm.Status != api.StatusRunning || vm.IP != "127.0.1.1" {
 		t.Fatalf("deployed %+v", vm)
 	}
 	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "mini-linux" {
@@ -143,7 +143,7 @@ func TestLibvirtCluster_vmconfig_and_image_streaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vm.CPU != 1 || vm.Memory != "0.25Gi" || vm.VMConfig != "tiny" || vm.Node != b.Name || vm.IP != "127.0.0.2" {
+	if vm.CPU != 1 || vm.Memory != "0.25Gi" || vm.VMConfig != "tiny" || vm.Node != b.Name || vm.IP != "127.0.1.2" {
 		t.Fatalf("vm %+v", vm)
 	}
 	img, _ := a.Peer.FSM().Image(ns, "mini-linux")

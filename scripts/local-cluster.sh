@@ -19,7 +19,10 @@ addr() { echo "$net.$((10 + $1))"; }
 down() {
   # Stop whatever runs in our namespaces (wherever its pid file lives), then
   # remove them: a namespace with a live process would keep its veth.
-  local ns pids
+  local ns pids pidfile
+  for pidfile in "$dir"/peer-*.pid; do
+    [ -f "$pidfile" ] && { kill "$(cat "$pidfile")" 2>/dev/null || true; }
+  done
   for ns in $(ip netns list | awk '/^svc-peer-[0-9]+/ {print $1}'); do
     pids=$(ip netns pids "$ns")
     [ -z "$pids" ] || kill $pids 2>/dev/null || true
@@ -34,7 +37,7 @@ down() {
     ip link delete "$link" 2>/dev/null || true
   done
   ip link show "$bridge" >/dev/null 2>&1 && ip link delete "$bridge"
-  rm -rf "$dir"/peer-* "$dir/admin.token"
+  rm -rf "$dir"/peer-* "$dir"/peer-*.pid "$dir/admin.token"
   return 0
 }
 

@@ -31,12 +31,12 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-func freePorts(t *testing.T, n int) []int {
+func freePortsOn(t *testing.T, ip string, n int) []int {
 	t.Helper()
 	var ports []int
 	var ls []net.Listener
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", ip+":0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,14 +78,18 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	}
 	image := guest.RequireLibvirt(t) // the agents run VMs on this host's libvirtd
 	bin := buildBinary(t)
-	ports := freePorts(t, 12)
 	dir := t.TempDir()
 	var agents []*agentProc
-	gossip1 := "127.0.0.1:" + strconv.Itoa(ports[2])
+	// Names and an address of this test's own: other packages' tests run
+	// peers on the same libvirtd at the same time, and a peer removes the
+	// domains of its name prefix that it does not want.
+	const ip = "127.0.250.1"
+	ports := freePortsOn(t, ip, 12)
+	gossip1 := ip + ":" + strconv.Itoa(ports[2])
 	tls := func(i int) string { return strconv.Itoa(ports[9+i]) }
 	for i := range 3 {
-		a := &agentProc{name: fmt.Sprintf("peer-%d", i+1), api: "http://127.0.0.1:" + strconv.Itoa(ports[3*i])}
-		args := []string{"agent", "--name", a.name, "--bind", "127.0.0.1",
+		a := &agentProc{name: fmt.Sprintf("e2e-%d", i+1), api: "http://" + ip + ":" + strconv.Itoa(ports[3*i])}
+		args := []string{"agent", "--name", a.name, "--bind", ip,
 			"--data-dir", filepath.Join(dir, a.name),
 			"--api-port", strconv.Itoa(ports[3*i]), "--raft-port", strconv.Itoa(ports[3*i+1]), "--gossip-port", strconv.Itoa(ports[3*i+2]),
 			"--bootstrap-expect", "3", "--cpu", "2", "--memory", "4", "--gpu", "0", "--tls-port", tls(i)}
@@ -99,6 +103,8 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 		}
 		a.cmd = exec.Command(bin, args...)
 		a.cmd.Stdout, a.cmd.Stderr = lf, lf
+		// The agents die with the test process, even when it is killed.
+		a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := a.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -128,8 +134,8 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 
 	// Root on peer-1's host takes an admin token from its admin socket.
 	var token string
-	poll("an admin token from peer-1's admin socket", 60*time.Second, func() error {
-		out, err := cli(t, bin, agents[0].api, "admin", "token", "--socket", filepath.Join(dir, "peer-1", "admin.sock"), "--user", "admin", "--admin")
+	poll("an admin token from e2e-1's admin socket", 60*time.Second, func() error {
+		out, err := cli(t, bin, agents[0].api, "admin", "token", "--socket", filepath.Join(dir, "e2e-1", "admin.sock"), "--user", "admin", "--admin")
 		token = strings.TrimSpace(out)
 		return err
 	})
@@ -142,7 +148,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 		t.Fatalf("node list without a token: %v", err)
 	}
 	// A regular user's token from another peer's socket; removing the user voids it.
-	sock2 := filepath.Join(dir, "peer-2", "admin.sock")
+	sock2 := filepath.Join(dir, "e2e-2", "admin.sock")
 	out, err := cli(t, bin, agents[1].api, "admin", "token", "--socket", sock2, "--user", "bob")
 	if err != nil {
 		t.Fatalf("bob's token: %v", err)
@@ -152,7 +158,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 		_, err := cli(t, bin, agents[2].api, "vm", "list")
 		return err
 	})
-	if _, err := cli(t, bin, agents[2].api, "node", "tag", "peer-1", "x"); err == nil || !strings.Contains(err.Error(), "403") {
+	if _, err := cli(t, bin, agents[2].api, "node", "tag", "e2e-1", "x"); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("bob tags a node: %v", err)
 	}
 	if out, err := cli(t, bin, agents[1].api, "admin", "user", "remove", "bob", "--socket", sock2); err != nil || !strings.Contains(out, "removed") {
@@ -216,7 +222,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 		t.Fatalf("image upload: %v %s", err, out)
 	}
 	out, err = cli(t, bin, follower.api, "vm", "deploy", "--image", "mini-linux", "--name", "cli-vm", "--cpu", "1", "--memory", "0.25", "--node", other.name)
-	if err != nil || !strings.Contains(out, "Running") || !strings.Contains(out, "ssh admin@127.0.0.1 -p ") || !strings.Contains(out, "vnc:") {
+	if err != nil || !strings.Contains(out, "Running") || !strings.Contains(out, "ssh admin@"+ip+" -p ") || !strings.Contains(out, "vnc:") {
 		t.Fatalf("vm deploy: %v\n%s", err, out)
 	}
 	if out, err := cli(t, bin, leaderProc.api, "vm", "list"); err != nil || !strings.Contains(out, "cli-vm") {

@@ -31,8 +31,9 @@ type Options struct {
 	ProductionTiming bool
 	// Libvirt runs VMs on the host's real libvirtd instead of fake drivers.
 	Libvirt bool
-	// DistinctIPs gives peer i the address 127.0.0.i, so that peers sharing a
-	// host (and a libvirtd) do not share VM ports.
+	// DistinctIPs gives peer i the address 127.0.1.i, so that peers sharing a
+	// host (and a libvirtd) do not share VM ports, with one another or with
+	// other tests' peers on 127.0.0.1.
 	DistinctIPs bool
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
@@ -119,7 +120,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 		}
 		bind := "127.0.0.1"
 		if opts.DistinctIPs {
-			bind = fmt.Sprintf("127.0.0.%d", i+1)
+			bind = fmt.Sprintf("127.0.1.%d", i+1)
 		}
 		m.cfg = node.Config{
 			Name: name, DataDir: m.DataDir, Bind: bind,

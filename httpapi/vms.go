@@ -155,8 +155,9 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 		if _, derr := s.b.Apply(dctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: ns, Name: vm.Name}); derr != nil && !errors.Is(derr, raftfsm.ErrNotFound) {
 			s.log.Error("cannot remove a failed deploy", "vm", vm.Name, "err", derr)
 		}
-		if ae := toAPIError(err); ae.code == http.StatusGatewayTimeout {
-			ae.msg += "; the VM was removed"
+		var ae *apiError
+		if errors.As(err, &ae) && ae.code == http.StatusGatewayTimeout {
+			return errorf(ae.code, ae.reason, "%s; the VM was removed", ae.msg)
 		}
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -132,7 +133,7 @@ func newUserCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tok := first(getenv("SVC_TOKEN"), c.Token)
+			tok := first(os.Getenv("SVC_TOKEN"), c.Token)
 			if tok == "" {
 				return errors.New("no token: get one from an admin ('svc admin token --user NAME' on a cluster host) and run 'svc user set-token TOKEN'")
 			}

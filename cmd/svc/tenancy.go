@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -10,8 +9,6 @@ import (
 
 	"github.com/svc-project/svc/api"
 )
-
-func getenv(k string) string { return os.Getenv(k) }
 
 func newNamespaceCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "namespace", Aliases: []string{"ns"}, Short: "Manage namespaces (admin)"}

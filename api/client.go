@@ -69,26 +69,37 @@ func (c *Client) tagCall(ctx context.Context, namespace, node, verb, tag string)
 // Do sends a request with an optional JSON body and decodes a JSON answer into
 // out (when out is not nil). An error answer becomes a *StatusError.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	_, err := c.DoHeader(ctx, method, path, in, out)
+	return err
+}
+
+// DoHeader is Do that also returns the answer's headers.
+func (c *Client) DoHeader(ctx context.Context, method, path string, in, out any) (http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("encode request: %w", err)
+			return nil, fmt.Errorf("encode request: %w", err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, body)
 	if err != nil {
-		return fmt.Errorf("build request: %w", err)
+		return nil, fmt.Errorf("build request: %w", err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	return c.send(req, out)
+	return c.sendHeader(req, out)
 }
 
 // send sends a prepared request with the client's token and decodes the answer.
 func (c *Client) send(req *http.Request, out any) error {
+	_, err := c.sendHeader(req, out)
+	return err
+}
+
+func (c *Client) sendHeader(req *http.Request, out any) (http.Header, error) {
 	method, path := req.Method, req.URL.Path
 	req.Header.Set("Accept", "application/json")
 	if c.Token != "" {
@@ -100,23 +111,23 @@ func (c *Client) send(req *http.Request, out any) error {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return resp.Header, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		return decodeStatus(resp, data)
+		return resp.Header, decodeStatus(resp, data)
 	}
 	if out == nil || len(data) == 0 {
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		return resp.Header, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // ErrNotStatus is wrapped by the error returned for an error answer that is

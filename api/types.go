@@ -89,6 +89,12 @@ type ApplyRequest struct {
 	Body json.RawMessage `json:"body"`
 }
 
+// CommitIndex is the leader's answer on /api/v1/internal/commit-index: the
+// index a restarted peer's replica must reach before it serves.
+type CommitIndex struct {
+	Index uint64 `json:"index"`
+}
+
 // Namespace is a namespace record.
 type Namespace struct {
 	Name      string     `json:"name"`

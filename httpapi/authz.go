@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -47,6 +48,17 @@ func (s *Server) authorize(r *http.Request, rule Rule, p httprouter.Params) (aut
 		return auth.Principal{}, nil
 	}
 	pr, err := s.authn.Authenticate(r.Header.Get("Authorization"), time.Now())
+	if errors.Is(err, auth.ErrRevoked) {
+		// A good signature for a subject this replica does not know (yet):
+		// it may have just been created through another peer. Catch up with
+		// the leader, within a bound, before refusing.
+		s.metrics.subjectSyncs.Inc()
+		ctx, cancel := context.WithTimeout(r.Context(), subjectSyncWait)
+		if serr := s.b.SyncReplica(ctx); serr == nil {
+			pr, err = s.authn.Authenticate(r.Header.Get("Authorization"), time.Now())
+		}
+		cancel()
+	}
 	if err != nil {
 		return pr, errorf(http.StatusUnauthorized, api.ReasonUnauthorized, "%s", err.Error())
 	}
@@ -72,6 +84,9 @@ func (s *Server) authorize(r *http.Request, rule Rule, p httprouter.Params) (aut
 	}
 	return pr, nil
 }
+
+// subjectSyncWait bounds the wait for the replica to learn a token's subject.
+const subjectSyncWait = 3 * time.Second
 
 // canReach reports whether p may use namespace ns.
 func (s *Server) canReach(p auth.Principal, ns string) bool {

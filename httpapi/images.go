@@ -31,17 +31,16 @@ func (s *Server) listImages(w http.ResponseWriter, _ *http.Request, p httprouter
 	return nil
 }
 
-// uploadImage streams an image into this peer's blob store (never holding it
-// in memory), then records it through the leader. The body is multipart with
-// a "name" field and the file in "image", or raw bytes with ?name=.
+// uploadImage streams an image into a staging file of this request (never
+// holding it in memory), checks it there, commits it to this peer's blob
+// store and records it through the leader. The body is multipart with a
+// "name" field and the file in "image", or raw bytes with ?name=.
 func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	name := r.URL.Query().Get("name")
-	description := r.URL.Query().Get("description")
-	checkName := func() error {
+	checkName := func(name string) error {
 		if err := api.ValidateImageName("name", name); err != nil {
 			return badRequest("field \"name\": %s", err)
 		}
@@ -50,65 +49,32 @@ func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httproute
 		}
 		return nil
 	}
-	var digest string
-	var size int64
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	switch mt {
-	case "multipart/form-data":
-		mr, err := r.MultipartReader()
-		if err != nil {
-			return badRequest("multipart body: %v", err)
-		}
-		for {
-			part, err := mr.NextPart()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return badRequest("multipart body: %v", err)
-			}
-			switch part.FormName() {
-			case "name", "description":
-				v, err := io.ReadAll(io.LimitReader(part, 4096))
-				if err != nil {
-					return badRequest("multipart field %q: %v", part.FormName(), err)
-				}
-				if part.FormName() == "name" {
-					name = strings.TrimSpace(string(v))
-				} else {
-					description = string(v)
-				}
-			case "image":
-				if digest != "" {
-					return badRequest("more than one \"image\" file")
-				}
-				if name != "" {
-					if err := checkName(); err != nil {
-						return err
-					}
-				}
-				digest, size, err = s.b.Images().Put(r.Context(), part, "")
-				if err != nil {
-					return badRequest("receiving the image: %v", err)
-				}
-			}
-		}
-		if digest == "" {
-			return badRequest("field \"image\": no file in the multipart body")
-		}
-	case "", "application/octet-stream":
-		if err := checkName(); err != nil {
-			return err
-		}
-		var err error
-		digest, size, err = s.b.Images().Put(r.Context(), r.Body, "")
-		if err != nil {
-			return badRequest("receiving the image: %v", err)
-		}
-	default:
-		return badRequest("Content-Type %q: send multipart/form-data or application/octet-stream", mt)
+	up, err := s.receiveUpload(r, "image", checkName)
+	if err != nil {
+		return err
 	}
-	img, err := s.recordImage(r.Context(), ns, name, description, digest, size)
+	defer up.staged.Discard()
+	if err := checkName(up.name); err != nil {
+		return err
+	}
+	ictx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	info, err := imagestore.Inspect(ictx, up.staged.Path())
+	cancel()
+	if err == nil {
+		err = imagestore.CheckDisk(info, up.staged.Size)
+	}
+	if err != nil {
+		return badRequest("not a disk image: %v", err)
+	}
+	img := raftfsm.Image{
+		Name: up.name, Namespace: ns, Digest: up.staged.Digest, SizeBytes: up.staged.Size, VirtualSize: info.VirtualSize,
+		Format: info.Format, Arch: runtime.GOARCH, Description: up.description, SourceType: "userUpload", Owner: owner(r.Context()),
+		CreatedAt: time.Now().UTC().Truncate(time.Second),
+	}
+	err = s.commitBlob(r.Context(), up.staged, func(ctx context.Context) error {
+		_, err := s.apply(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: img, Holder: s.b.Name()})
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -116,41 +82,116 @@ func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httproute
 	return nil
 }
 
-// recordImage checks an uploaded blob and records the image; on any failure
-// it removes the blob unless another image uses it.
-func (s *Server) recordImage(ctx context.Context, ns, name, description, digest string, size int64) (raftfsm.Image, error) {
-	keep := false
-	defer func() {
-		if _, used := s.b.FSM().Blob(digest); !keep && !used {
-			_ = s.b.Images().Remove(digest)
+// upload is a received upload: its file, staged, and its form fields.
+type upload struct {
+	name, description string
+	staged            *imagestore.Staged
+}
+
+// maxFormField bounds a multipart field that is not the file.
+const maxFormField = 4096
+
+// receiveUpload stages the file of an upload: the multipart field fileField
+// (with "name" and "description" fields) or a raw body (?name=,
+// ?description=). checkName runs as soon as the name is known and before the
+// file is received, so a refused name costs no transfer.
+func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func(string) error) (*upload, error) {
+	q := r.URL.Query()
+	up := &upload{name: q.Get("name"), description: q.Get("description")}
+	stage := func(body io.Reader) error {
+		if up.staged != nil {
+			return badRequest("more than one %q file", fileField)
 		}
-	}()
-	if err := api.ValidateImageName("name", name); err != nil {
-		return raftfsm.Image{}, badRequest("field \"name\": %s", err)
+		if up.name != "" {
+			if err := checkName(up.name); err != nil {
+				return err
+			}
+		}
+		st, err := s.b.Images().Stage(r.Context(), body)
+		if err != nil {
+			return badRequest("receiving the file: %v", err)
+		}
+		up.staged = st
+		return nil
 	}
-	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	info, err := imagestore.Inspect(ictx, s.b.Images().Path(digest))
-	cancel()
+	fail := func(err error) (*upload, error) {
+		if up.staged != nil {
+			up.staged.Discard()
+		}
+		return nil, err
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mt {
+	case "multipart/form-data":
+		mr, err := r.MultipartReader()
+		if err != nil {
+			return nil, badRequest("multipart body: %v", err)
+		}
+		for {
+			part, err := mr.NextPart()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fail(badRequest("multipart body: %v", err))
+			}
+			switch part.FormName() {
+			case "name", "description":
+				v, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
+				if err != nil || len(v) > maxFormField {
+					return fail(badRequest("multipart field %q: unreadable or over %d bytes", part.FormName(), maxFormField))
+				}
+				if part.FormName() == "name" {
+					up.name = strings.TrimSpace(string(v))
+				} else {
+					up.description = string(v)
+				}
+			case fileField:
+				if err := stage(part); err != nil {
+					return fail(err)
+				}
+			}
+		}
+		if up.staged == nil {
+			return nil, badRequest("field %q: no file in the multipart body", fileField)
+		}
+	case "", "application/octet-stream":
+		if up.name == "" {
+			return nil, badRequest("query parameter \"name\" is required with a raw body")
+		}
+		if err := stage(r.Body); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, badRequest("Content-Type %q: send multipart/form-data or application/octet-stream", mt)
+	}
+	if len(up.description) > maxFormField {
+		return fail(badRequest("description is over %d bytes", maxFormField))
+	}
+	return up, nil
+}
+
+// commitBlob moves a checked, staged file into the blob store and runs
+// record, which refers to it in the replicated state. The blob is leased
+// until record has returned (Apply has reached this replica by then), so no
+// clean-up can take it meanwhile; when record fails, the blob is removed
+// again only if this call brought it and nothing references or leases it.
+func (s *Server) commitBlob(ctx context.Context, st *imagestore.Staged, record func(context.Context) error) error {
+	lease, err := st.Commit()
 	if err != nil {
-		return raftfsm.Image{}, badRequest("not a disk image: %v", err)
+		return fmt.Errorf("store the file: %w", err)
 	}
-	if info.Format != "qcow2" && info.Format != "raw" {
-		return raftfsm.Image{}, badRequest("image format %s: upload qcow2 or raw", info.Format)
+	defer lease.Release()
+	if err := record(ctx); err != nil {
+		if lease.Created() {
+			lease.Release()
+			if _, rerr := s.b.Images().RemoveUnused(lease.Digest(), s.b.FSM().BlobInUse); rerr != nil {
+				s.log.Warn("remove a blob no record took", "digest", lease.Digest(), "err", rerr)
+			}
+		}
+		return err
 	}
-	if info.BackingFile != "" {
-		return raftfsm.Image{}, badRequest("the image has a backing file (%s); upload a standalone image (qemu-img convert)", info.BackingFile)
-	}
-	img := raftfsm.Image{
-		Name: name, Namespace: ns, Digest: digest, SizeBytes: size, VirtualSize: info.VirtualSize, Format: info.Format,
-		Arch: runtime.GOARCH, Description: description, SourceType: "userUpload", Owner: owner(ctx), CreatedAt: time.Now().UTC().Truncate(time.Second),
-	}
-	actx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
-	defer cancel()
-	if _, err := s.b.Apply(actx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: img, Holder: s.b.Name()}); err != nil {
-		return raftfsm.Image{}, err
-	}
-	keep = true
-	return img, nil
+	return nil
 }
 
 // serveBlob streams a blob this peer holds to another peer (Range supported).

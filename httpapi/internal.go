@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -12,14 +13,15 @@ import (
 )
 
 // peerApplicable are the commands a peer may propose through the leader on
-// its own behalf: status reports, blob holdings, images it received, and the
+// its own behalf: status reports, blob holdings (taken and dropped), images it received, and the
 // users its host's root names (svc admin token, svc admin user remove).
 var peerApplicable = map[raftfsm.Type]bool{
-	raftfsm.TypeVMStatus:      true,
-	raftfsm.TypeBlobAddHolder: true,
-	raftfsm.TypeImageCreate:   true,
-	raftfsm.TypeUserUpsert:    true,
-	raftfsm.TypeUserRemove:    true,
+	raftfsm.TypeVMStatus:       true,
+	raftfsm.TypeBlobAddHolder:  true,
+	raftfsm.TypeBlobDropHolder: true,
+	raftfsm.TypeImageCreate:    true,
+	raftfsm.TypeUserUpsert:     true,
+	raftfsm.TypeUserRemove:     true,
 }
 
 // PeerApplicable reports whether a peer may propose t through the leader.
@@ -43,6 +45,18 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 	if _, err := s.b.Apply(ctx, t, body); err != nil {
 		return err
 	}
+	// The proposing peer waits for its replica to reach this index.
+	w.Header().Set(api.HeaderIndex, strconv.FormatUint(s.b.FSM().Index(), 10))
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// commitIndex tells a restarted peer the index its replica must reach.
+func (s *Server) commitIndex(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	idx, err := s.b.CommitIndex()
+	if err != nil {
+		return unavailable("1", "%v", err)
+	}
+	writeJSON(w, http.StatusOK, api.CommitIndex{Index: idx})
 	return nil
 }

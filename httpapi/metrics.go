@@ -14,6 +14,7 @@ type httpMetrics struct {
 	inFlight      prometheus.Gauge
 	forwarded     prometheus.Counter
 	forwardErrors prometheus.Counter
+	subjectSyncs  prometheus.Counter
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -34,8 +35,11 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		forwardErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_forward_errors_total", Help: "Forwarded requests the leader did not answer.",
 		}),
+		subjectSyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_http_subject_syncs_total", Help: "Well-signed tokens of a subject this replica did not know, checked again after catching up with the leader.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors)
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.subjectSyncs)
 	return m
 }
 

@@ -39,6 +39,15 @@ type Backend interface {
 	ClusterInfo(ctx context.Context) api.ClusterInfo
 	// Images is this peer's blob store.
 	Images() *imagestore.Store
+	// CaughtUp reports whether the replica has caught up with the cluster
+	// since this peer started; until then only open routes are served.
+	CaughtUp() bool
+	// CommitIndex returns the commit index if this peer is a leader that
+	// has applied the entries of earlier terms, an error otherwise.
+	CommitIndex() (uint64, error)
+	// SyncReplica waits until the replica has applied what the leader had
+	// committed when asked.
+	SyncReplica(ctx context.Context) error
 }
 
 // Gate decides whether this peer may reach a remote address (tests).
@@ -163,6 +172,8 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Forward: true}, s.uploadCert)
 
 	s.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
+	// Open: a restarted peer asks it before it can check any token.
+	s.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RuleOpen}, s.commitIndex)
 	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true, Forward: true}, s.internalApply)
 }
 
@@ -171,6 +182,10 @@ func (s *Server) routesV1() {
 func (s *Server) handle(rt Route, h handler) {
 	s.routes = append(s.routes, rt)
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		if rt.Rule != RuleOpen && !s.b.CaughtUp() {
+			writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.b.Name()))
+			return
+		}
 		pr, err := s.authorize(r, rt.Rule, p)
 		if err != nil {
 			writeError(w, s.log, err)

@@ -24,6 +24,9 @@ type fakeBackend struct {
 	fsm    *raftfsm.FSM
 	leader bool
 	index  uint64
+	// beforeApply, when set, runs before a command is applied (tests that
+	// interleave requests hold it there).
+	beforeApply func(raftfsm.Type)
 }
 
 func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
@@ -67,9 +70,15 @@ func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any,
 	if !b.leader {
 		return nil, raftfsm.ErrNotLeader
 	}
+	if b.beforeApply != nil {
+		b.beforeApply(t)
+	}
 	return b.applyAny(ctx, t, body)
 }
 func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
+func (b *fakeBackend) CaughtUp() bool                     { return true }
+func (b *fakeBackend) SyncReplica(context.Context) error  { return nil }
+func (b *fakeBackend) CommitIndex() (uint64, error)       { return b.fsm.Index(), nil }
 func (b *fakeBackend) ClusterInfo(context.Context) api.ClusterInfo {
 	return api.ClusterInfo{Leader: "n1", Peers: []api.ClusterPeer{{Name: "n1", Raft: api.RaftLeader}}}
 }

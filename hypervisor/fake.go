@@ -61,6 +61,27 @@ func (f *Fake) Vanish(name string) {
 	delete(f.domains, name)
 }
 
+// PowerOff turns every domain off, as a host that lost power would find
+// them when it boots again (libvirt keeps the definitions).
+func (f *Fake) PowerOff() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range f.domains {
+		d.state = StateShutoff
+	}
+}
+
+// State returns a domain's state, or false when it does not exist.
+func (f *Fake) State(name string) (State, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.domains[name]
+	if !ok {
+		return "", false
+	}
+	return d.state, true
+}
+
 // Calls returns the calls made so far ("create svc.p.ns.vm", ...).
 func (f *Fake) Calls() []string {
 	f.mu.Lock()

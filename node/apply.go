@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/svc-project/svc/api"
@@ -41,8 +42,17 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error 
 		}
 		if addr != "" {
 			cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.peerHTTP} // peerHTTP adds this peer's token
-			err := cl.Do(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
-			return fromStatus(err)
+			h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
+			if err != nil {
+				return fromStatus(err)
+			}
+			// Read-your-writes: the caller's next read here sees the command.
+			if idx, perr := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64); perr == nil {
+				if werr := p.FSM().WaitIndex(ctx, idx); werr != nil {
+					p.cfg.Log.Warn("replica did not catch up with an applied command", "type", t, "index", idx, "err", werr)
+				}
+			}
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("apply %s: %w: no leader known", t, raftfsm.ErrNotLeader)

@@ -61,6 +61,10 @@ type Config struct {
 	VMInterval time.Duration
 	// HealthInterval is how often the hypervisor is probed (default 5 s).
 	HealthInterval time.Duration
+	// BlobGCInterval is how often unreferenced image blobs are collected
+	// (default 10 min); BlobGCGrace is how old such a blob must be (default
+	// 1 h), so that a blob whose record is on its way stays.
+	BlobGCInterval, BlobGCGrace time.Duration
 	// Gate optionally refuses traffic to some addresses (tests).
 	Gate Gate
 	Log  *slog.Logger
@@ -110,6 +114,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.HealthInterval <= 0 {
 		c.HealthInterval = 5 * time.Second
+	}
+	if c.BlobGCInterval <= 0 {
+		c.BlobGCInterval = 10 * time.Minute
+	}
+	if c.BlobGCGrace <= 0 {
+		c.BlobGCGrace = time.Hour
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

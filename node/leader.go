@@ -61,7 +61,7 @@ func (p *Peer) lead(ctx context.Context) {
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
-		p.leaderSince = time.Time{}
+		p.leaderSince, p.leaderReady = time.Time{}, false
 		p.mu.Unlock()
 	}()
 	log := p.cfg.Log.With("part", "leader")
@@ -82,6 +82,10 @@ func (p *Peer) lead(ctx context.Context) {
 		case <-time.After(p.cfg.ReconcileInterval):
 		}
 	}
+	p.mu.Lock()
+	p.leaderReady = true
+	p.mu.Unlock()
+	p.markCaughtUp("leads and applied its term's barrier")
 	tick := time.NewTicker(p.cfg.ReconcileInterval)
 	defer tick.Stop()
 	for {

@@ -36,8 +36,12 @@ type Peer struct {
 	reg    *prometheus.Registry
 	images *imagestore.Store
 	driver hypervisor.Driver
-	// peerHTTP talks to other peers (blob transfers, applies via the leader).
-	peerHTTP *http.Client
+	// peerHTTP talks to other peers (blob transfers, applies via the leader)
+	// with this peer's token; plainHTTP without one.
+	peerHTTP, plainHTTP *http.Client
+	caught              caughtUp
+	metrics             *peerMetrics
+	sync                indexSync
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -45,6 +49,7 @@ type Peer struct {
 
 	mu          sync.Mutex
 	leaderSince time.Time // zero when not leader
+	leaderReady bool      // this term's barrier has been applied
 	errCh       chan error
 	nudged      map[string]time.Time
 	problem     string           // why this node takes no VMs ("" when it does)
@@ -63,8 +68,9 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	cfg.Log = cfg.Log.With("peer", cfg.Name)
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, problem: "hypervisor not checked yet"}
-	p.peerHTTP = &http.Client{Transport: peerAuth{base: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second}, p: p}}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, problem: "hypervisor not checked yet", caught: caughtUp{ch: make(chan struct{})}}
+	p.plainHTTP = &http.Client{Transport: p.peerTransport()}
+	p.peerHTTP = &http.Client{Transport: peerAuth{base: p.peerTransport(), p: p}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -102,6 +108,7 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, err
 	}
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p.metrics = newPeerMetrics(p)
 	p.api = httpapi.New(httpapi.Config{
 		Backend: p, Log: cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate,
@@ -119,16 +126,33 @@ func Start(cfg Config) (*Peer, error) {
 	if err := p.serveAdminSocket(); err != nil {
 		return nil, err
 	}
+	p.goRun(p.catchUpLoop)
 	p.goRun(p.joinLoop)
 	p.goRun(p.bootstrapLoop)
 	p.goRun(p.leaderLoop)
 	p.goRun(p.rememberPeersLoop)
 	p.goRun(p.healthLoop)
 	p.goRun(p.reconcileLoop)
+	p.goRun(p.blobGCLoop)
 	ok = true
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)
 	return p, nil
+}
+
+// peerTransport dials other peers (through the gate, in tests).
+func (p *Peer) peerTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if g := p.cfg.Gate; g != nil && !g.Allowed(addr) {
+				return nil, fmt.Errorf("dial %s: refused by gate", addr)
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+	}
 }
 
 func (p *Peer) goRun(f func()) {

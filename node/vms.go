@@ -22,13 +22,20 @@ const stopGrace = 20 * time.Second
 func (p *Peer) reconcileLoop() {
 	tick := time.NewTicker(p.cfg.VMInterval)
 	defer tick.Stop()
+	caught := p.caught.ch // a pass as soon as the replica has caught up
 	for {
 		changed := p.FSM().Changed()
 		if p.hypervisorOK() {
 			ctx, cancel := context.WithTimeout(p.ctx, 15*time.Minute)
-			if err := p.reconcileVMs(ctx); err != nil && p.ctx.Err() == nil {
+			result := "done"
+			switch err := p.reconcileVMs(ctx); {
+			case errors.Is(err, errNotCaughtUp):
+				result = "waiting"
+			case err != nil && p.ctx.Err() == nil:
 				p.cfg.Log.Warn("reconcile VMs", "err", err)
+				result = "failed"
 			}
+			p.metrics.reconcilePasses.WithLabelValues(result).Inc()
 			cancel()
 		}
 		select {
@@ -36,23 +43,42 @@ func (p *Peer) reconcileLoop() {
 			return
 		case <-changed:
 		case <-tick.C:
+		case <-caught:
+			caught = nil
 		}
 	}
 }
 
 func (p *Peer) reconcileVMs(ctx context.Context) error {
+	// A replica that has not caught up since the start may be stale: it may
+	// still want a VM deleted meanwhile, or (restored from an older snapshot
+	// after a crash) not yet know a VM that runs here. It touches nothing.
+	if !p.CaughtUp() {
+		return errNotCaughtUp
+	}
 	doms, err := p.driver.List(ctx)
 	if err != nil {
 		return err
 	}
+	vms := p.FSM().VMsOnNode(p.cfg.Name)
+	want := map[string]bool{}
+	for _, vm := range vms {
+		want[hypervisor.DomainName(p.cfg.Name, vm.Namespace, vm.Name)] = true
+	}
+	// Removals first: they free the ports and room that new VMs may take.
 	have := map[string]hypervisor.State{}
 	for _, d := range doms {
-		have[d.Name] = d.State
+		if want[d.Name] {
+			have[d.Name] = d.State
+			continue
+		}
+		p.cfg.Log.Info("removing a domain nobody wants", "domain", d.Name)
+		if err := p.driver.Delete(ctx, d.Name); err != nil {
+			p.cfg.Log.Warn("remove domain", "domain", d.Name, "err", err)
+		}
 	}
-	want := map[string]bool{}
-	for _, vm := range p.FSM().VMsOnNode(p.cfg.Name) {
+	for _, vm := range vms {
 		name := hypervisor.DomainName(p.cfg.Name, vm.Namespace, vm.Name)
-		want[name] = true
 		st, exists := have[name]
 		if err := p.reconcileVM(ctx, vm, name, st, exists); err != nil {
 			if ctx.Err() != nil {
@@ -69,14 +95,6 @@ func (p *Peer) reconcileVMs(ctx context.Context) error {
 			}
 			p.cfg.Log.Warn("vm failed", "vm", vm.Namespace+"/"+vm.Name, "err", err)
 			p.reportStatus(ctx, vm, raftfsm.VMFailed, err.Error())
-		}
-	}
-	for name := range have {
-		if !want[name] {
-			p.cfg.Log.Info("removing a domain nobody wants", "domain", name)
-			if err := p.driver.Delete(ctx, name); err != nil {
-				p.cfg.Log.Warn("remove domain", "domain", name, "err", err)
-			}
 		}
 	}
 	return nil
@@ -184,6 +202,9 @@ func (p *Peer) reportGen(ctx context.Context, vm raftfsm.VM, status, msg string,
 // that ran before (libvirt restarting, files in flux) before it is Failed.
 // A new VM that cannot start fails at once, so that its deploy answers.
 const maxRecreateFailures = 5
+
+// errNotCaughtUp is returned by a reconcile pass that waited for the replica.
+var errNotCaughtUp = errors.New("the replica has not caught up since the start")
 
 // errRetry marks a failure the next reconcile pass tries again.
 var errRetry = errors.New("will retry")

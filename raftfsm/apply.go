@@ -44,6 +44,8 @@ func (s *State) apply(c Command) (any, error) {
 		return applyBody(c, s.applyImageCreate)
 	case TypeBlobAddHolder:
 		return applyBody(c, s.applyBlobAddHolder)
+	case TypeBlobDropHolder:
+		return applyBody(c, s.applyBlobDropHolder)
 	case TypeUserUpsert:
 		return applyBody(c, s.applyUserUpsert)
 	case TypeUserRemove:

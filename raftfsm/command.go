@@ -40,6 +40,7 @@ const (
 	TypeRoleBindingDel   Type = 22
 	TypeCertSet          Type = 23
 	TypeSigningKeySet    Type = 24
+	TypeBlobDropHolder   Type = 25
 )
 
 var typeNames = map[Type]string{
@@ -67,6 +68,7 @@ var typeNames = map[Type]string{
 	TypeRoleBindingDel:   "rolebinding-remove",
 	TypeCertSet:          "cert-set",
 	TypeSigningKeySet:    "signing-key-set",
+	TypeBlobDropHolder:   "blob-drop-holder",
 }
 
 func (t Type) String() string {

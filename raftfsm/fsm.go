@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,6 +156,27 @@ func (f *FSM) Changed() <-chan struct{} {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.changed
+}
+
+// Wait returns once cond holds (it is checked now and after every change of
+// the state) or ctx ends.
+func (f *FSM) Wait(ctx context.Context, cond func() bool) error {
+	for {
+		changed := f.Changed()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the replica: %w", ctx.Err())
+		}
+	}
+}
+
+// WaitIndex returns once the replica has applied index, or ctx ends.
+func (f *FSM) WaitIndex(ctx context.Context, index uint64) error {
+	return f.Wait(ctx, func() bool { return f.Index() >= index })
 }
 
 // Initialized reports whether the cluster's Init command has been applied,

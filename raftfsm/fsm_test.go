@@ -301,6 +301,20 @@ func TestFSM_commands(t *testing.T) {
 		},
 		{name: "blob unknown", setup: vmSetup(t), cmd: mustEncode(t, TypeBlobAddHolder, BlobAddHolder{Digest: "sha256:bb", Node: "n2"}), wantErr: ErrNotFound},
 		{
+			name:  "blob loses its last holder",
+			setup: vmSetup(t),
+			cmd:   mustEncode(t, TypeBlobDropHolder, BlobDropHolder{Digest: "sha256:aa", Node: "n1"}),
+			check: func(t *testing.T, f *FSM) {
+				if b, ok := f.Blob("sha256:aa"); ok {
+					t.Fatalf("blob %+v is still known", b)
+				}
+				if !f.BlobInUse("sha256:aa") || f.BlobInUse("sha256:bb") {
+					t.Fatal("the image's digest must stay in use, another must not")
+				}
+			},
+		},
+		{name: "blob drop unknown", setup: vmSetup(t), cmd: mustEncode(t, TypeBlobDropHolder, BlobDropHolder{Digest: "sha256:bb", Node: "n2"}), wantErr: ErrNotFound},
+		{
 			name: "init keeps the signing key",
 			cmd:  mustEncode(t, TypeInit, Init{ClusterID: "c", SigningKey: make([]byte, 32)}),
 			check: func(t *testing.T, f *FSM) {
@@ -440,7 +454,7 @@ func TestFSM_commands(t *testing.T) {
 
 func TestFSM_every_type_covered(t *testing.T) {
 	// A new command type must get a case above and a seed in the fuzz corpus.
-	if len(typeNames) != 24 {
+	if len(typeNames) != 25 {
 		t.Fatalf("%d command types; update TestFSM_commands and fuzz seeds", len(typeNames))
 	}
 }

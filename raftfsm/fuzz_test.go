@@ -25,6 +25,7 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeVMConfigDelete, VMConfigDelete{Namespace: api.DefaultNamespace, Name: "c"}),
 		imageCmd(f, "mini2", "n1"),
 		mustEncode(f, TypeBlobAddHolder, BlobAddHolder{Digest: "sha256:aa", Node: "n2"}),
+		mustEncode(f, TypeBlobDropHolder, BlobDropHolder{Digest: "sha256:aa", Node: "n1"}),
 		mustEncode(f, TypeUserUpsert, UserUpsert{Name: "alice", Admin: true}),
 		mustEncode(f, TypeUserRemove, UserRemove{Name: "alice"}),
 		mustEncode(f, TypeSACreate, SACreate{Namespace: api.DefaultNamespace, Name: "ci"}),

@@ -38,10 +38,20 @@ type StoreConfig struct {
 	Gate Gate
 	// Timing tunes the Raft timeouts.
 	Timing Timing
-	// SnapshotThreshold is the number of log entries between snapshots (0: raft's default).
+	// SnapshotThreshold is the number of log entries between snapshots, and
+	// how many entries a snapshot keeps behind it (0: DefaultSnapshotThreshold).
 	SnapshotThreshold uint64
-	Log               *slog.Logger
+	// SnapshotInterval is how often raft checks whether to snapshot (0:
+	// DefaultSnapshotInterval).
+	SnapshotInterval time.Duration
+	Log              *slog.Logger
 }
+
+// Snapshot defaults: a snapshot at least every 2048 entries, checked every 30 s.
+const (
+	DefaultSnapshotThreshold = 2048
+	DefaultSnapshotInterval  = 30 * time.Second
+)
 
 // Store owns the Raft instance, its bolt log store and its file snapshots.
 type Store struct {
@@ -117,9 +127,15 @@ func OpenStore(cfg StoreConfig, fsm *FSM) (*Store, error) {
 	if t := cfg.Timing; t.Commit > 0 {
 		rc.CommitTimeout = t.Commit
 	}
+	// Snapshots are frequent enough that a restarted peer replays a bounded
+	// log before it has caught up (it serves nothing until then).
+	rc.SnapshotThreshold, rc.TrailingLogs, rc.SnapshotInterval = DefaultSnapshotThreshold, DefaultSnapshotThreshold, DefaultSnapshotInterval
 	if cfg.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = cfg.SnapshotThreshold
 		rc.TrailingLogs = cfg.SnapshotThreshold
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
 	}
 	had, err := raft.HasExistingState(bolt, bolt, snaps)
 	if err != nil {
@@ -184,6 +200,9 @@ func (s *Store) Leader() (addr, id string) {
 	a, i := s.raft.LeaderWithID()
 	return string(a), string(i)
 }
+
+// CommitIndex returns the latest index this peer knows to be committed.
+func (s *Store) CommitIndex() uint64 { return s.raft.CommitIndex() }
 
 // LeaderCh delivers true when this peer becomes leader and false when it
 // stops being leader. It has one reader: the peer's leader loop.

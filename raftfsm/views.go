@@ -108,6 +108,30 @@ func (f *FSM) Blob(digest string) (Blob, bool) {
 	return c, true
 }
 
+// BlobInUse reports whether an image, an ISO or a VM of any namespace
+// references the blob: such a blob must stay on the peers that hold it.
+func (f *FSM) BlobInUse(digest string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.blobInUse(digest)
+}
+
+// BlobsHeldBy returns the blobs the state says node holds.
+func (f *FSM) BlobsHeldBy(node string) []Blob {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []Blob
+	for _, b := range f.state.Blobs {
+		if slices.Contains(b.Holders, node) {
+			c := *b
+			c.Holders = slices.Clone(b.Holders)
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b Blob) int { return strings.Compare(a.Digest, b.Digest) })
+	return out
+}
+
 // PortsInUse returns the node ports held by the VMs on node.
 func (f *FSM) PortsInUse(node string) map[int]bool {
 	f.mu.RLock()

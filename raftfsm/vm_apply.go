@@ -71,6 +71,13 @@ type BlobAddHolder struct {
 	Node   string `json:"node"`
 }
 
+// BlobDropHolder records that a node no longer holds a blob (its garbage
+// collection removed it); a blob no node holds is forgotten.
+type BlobDropHolder struct {
+	Digest string `json:"digest"`
+	Node   string `json:"node"`
+}
+
 // portsInUse returns the node ports held by the VMs on node.
 func (s *State) portsInUse(node string) map[int]bool {
 	used := map[int]bool{}
@@ -265,4 +272,36 @@ func (s *State) applyBlobAddHolder(c BlobAddHolder) (any, error) {
 		slices.Sort(b.Holders)
 	}
 	return nil, nil
+}
+
+func (s *State) applyBlobDropHolder(c BlobDropHolder) (any, error) {
+	b, ok := s.Blobs[c.Digest]
+	if !ok {
+		return nil, ruleErr(ErrNotFound, "blob %s not found", c.Digest)
+	}
+	b.Holders = slices.DeleteFunc(b.Holders, func(h string) bool { return h == c.Node })
+	if len(b.Holders) == 0 {
+		delete(s.Blobs, c.Digest)
+	}
+	return nil, nil
+}
+
+// blobInUse reports whether an image, an ISO or a VM references digest.
+func (s *State) blobInUse(digest string) bool {
+	for _, img := range s.Images {
+		if img.Digest == digest {
+			return true
+		}
+	}
+	for _, iso := range s.ISOs {
+		if iso.Digest == digest {
+			return true
+		}
+	}
+	for _, vm := range s.VMs {
+		if vm.ImageDigest == digest {
+			return true
+		}
+	}
+	return false
 }

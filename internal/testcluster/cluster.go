@@ -129,6 +129,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
 			Gate: m.gate, Log: c.logger(), Driver: drv,
 			VMInterval: 200 * time.Millisecond, HealthInterval: 100 * time.Millisecond,
+			BlobGCInterval: 200 * time.Millisecond,
 		}
 		if opts.ProductionTiming {
 			m.cfg.RaftTiming, m.cfg.Local = raftfsm.Timing{}, false
@@ -145,6 +146,9 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	tb.Cleanup(c.Close)
 	c.WaitLeader()
 	c.WaitFor("every node READY", 30*time.Second, func() error { return c.allReady() })
+	for _, m := range c.Members {
+		c.WaitCaughtUp(m)
+	}
 	// The admin token is made while the cluster is whole: tests cut it up later.
 	c.adminToken = c.Token("admin", true)
 	return c
@@ -210,6 +214,18 @@ func (c *Cluster) Stop(m *Member) {
 	m.Peer = nil
 }
 
+// Crash stops a peer as a crash would leave it: without the snapshot a
+// graceful stop writes, so that on restart its replica holds only what its
+// snapshots had (none here) until the leader brings it up to date.
+func (c *Cluster) Crash(m *Member) {
+	c.tb.Helper()
+	c.Stop(m)
+	snaps := filepath.Join(m.DataDir, "raft", "snapshots")
+	if err := os.RemoveAll(snaps); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
 // Restart starts a stopped peer again from its data dir, at its old addresses.
 func (c *Cluster) Restart(m *Member) {
 	c.tb.Helper()
@@ -217,6 +233,18 @@ func (c *Cluster) Restart(m *Member) {
 	cfg.Join, cfg.BootstrapExpect = nil, 0 // it must find the cluster from its data dir
 	m.cfg = cfg
 	c.start(m)
+}
+
+// WaitCaughtUp waits until m's replica has caught up with the cluster since
+// its start (it serves authenticated calls from then on).
+func (c *Cluster) WaitCaughtUp(m *Member) {
+	c.tb.Helper()
+	c.WaitFor(m.Name+" caught up", 30*time.Second, func() error {
+		if !m.Peer.CaughtUp() {
+			return fmt.Errorf("%s has not caught up", m.Name)
+		}
+		return nil
+	})
 }
 
 // Running returns the running members.
@@ -318,6 +346,23 @@ func (c *Cluster) Partition(cut ...*Member) {
 		for _, b := range c.Members {
 			if in[a] != in[b] {
 				a.gate.set(b.addrs(), true)
+			}
+		}
+	}
+}
+
+// PartitionRaft cuts only the Raft traffic between the given members and
+// all the others (both ways): gossip and the API still pass, so a peer can
+// learn who leads but not receive the log.
+func (c *Cluster) PartitionRaft(cut ...*Member) {
+	in := map[*Member]bool{}
+	for _, m := range cut {
+		in[m] = true
+	}
+	for _, a := range c.Members {
+		for _, b := range c.Members {
+			if in[a] != in[b] {
+				a.gate.set([]string{net.JoinHostPort(b.cfg.Bind, strconv.Itoa(b.cfg.RaftPort))}, true)
 			}
 		}
 	}

@@ -1,0 +1,82 @@
+package imagestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+type fetch struct {
+	done chan struct{}
+	err  error
+}
+
+// BlobPath is the peer API path that serves a blob.
+func BlobPath(digest string) string { return "/api/v1/internal/blobs/" + digest }
+
+// Fetch makes sure the blob is here, streaming it from the first of sources
+// (peer API base URLs) that serves it. Concurrent fetches of one digest share
+// one transfer.
+func (s *Store) Fetch(ctx context.Context, client *http.Client, digest string, sources []string) error {
+	if s.Has(digest) {
+		return nil
+	}
+	s.mu.Lock()
+	if f, ok := s.fetching[digest]; ok {
+		s.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f := &fetch{done: make(chan struct{})}
+	s.fetching[digest] = f
+	s.mu.Unlock()
+	f.err = s.fetch(ctx, client, digest, sources)
+	s.mu.Lock()
+	delete(s.fetching, digest)
+	s.mu.Unlock()
+	close(f.done)
+	return f.err
+}
+
+func (s *Store) fetch(ctx context.Context, client *http.Client, digest string, sources []string) error {
+	if len(sources) == 0 {
+		return fmt.Errorf("fetch %s: no peer holds it", digest)
+	}
+	var errs []error
+	for _, src := range sources {
+		err := s.fetchFrom(ctx, client, digest, src)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("fetch %s: %w", digest, errors.Join(errs...))
+}
+
+func (s *Store) fetchFrom(ctx context.Context, client *http.Client, digest, src string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(src, "/")+BlobPath(digest), nil)
+	if err != nil {
+		return fmt.Errorf("from %s: %w", src, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("from %s: %w", src, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("from %s: %s", src, resp.Status)
+	}
+	if _, _, err := s.Put(ctx, resp.Body, digest); err != nil {
+		return fmt.Errorf("from %s: %w", src, err)
+	}
+	return nil
+}

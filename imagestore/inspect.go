@@ -1,0 +1,60 @@
+package imagestore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// Info is what qemu-img says of a disk image.
+type Info struct {
+	Format      string `json:"format"`
+	VirtualSize int64  `json:"virtual-size"`
+	BackingFile string `json:"backing-filename"`
+}
+
+// Inspect reads a disk image's format and virtual size with qemu-img.
+func Inspect(ctx context.Context, path string) (Info, error) {
+	out, err := exec.CommandContext(ctx, "qemu-img", "info", "--output=json", path).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return Info{}, fmt.Errorf("qemu-img info: %w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return Info{}, fmt.Errorf("qemu-img info: %w", err)
+	}
+	var info Info
+	if err := json.Unmarshal(out, &info); err != nil {
+		return Info{}, fmt.Errorf("qemu-img info: %w", err)
+	}
+	return info, nil
+}
+
+// MinRawSize is the smallest raw disk image accepted: a raw image is whole
+// 512-byte sectors, and anything under a mebibyte is not a disk anyone boots.
+const MinRawSize = 1 << 20
+
+// ErrNotADisk is wrapped when a file is not a standalone disk image.
+var ErrNotADisk = errors.New("not a disk image")
+
+// CheckDisk accepts a standalone qcow2 image, or a raw image of whole
+// sectors of at least MinRawSize (qemu-img calls any file raw, so a text file
+// would otherwise pass). size is the file's size.
+func CheckDisk(info Info, size int64) error {
+	switch info.Format {
+	case "qcow2":
+	case "raw":
+		if size < MinRawSize || size%512 != 0 {
+			return fmt.Errorf("%w: a raw image is whole 512-byte sectors and at least %d bytes; this file is %d bytes", ErrNotADisk, MinRawSize, size)
+		}
+	default:
+		return fmt.Errorf("%w: format %s: upload qcow2 or raw", ErrNotADisk, info.Format)
+	}
+	if info.BackingFile != "" {
+		return fmt.Errorf("%w: it has a backing file (%s); upload a standalone image (qemu-img convert)", ErrNotADisk, info.BackingFile)
+	}
+	return nil
+}

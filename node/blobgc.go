@@ -1,0 +1,56 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// blobGCLoop removes, every BlobGCInterval, the blobs of this peer that no
+// image, ISO or VM of the cluster references and that are older than
+// BlobGCGrace, and keeps the cluster's record of what this peer holds true.
+// It waits until the replica has caught up: a stale replica would take the
+// blob of a recent image for an orphan.
+func (p *Peer) blobGCLoop() {
+	tick := time.NewTicker(p.cfg.BlobGCInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !p.CaughtUp() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+		if err := p.collectBlobs(ctx); err != nil && p.ctx.Err() == nil {
+			p.cfg.Log.Warn("collect image blobs", "err", err)
+		}
+		cancel()
+	}
+}
+
+// collectBlobs runs one collection.
+func (p *Peer) collectBlobs(ctx context.Context) error {
+	removed, err := p.images.Collect(p.FSM().BlobInUse, p.cfg.BlobGCGrace)
+	for _, d := range removed {
+		p.cfg.Log.Info("removed an image blob nothing references", "digest", d)
+	}
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, b := range p.FSM().BlobsHeldBy(p.cfg.Name) {
+		if p.images.Has(b.Digest) {
+			continue
+		}
+		_, err := p.Apply(ctx, raftfsm.TypeBlobDropHolder, raftfsm.BlobDropHolder{Digest: b.Digest, Node: p.cfg.Name})
+		if err != nil && !errors.Is(err, raftfsm.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

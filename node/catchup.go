@@ -1,0 +1,169 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/svc-project/svc/api"
+)
+
+// A peer that starts (or restarts) holds whatever its data dir had: a stale
+// replica. Until it has applied every entry the leader had committed when the
+// peer asked (it has "caught up"), it serves no authenticated call (503 with
+// Retry-After, never a stale list or a 401 for a good token) and creates or
+// starts no domain (deletes of domains nobody wants may go first).
+
+// CommitIndexPath is the API path where the leader tells its commit index.
+const CommitIndexPath = "/api/v1/internal/commit-index"
+
+// Errors of catching up.
+var (
+	errNoLeader      = errors.New("no leader is known")
+	errLeaderNotDone = errors.New("the leader has not yet applied the entries of earlier terms")
+)
+
+// caughtUp is closed once the replica has caught up after the start.
+type caughtUp struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+// CaughtUp reports whether the replica has caught up with the cluster since
+// this peer started.
+func (p *Peer) CaughtUp() bool {
+	select {
+	case <-p.caught.ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *Peer) markCaughtUp(how string) {
+	p.caught.once.Do(func() {
+		close(p.caught.ch)
+		p.cfg.Log.Info("replica caught up with the cluster", "index", p.FSM().Index(), "how", how)
+	})
+}
+
+// catchUpLoop syncs the replica with the leader once, retrying until it
+// succeeds or the peer stops (each attempt has a deadline).
+func (p *Peer) catchUpLoop() {
+	backoff := 50 * time.Millisecond
+	for !p.CaughtUp() {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		err := p.SyncReplica(ctx)
+		cancel()
+		if err == nil {
+			p.markCaughtUp("synced with the leader")
+			return
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.caught.ch:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// SyncReplica waits until this replica has applied every entry the leader
+// had committed when it was asked. Concurrent callers share leader round
+// trips (at most one is in flight), but each waits for a round trip that
+// started after it called.
+func (p *Peer) SyncReplica(ctx context.Context) error {
+	idx, err := p.sync.index(ctx, p.leaderCommitIndex)
+	if err != nil {
+		return err
+	}
+	return p.FSM().WaitIndex(ctx, idx)
+}
+
+// CommitIndex returns this peer's commit index if it leads and has applied
+// the entries of earlier terms (what every acknowledged write is below).
+func (p *Peer) CommitIndex() (uint64, error) {
+	if !p.IsLeader() {
+		return 0, fmt.Errorf("peer %s is not the leader", p.cfg.Name)
+	}
+	p.mu.Lock()
+	ready := p.leaderReady
+	p.mu.Unlock()
+	if !ready {
+		return 0, errLeaderNotDone
+	}
+	return p.store.CommitIndex(), nil
+}
+
+// leaderCommitIndex asks the leader (or this peer, if it leads) for its
+// commit index.
+func (p *Peer) leaderCommitIndex(ctx context.Context) (uint64, error) {
+	if p.IsLeader() {
+		return p.CommitIndex()
+	}
+	_, addr := p.LeaderAPI()
+	if addr == "" {
+		return 0, errNoLeader
+	}
+	var out api.CommitIndex
+	cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.plainHTTP}
+	if err := cl.Do(ctx, http.MethodGet, CommitIndexPath, nil, &out); err != nil {
+		return 0, fmt.Errorf("ask the leader for its commit index: %w", err)
+	}
+	return out.Index, nil
+}
+
+// indexSync runs leader round trips one at a time. A caller joins the round
+// that has not started yet (starting it if none runs), never one already in
+// flight, whose answer may predate what the caller needs to see.
+type indexSync struct {
+	mu      sync.Mutex
+	running bool
+	pending *syncRound
+}
+
+type syncRound struct {
+	done  chan struct{}
+	index uint64
+	err   error
+}
+
+func (s *indexSync) index(ctx context.Context, fetch func(context.Context) (uint64, error)) (uint64, error) {
+	s.mu.Lock()
+	r := s.pending
+	if r == nil {
+		r = &syncRound{done: make(chan struct{})}
+		s.pending = r
+	}
+	if !s.running {
+		s.running, s.pending = true, nil
+		go s.run(r, fetch)
+	}
+	s.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.index, r.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("sync the replica: %w", ctx.Err())
+	}
+}
+
+func (s *indexSync) run(r *syncRound, fetch func(context.Context) (uint64, error)) {
+	for r != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r.index, r.err = fetch(ctx)
+		cancel()
+		close(r.done)
+		s.mu.Lock()
+		r, s.pending = s.pending, nil
+		if r == nil {
+			s.running = false
+		}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,29 @@
+package node
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// peerMetrics are the peer's own figures, beside Raft's and the API's.
+type peerMetrics struct {
+	reconcilePasses *prometheus.CounterVec
+	caughtUp        prometheus.GaugeFunc
+}
+
+func newPeerMetrics(p *Peer) *peerMetrics {
+	m := &peerMetrics{
+		reconcilePasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_vm_reconcile_passes_total",
+			Help: "Passes of the VM reconciler, by result: done, failed, or waiting (the replica has not caught up since the start, so it touched nothing).",
+		}, []string{"result"}),
+		caughtUp: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "svc_replica_caught_up",
+			Help: "1 once this peer's replica has caught up with the cluster since its start (it serves and runs VMs from then on).",
+		}, func() float64 {
+			if p.CaughtUp() {
+				return 1
+			}
+			return 0
+		}),
+	}
+	p.reg.MustRegister(m.reconcilePasses, m.caughtUp)
+	return m
+}

@@ -51,7 +51,17 @@ func TestAuthz_matrix(t *testing.T) {
 		return b, New(Config{Backend: b}).Handler()
 	}
 	s := New(Config{Backend: newFakeBackend(t, true)})
+	// Every fresh state is built alike, so one tells the subjects' UIDs.
+	ref, _ := fresh(t)
 	sign := func(seed []byte, p auth.Principal, ttl time.Duration, at time.Time) string {
+		switch p.Kind {
+		case auth.KindUser:
+			u, _ := ref.fsm.User(p.Name)
+			p.UID = u.UID
+		case auth.KindServiceAccount:
+			sa, _ := ref.fsm.ServiceAccount(p.Namespace, p.Name)
+			p.UID = sa.UID
+		}
 		tok, _, err := auth.Sign(seed, "c", p, ttl, at)
 		if err != nil {
 			t.Fatal(err)
@@ -132,7 +142,8 @@ func TestAuthz_missing_namespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := New(Config{Backend: b}).Handler()
-	bob, _, _ := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindUser, Name: "bob", Role: auth.RoleUser}, time.Hour, time.Now())
+	u, _ := b.fsm.User("bob")
+	bob, _, _ := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindUser, Name: "bob", Role: auth.RoleUser, UID: u.UID}, time.Hour, time.Now())
 	cases := []struct {
 		name, token string
 		want        int

@@ -85,9 +85,13 @@ func (b *fakeBackend) ClusterInfo(context.Context) api.ClusterInfo {
 
 var testSeed = make([]byte, 32)
 
+// rootUID is the UID of the admin "root": the index of the second command
+// newFakeBackend applies.
+const rootUID = 2
+
 // adminToken signs a token of the fake backend's admin.
 func adminToken(t testing.TB) string {
-	tok, _, err := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindUser, Name: "root", Role: auth.RoleAdmin}, time.Hour, time.Now())
+	tok, _, err := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindUser, Name: "root", Role: auth.RoleAdmin, UID: rootUID}, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,11 +188,12 @@ func (s *Server) serviceAccountToken(w http.ResponseWriter, r *http.Request, p h
 		}
 		ttl = d
 	}
-	if _, ok := s.b.FSM().ServiceAccount(ns, name); !ok {
+	sa, ok := s.b.FSM().ServiceAccount(ns, name)
+	if !ok {
 		return notFound("service account %q not found in namespace %q", name, ns)
 	}
 	_, clusterID := s.b.FSM().Initialized()
-	tok, exp, err := auth.Sign(s.b.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindServiceAccount, Name: name, Namespace: ns}, ttl, time.Now())
+	tok, exp, err := auth.Sign(s.b.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindServiceAccount, Name: name, Namespace: ns, UID: sa.UID}, ttl, time.Now())
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,54 @@ func TestAuth_tokens_of_removed_subjects_stop_working(t *testing.T) {
 	})
 }
 
+// A removal voids every token issued before it, on every peer, even when the
+// user or service account is named again within the same second (tokens
+// carry the subject's incarnation, not only a time of second resolution).
+func TestAuth_subject_named_again_at_once_does_not_revive_old_tokens(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	leader := c.WaitLeader()
+	admin := c.Client(leader)
+	for i := range 3 {
+		user, sa := fmt.Sprintf("eve-%d", i), fmt.Sprintf("bot-%d", i)
+		old := c.Token(user, false)
+		if err := leader.Peer.RemoveUser(ctx(t), user); err != nil {
+			t.Fatal(err)
+		}
+		fresh := c.Token(user, false)
+		if _, err := admin.CreateServiceAccount(ctx(t), ns, sa); err != nil {
+			t.Fatal(err)
+		}
+		oldSA, err := admin.ServiceAccountToken(ctx(t), ns, sa, api.TokenRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.DeleteServiceAccount(ctx(t), ns, sa); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.CreateServiceAccount(ctx(t), ns, sa); err != nil {
+			t.Fatal(err)
+		}
+		freshSA, err := admin.ServiceAccountToken(ctx(t), ns, sa, api.TokenRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range c.Members {
+			c.WaitFor("the new subjects known on "+m.Name, 10*time.Second, func() error {
+				if _, err := api.NewClient("http://"+m.Peer.APIAddr(), fresh).ListVMs(ctx(t), ns); err != nil {
+					return err
+				}
+				_, err := api.NewClient("http://"+m.Peer.APIAddr(), freshSA.Token).ListVMs(ctx(t), ns)
+				return err
+			})
+			for what, tok := range map[string]string{"user": old, "service account": oldSA.Token} {
+				if _, err := api.NewClient("http://"+m.Peer.APIAddr(), tok).ListVMs(ctx(t), ns); api.CodeOf(err) != http.StatusUnauthorized {
+					t.Fatalf("%s: the %s's token from before the removal: %v", m.Name, what, err)
+				}
+			}
+		}
+	}
+}
+
 func TestAuth_dedicated_nodes_and_namespace_delete(t *testing.T) {
 	c := testcluster.New(t, 2, testcluster.Options{})
 	c.WaitLeader()

@@ -35,7 +35,12 @@ func (p *Peer) MintUserToken(ctx context.Context, user string, admin bool, ttl t
 		return "", nil, err
 	}
 	// The user's record must be in this replica before its token is used here.
-	if err := p.waitFor(ctx, func() bool { u, ok := p.FSM().User(user); return ok && u.Admin == admin }); err != nil {
+	var rec raftfsm.User
+	if err := p.waitFor(ctx, func() bool {
+		u, ok := p.FSM().User(user)
+		rec = u
+		return ok && u.Admin == admin
+	}); err != nil {
 		return "", nil, err
 	}
 	role := auth.RoleUser
@@ -43,7 +48,7 @@ func (p *Peer) MintUserToken(ctx context.Context, user string, admin bool, ttl t
 		role = auth.RoleAdmin
 	}
 	_, clusterID := p.FSM().Initialized()
-	return auth.Sign(p.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindUser, Name: user, Role: role}, ttl, time.Now())
+	return auth.Sign(p.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindUser, Name: user, Role: role, UID: rec.UID}, ttl, time.Now())
 }
 
 // RemoveUser removes a user through the leader; its tokens stop working.

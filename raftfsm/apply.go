@@ -7,10 +7,12 @@ import (
 	"github.com/svc-project/svc/api"
 )
 
-// apply runs one decoded command against s. A decoding error of the body is
-// returned wrapped in ErrBadBody (the caller decides whether that is fatal);
-// a broken rule is returned as a rule error and leaves s unchanged.
-func (s *State) apply(c Command) (any, error) {
+// apply runs one decoded command, the log entry at index, against s. A
+// decoding error of the body is returned wrapped in ErrBadBody (the caller
+// decides whether that is fatal); a broken rule is returned as a rule error
+// and leaves s unchanged. The index names what a command creates (a user's
+// or service account's UID): the same on every replica, never reused.
+func (s *State) apply(index uint64, c Command) (any, error) {
 	switch c.Type &^ FlagIgnorable {
 	case TypeInit:
 		return applyBody(c, s.applyInit)
@@ -47,15 +49,15 @@ func (s *State) apply(c Command) (any, error) {
 	case TypeBlobDropHolder:
 		return applyBody(c, s.applyBlobDropHolder)
 	case TypeUserUpsert:
-		return applyBody(c, s.applyUserUpsert)
+		return applyBody(c, func(b UserUpsert) (any, error) { return s.applyUserUpsert(index, b) })
 	case TypeUserRemove:
 		return applyBody(c, s.applyUserRemove)
 	case TypeSACreate:
-		return applyBody(c, s.applySACreate)
+		return applyBody(c, func(b SACreate) (any, error) { return s.applySACreate(index, b) })
 	case TypeSADelete:
 		return applyBody(c, s.applySADelete)
 	case TypeRoleBindingAdd:
-		return applyBody(c, s.applyRoleBindingAdd)
+		return applyBody(c, func(b RoleBindingChange) (any, error) { return s.applyRoleBindingAdd(index, b) })
 	case TypeRoleBindingDel:
 		return applyBody(c, s.applyRoleBindingDel)
 	case TypeCertSet:

@@ -54,13 +54,13 @@ type SigningKeySet struct {
 	SigningKey []byte `json:"signingKey"`
 }
 
-func (s *State) applyUserUpsert(c UserUpsert) (any, error) {
+func (s *State) applyUserUpsert(index uint64, c UserUpsert) (any, error) {
 	if err := api.ValidateName("user", c.Name, api.MaxNameLen); err != nil {
 		return nil, ruleErr(ErrInvalid, "%s", err.Error())
 	}
 	u, ok := s.Users[c.Name]
 	if !ok {
-		u = &User{Name: c.Name, CreatedAt: c.Time}
+		u = &User{Name: c.Name, CreatedAt: c.Time, UID: index}
 		s.Users[c.Name] = u
 	}
 	u.Admin = c.Admin
@@ -79,7 +79,7 @@ func (s *State) applyUserRemove(c UserRemove) (any, error) {
 	return nil, nil
 }
 
-func (s *State) applySACreate(c SACreate) (any, error) {
+func (s *State) applySACreate(index uint64, c SACreate) (any, error) {
 	if err := api.ValidateName("service account", c.Name, api.MaxNameLen); err != nil {
 		return nil, ruleErr(ErrInvalid, "%s", err.Error())
 	}
@@ -90,7 +90,7 @@ func (s *State) applySACreate(c SACreate) (any, error) {
 	if _, ok := s.ServiceAccounts[k]; ok {
 		return nil, ruleErr(ErrAlreadyExists, "service account %q already exists in namespace %q", c.Name, c.Namespace)
 	}
-	sa := &ServiceAccount{Name: c.Name, Namespace: c.Namespace, CreatedAt: c.Time}
+	sa := &ServiceAccount{Name: c.Name, Namespace: c.Namespace, CreatedAt: c.Time, UID: index}
 	s.ServiceAccounts[k] = sa
 	cp := *sa
 	return &cp, nil
@@ -139,7 +139,7 @@ func (s *State) checkSubjects(c RoleBindingChange, mustExist bool) error {
 	return nil
 }
 
-func (s *State) applyRoleBindingAdd(c RoleBindingChange) (any, error) {
+func (s *State) applyRoleBindingAdd(index uint64, c RoleBindingChange) (any, error) {
 	if err := s.checkSubjects(c, true); err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (s *State) applyRoleBindingAdd(c RoleBindingChange) (any, error) {
 	}
 	for _, u := range c.Users {
 		if _, known := s.Users[u]; !known {
-			s.Users[u] = &User{Name: u, CreatedAt: c.Time}
+			s.Users[u] = &User{Name: u, CreatedAt: c.Time, UID: index}
 		}
 		if !slices.Contains(rb.Users, u) {
 			rb.Users = append(rb.Users, u)

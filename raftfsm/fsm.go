@@ -72,7 +72,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 func (f *FSM) ApplyCommand(index uint64, c Command) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v, err := f.state.apply(c)
+	v, err := f.state.apply(index, c)
 	if index > f.index {
 		f.index = index
 	}

@@ -38,6 +38,10 @@ type User struct {
 	Name      string    `json:"name"`
 	Admin     bool      `json:"admin"`
 	CreatedAt time.Time `json:"createdAt"`
+	// UID tells this user from an earlier one of the same name: the index of
+	// the log entry that named it. Tokens carry it, so a removal voids every
+	// token issued before it (0: named before UIDs existed).
+	UID uint64 `json:"uid,omitempty"`
 }
 
 // Cert is a PEM certificate chain and its private key.
@@ -140,6 +144,8 @@ type ServiceAccount struct {
 	Name      string    `json:"name"`
 	Namespace string    `json:"namespace"`
 	CreatedAt time.Time `json:"createdAt"`
+	// UID is the index of the log entry that created it (see User.UID).
+	UID uint64 `json:"uid,omitempty"`
 }
 
 // RoleBinding lists the subjects bound to a namespace.

@@ -35,8 +35,16 @@ func newState() *fakeState {
 	seed[0] = 7
 	return &fakeState{
 		seed:  seed,
-		users: map[string]raftfsm.User{"alice": {Name: "alice", CreatedAt: t0.Add(-time.Hour)}, "root": {Name: "root", Admin: true, CreatedAt: t0.Add(-time.Hour)}},
-		sas:   map[string]raftfsm.ServiceAccount{"team-a/ci": {Name: "ci", Namespace: "team-a", CreatedAt: t0.Add(-time.Hour)}},
+		users: map[string]raftfsm.User{
+			"alice": {Name: "alice", CreatedAt: t0.Add(-time.Hour)},
+			"root":  {Name: "root", Admin: true, CreatedAt: t0.Add(-time.Hour)},
+			// carol was removed and named again in the second her old token was issued.
+			"carol": {Name: "carol", CreatedAt: t0, UID: 9},
+		},
+		sas: map[string]raftfsm.ServiceAccount{
+			"team-a/ci": {Name: "ci", Namespace: "team-a", CreatedAt: t0.Add(-time.Hour)},
+			"team-a/cd": {Name: "cd", Namespace: "team-a", CreatedAt: t0, UID: 12},
+		},
 	}
 }
 
@@ -54,6 +62,8 @@ func TestAuthenticate_cases(t *testing.T) {
 	other := make([]byte, 32)
 	alice := Principal{Kind: KindUser, Name: "alice", Role: RoleUser}
 	ci := Principal{Kind: KindServiceAccount, Name: "ci", Namespace: "team-a"}
+	carol := func(uid uint64) Principal { return Principal{Kind: KindUser, Name: "carol", Role: RoleUser, UID: uid} }
+	cd := func(uid uint64) Principal { return Principal{Kind: KindServiceAccount, Name: "cd", Namespace: "team-a", UID: uid} }
 	cases := []struct {
 		name    string
 		header  string
@@ -74,6 +84,11 @@ func TestAuthenticate_cases(t *testing.T) {
 		{name: "issued slightly in the future", header: "Bearer " + sign(t, st.seed, alice, time.Hour, t0.Add(3*time.Second)), at: t0, want: alice},
 		{name: "removed user", header: "Bearer " + sign(t, st.seed, Principal{Kind: KindUser, Name: "bob", Role: RoleUser}, time.Hour, t0), at: t0, wantErr: ErrRevoked},
 		{name: "user named again after the token", header: "Bearer " + sign(t, st.seed, alice, 3*time.Hour, t0.Add(-2*time.Hour)), at: t0, wantErr: ErrRevoked},
+		{name: "user of this incarnation", header: "Bearer " + sign(t, st.seed, carol(9), time.Hour, t0), at: t0, want: carol(9)},
+		{name: "user's earlier incarnation in the same second", header: "Bearer " + sign(t, st.seed, carol(8), time.Hour, t0), at: t0, wantErr: ErrRevoked},
+		{name: "token without uid for a user that has one", header: "Bearer " + sign(t, st.seed, carol(0), time.Hour, t0), at: t0, wantErr: ErrRevoked},
+		{name: "service account of this incarnation", header: "Bearer " + sign(t, st.seed, cd(12), 0, t0), at: t0, want: cd(12)},
+		{name: "service account's earlier incarnation in the same second", header: "Bearer " + sign(t, st.seed, cd(11), 0, t0), at: t0, wantErr: ErrRevoked},
 		{name: "deleted service account", header: "Bearer " + sign(t, st.seed, Principal{Kind: KindServiceAccount, Name: "gone", Namespace: "team-a"}, 0, t0), at: t0, wantErr: ErrRevoked},
 		{name: "peer token without expiry", header: "Bearer " + sign(t, st.seed, Principal{Kind: KindPeer, Name: "p1"}, 0, t0), at: t0, wantErr: ErrMalformed},
 		{name: "unknown kind", header: "Bearer " + sign(t, st.seed, Principal{Kind: "robot", Name: "r"}, time.Hour, t0), at: t0, wantErr: ErrMalformed},

@@ -51,6 +51,9 @@ type Principal struct {
 	Name      string
 	Role      string // users: admin or user
 	Namespace string // service accounts: their namespace
+	// UID is the incarnation of the user or service account the token was
+	// issued to (its record's UID): one removed and named again is another.
+	UID uint64
 }
 
 // IsAdmin reports whether p holds the admin role.
@@ -73,6 +76,7 @@ type Claims struct {
 	Kind      string `json:"kind"`
 	Role      string `json:"role,omitempty"`
 	Namespace string `json:"ns,omitempty"`
+	UID       uint64 `json:"uid,omitempty"`
 }
 
 // Issuer is the "iss" of the tokens a cluster signs.
@@ -93,7 +97,7 @@ func Sign(seed []byte, clusterID string, p Principal, ttl time.Duration, now tim
 			IssuedAt: jwt.NewNumericDate(now),
 			ID:       hex.EncodeToString(id),
 		},
-		Kind: p.Kind, Role: p.Role, Namespace: p.Namespace,
+		Kind: p.Kind, Role: p.Role, Namespace: p.Namespace, UID: p.UID,
 	}
 	var exp *time.Time
 	if ttl > 0 {

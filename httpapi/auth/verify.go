@@ -163,12 +163,13 @@ func (v *ClusterVerifier) Verify(tok string, now time.Time) (Principal, error) {
 		return Principal{}, fmt.Errorf("%w: no subject or issue time", ErrMalformed)
 	}
 	issued := c.IssuedAt.Time
-	p := Principal{Kind: c.Kind, Name: c.Subject, Role: c.Role, Namespace: c.Namespace}
+	p := Principal{Kind: c.Kind, Name: c.Subject, Role: c.Role, Namespace: c.Namespace, UID: c.UID}
 	switch c.Kind {
 	case KindUser:
 		u, ok := v.State.User(c.Subject)
-		// A user removed and named again later does not revive old tokens.
-		if !ok || issued.Before(u.CreatedAt.Truncate(time.Second)) {
+		// A user removed and named again is another user: its tokens are not
+		// the old one's, however close in time the two were named.
+		if !ok || !sameIncarnation(c.UID, u.UID, issued, u.CreatedAt) {
 			return Principal{}, fmt.Errorf("%w: user %q was removed", ErrRevoked, c.Subject)
 		}
 		if c.Role != RoleAdmin && c.Role != RoleUser {
@@ -176,7 +177,7 @@ func (v *ClusterVerifier) Verify(tok string, now time.Time) (Principal, error) {
 		}
 	case KindServiceAccount:
 		sa, ok := v.State.ServiceAccount(c.Namespace, c.Subject)
-		if !ok || issued.Before(sa.CreatedAt.Truncate(time.Second)) {
+		if !ok || !sameIncarnation(c.UID, sa.UID, issued, sa.CreatedAt) {
 			return Principal{}, fmt.Errorf("%w: service account %q was deleted", ErrRevoked, c.Namespace+":"+c.Subject)
 		}
 	case KindPeer:
@@ -187,4 +188,14 @@ func (v *ClusterVerifier) Verify(tok string, now time.Time) (Principal, error) {
 		return Principal{}, fmt.Errorf("%w: unknown kind %q", ErrMalformed, c.Kind)
 	}
 	return p, nil
+}
+
+// sameIncarnation reports whether a token (its uid claim and issue time) was
+// issued to the record (its UID and creation time). Records and tokens from
+// before UIDs existed (0) fall back to the times.
+func sameIncarnation(tokenUID, recordUID uint64, issued, created time.Time) bool {
+	if recordUID != 0 {
+		return tokenUID == recordUID
+	}
+	return tokenUID == 0 && !issued.Before(created.Truncate(time.Second))
 }

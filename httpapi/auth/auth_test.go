@@ -34,7 +34,7 @@ func newState() *fakeState {
 	seed := make([]byte, 32)
 	seed[0] = 7
 	return &fakeState{
-		seed:  seed,
+		seed: seed,
 		users: map[string]raftfsm.User{
 			"alice": {Name: "alice", CreatedAt: t0.Add(-time.Hour)},
 			"root":  {Name: "root", Admin: true, CreatedAt: t0.Add(-time.Hour)},
@@ -63,7 +63,9 @@ func TestAuthenticate_cases(t *testing.T) {
 	alice := Principal{Kind: KindUser, Name: "alice", Role: RoleUser}
 	ci := Principal{Kind: KindServiceAccount, Name: "ci", Namespace: "team-a"}
 	carol := func(uid uint64) Principal { return Principal{Kind: KindUser, Name: "carol", Role: RoleUser, UID: uid} }
-	cd := func(uid uint64) Principal { return Principal{Kind: KindServiceAccount, Name: "cd", Namespace: "team-a", UID: uid} }
+	cd := func(uid uint64) Principal {
+		return Principal{Kind: KindServiceAccount, Name: "cd", Namespace: "team-a", UID: uid}
+	}
 	cases := []struct {
 		name    string
 		header  string

@@ -23,6 +23,20 @@ const (
 	MaxImageLen    = 128
 )
 
+// Maxima of the lists in request bodies (a longer list is a 400) and of what
+// a namespace's role binding holds (409 beyond it).
+const (
+	// MaxSubjectsPerCall bounds users plus service accounts in one
+	// add-subject or remove-subject call.
+	MaxSubjectsPerCall = 1000
+	// MaxBindingSubjects bounds the subjects bound to one namespace.
+	MaxBindingSubjects = 10000
+	// MaxMetadata bounds customMetadata entries of a deploy or VM config.
+	MaxMetadata = 64
+	// MaxReservedPorts bounds the node:guest pairs of reservedPorts.
+	MaxReservedPorts = 32
+)
+
 // ValidateImageName checks an image or ISO name: lowercase letters, digits,
 // '-', '.' and '_', starting and ending with a letter or digit.
 func ValidateImageName(kind, name string) error {

@@ -59,6 +59,8 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusConflict, api.ReasonConflict, "%s", err.Error())
 	case errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, api.ErrInvalid):
 		return badRequest("%s", err.Error())
+	case errors.Is(err, raftfsm.ErrTooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "%s", err.Error())
 	case errors.Is(err, raftfsm.ErrNotLeader):
 		return unavailable("1", "leadership changed while the write was in flight; retry: %s", err.Error())
 	case errors.Is(err, raftfsm.ErrTimeout):

@@ -63,9 +63,13 @@ func parseReservedPorts(s string) ([]raftfsm.PortMap, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
+	parts := strings.Split(s, ",")
+	if len(parts) > api.MaxReservedPorts {
+		return nil, fmt.Errorf("%d pairs, at most %d", len(parts), api.MaxReservedPorts)
+	}
 	var out []raftfsm.PortMap
 	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
+	for _, part := range parts {
 		host, guest, ok := strings.Cut(strings.TrimSpace(part), ":")
 		h, err1 := strconv.Atoi(host)
 		g, err2 := strconv.Atoi(guest)

@@ -88,6 +88,9 @@ func (s *Server) changeSubjects(add bool) handler {
 		if len(req.Users) == 0 && len(req.ServiceAccounts) == 0 {
 			return badRequest("fields \"users\" and \"serviceAccounts\": name at least one subject")
 		}
+		if n := len(req.Users) + len(req.ServiceAccounts); n > api.MaxSubjectsPerCall {
+			return badRequest("fields \"users\" and \"serviceAccounts\": %d subjects, at most %d in one call", n, api.MaxSubjectsPerCall)
+		}
 		if err := s.requireNamespace(ns); err != nil {
 			return err
 		}
@@ -201,11 +204,15 @@ func (s *Server) serviceAccountToken(w http.ResponseWriter, r *http.Request, p h
 	return nil
 }
 
+// maxCertBody bounds a certificate upload (a chain and its key are a few
+// KiB); it keeps the replicated command well under raftfsm.MaxCommandBytes.
+const maxCertBody = 128 << 10
+
 // uploadCert takes PEM files "cert" and "key" (multipart), checks that they
 // are a pair, and replicates them: every peer then serves HTTPS with them.
 func (s *Server) uploadCert(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
-	if err := r.ParseMultipartForm(maxJSONBody); err != nil {
+	r.Body = http.MaxBytesReader(w, r.Body, maxCertBody)
+	if err := r.ParseMultipartForm(maxCertBody); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "certificate upload is over %d bytes", mbe.Limit)

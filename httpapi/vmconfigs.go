@@ -78,8 +78,8 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 			return field(d.name, "%d is not between 0 and %d", d.v, maxDisplay)
 		}
 	}
-	if len(req.CustomMetadata) > maxMetadata {
-		return field("customMetadata", "%d entries, at most %d", len(req.CustomMetadata), maxMetadata)
+	if len(req.CustomMetadata) > api.MaxMetadata {
+		return field("customMetadata", "%d entries, at most %d", len(req.CustomMetadata), api.MaxMetadata)
 	}
 	if err := s.requireNamespace(ns); err != nil {
 		return err

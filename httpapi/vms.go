@@ -238,7 +238,6 @@ const (
 	maxCPU         = 256
 	maxMemoryGiB   = 4096
 	maxTimeoutMins = 24 * 60
-	maxMetadata    = 64
 	maxDisplay     = 16384
 )
 
@@ -321,8 +320,8 @@ func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error)
 	if r.CustomMetadata != nil {
 		meta = r.CustomMetadata
 	}
-	if len(meta) > maxMetadata {
-		return nil, field("customMetadata", "%d entries, at most %d", len(meta), maxMetadata)
+	if len(meta) > api.MaxMetadata {
+		return nil, field("customMetadata", "%d entries, at most %d", len(meta), api.MaxMetadata)
 	}
 	for k, v := range meta {
 		if k == "" || len(k) > 63 || len(v) > 1024 {

@@ -119,8 +119,12 @@ func (s *State) checkSubjects(c RoleBindingChange, mustExist bool) error {
 	if _, ok := s.Namespaces[c.Namespace]; !ok {
 		return ruleErr(ErrNotFound, "namespace %q not found", c.Namespace)
 	}
-	if len(c.Users) == 0 && len(c.ServiceAccounts) == 0 {
+	n := len(c.Users) + len(c.ServiceAccounts)
+	if n == 0 {
 		return ruleErr(ErrInvalid, "name at least one user or service account")
+	}
+	if n > api.MaxSubjectsPerCall {
+		return ruleErr(ErrInvalid, "%d subjects, at most %d in one change", n, api.MaxSubjectsPerCall)
 	}
 	for _, u := range c.Users {
 		if err := api.ValidateName("user", u, api.MaxNameLen); err != nil {
@@ -139,6 +143,36 @@ func (s *State) checkSubjects(c RoleBindingChange, mustExist bool) error {
 	return nil
 }
 
+// merge returns sorted list plus the items of add it lacks, and how many
+// were new; linear in both lists (plus the sort of the result).
+func merge(list, add []string) ([]string, int) {
+	have := make(map[string]bool, len(list)+len(add))
+	for _, x := range list {
+		have[x] = true
+	}
+	added := 0
+	for _, x := range add {
+		if !have[x] {
+			have[x] = true
+			list = append(list, x)
+			added++
+		}
+	}
+	if added > 0 {
+		slices.Sort(list)
+	}
+	return list, added
+}
+
+// without returns list minus the items of drop, linear in both.
+func without(list, drop []string) []string {
+	gone := make(map[string]bool, len(drop))
+	for _, x := range drop {
+		gone[x] = true
+	}
+	return slices.DeleteFunc(list, func(x string) bool { return gone[x] })
+}
+
 func (s *State) applyRoleBindingAdd(index uint64, c RoleBindingChange) (any, error) {
 	if err := s.checkSubjects(c, true); err != nil {
 		return nil, err
@@ -146,23 +180,19 @@ func (s *State) applyRoleBindingAdd(index uint64, c RoleBindingChange) (any, err
 	rb, ok := s.RoleBindings[c.Namespace]
 	if !ok {
 		rb = &RoleBinding{Namespace: c.Namespace, Users: []string{}, ServiceAccounts: []string{}}
-		s.RoleBindings[c.Namespace] = rb
+	}
+	users, _ := merge(slices.Clone(rb.Users), c.Users)
+	sas, _ := merge(slices.Clone(rb.ServiceAccounts), c.ServiceAccounts)
+	if n := len(users) + len(sas); n > api.MaxBindingSubjects {
+		return nil, ruleErr(ErrConflict, "namespace %q would bind %d subjects, at most %d", c.Namespace, n, api.MaxBindingSubjects)
 	}
 	for _, u := range c.Users {
 		if _, known := s.Users[u]; !known {
 			s.Users[u] = &User{Name: u, CreatedAt: c.Time, UID: index}
 		}
-		if !slices.Contains(rb.Users, u) {
-			rb.Users = append(rb.Users, u)
-		}
 	}
-	for _, sa := range c.ServiceAccounts {
-		if !slices.Contains(rb.ServiceAccounts, sa) {
-			rb.ServiceAccounts = append(rb.ServiceAccounts, sa)
-		}
-	}
-	slices.Sort(rb.Users)
-	slices.Sort(rb.ServiceAccounts)
+	rb.Users, rb.ServiceAccounts = users, sas
+	s.RoleBindings[c.Namespace] = rb
 	return rb.clone(), nil
 }
 
@@ -174,8 +204,8 @@ func (s *State) applyRoleBindingDel(c RoleBindingChange) (any, error) {
 	if !ok {
 		return (&RoleBinding{Namespace: c.Namespace}).clone(), nil
 	}
-	rb.Users = slices.DeleteFunc(rb.Users, func(u string) bool { return slices.Contains(c.Users, u) })
-	rb.ServiceAccounts = slices.DeleteFunc(rb.ServiceAccounts, func(x string) bool { return slices.Contains(c.ServiceAccounts, x) })
+	rb.Users = without(rb.Users, c.Users)
+	rb.ServiceAccounts = without(rb.ServiceAccounts, c.ServiceAccounts)
 	return rb.clone(), nil
 }
 

@@ -89,7 +89,15 @@ var (
 	ErrEmptyCommand   = errors.New("empty command")
 	ErrUnknownCommand = errors.New("unknown command type")
 	ErrBadBody        = errors.New("malformed command body")
+	// ErrTooLarge is wrapped when a command is over MaxCommandBytes.
+	ErrTooLarge = errors.New("command too large")
 )
+
+// MaxCommandBytes bounds an encoded command. Raft replicates entries in
+// batches beside its heartbeats; a quarter of a mebibyte keeps every batch
+// quick to send and apply (the largest bodies the API accepts, such as an
+// add-subject call of MaxSubjectsPerCall names, fit well within it).
+const MaxCommandBytes = 256 << 10
 
 // Init creates the cluster's identity and its default namespace. The first
 // leader of a new cluster proposes it once.
@@ -153,6 +161,9 @@ func Encode(t Type, body any) ([]byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", t, err)
+	}
+	if len(b)+1 > MaxCommandBytes {
+		return nil, fmt.Errorf("%s of %d bytes: %w (at most %d)", t, len(b)+1, ErrTooLarge, MaxCommandBytes)
 	}
 	return append([]byte{byte(t)}, b...), nil
 }

@@ -3,7 +3,9 @@ package raftfsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -315,6 +317,28 @@ func TestFSM_commands(t *testing.T) {
 		},
 		{name: "blob drop unknown", setup: vmSetup(t), cmd: mustEncode(t, TypeBlobDropHolder, BlobDropHolder{Digest: "sha256:bb", Node: "n2"}), wantErr: ErrNotFound},
 		{
+			name:    "role binding full",
+			setup:   append(vmSetup(t), bindUsers(t, 0, api.MaxBindingSubjects)...),
+			cmd:     mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: []string{"one-more"}}),
+			wantErr: ErrConflict,
+		},
+		{
+			name:  "role binding: names already bound do not count twice",
+			setup: append(vmSetup(t), bindUsers(t, 0, api.MaxBindingSubjects)...),
+			cmd:   mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: []string{"u5", "u5"}}),
+			check: func(t *testing.T, f *FSM) {
+				if n := len(f.RoleBinding(api.DefaultNamespace).Users); n != api.MaxBindingSubjects {
+					t.Fatalf("%d users bound", n)
+				}
+			},
+		},
+		{
+			name:    "role binding change over the per-call maximum",
+			setup:   vmSetup(t),
+			cmd:     mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: names(0, api.MaxSubjectsPerCall+1)}),
+			wantErr: ErrInvalid,
+		},
+		{
 			name: "init keeps the signing key",
 			cmd:  mustEncode(t, TypeInit, Init{ClusterID: "c", SigningKey: make([]byte, 32)}),
 			check: func(t *testing.T, f *FSM) {
@@ -531,4 +555,59 @@ func vmCreateCmd(t testing.TB, name, node string, cpu int, mem int64, sshPort in
 
 func vmActionCmd(t testing.TB, name, action string) []byte {
 	return mustEncode(t, TypeVMAction, VMAction{Namespace: api.DefaultNamespace, Name: name, Action: action})
+}
+
+// names returns "u<from>" ... "u<from+n-1>".
+func names(from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("u%d", from+i)
+	}
+	return out
+}
+
+// bindUsers returns the commands that bind n users to svc-default, in calls
+// of MaxSubjectsPerCall.
+func bindUsers(t testing.TB, from, n int) [][]byte {
+	var out [][]byte
+	for i := from; i < from+n; i += api.MaxSubjectsPerCall {
+		out = append(out, mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: names(i, min(api.MaxSubjectsPerCall, from+n-i))}))
+	}
+	return out
+}
+
+func TestEncode_refuses_a_command_over_the_maximum(t *testing.T) {
+	big := CertSet{Cert: Cert{CertPEM: strings.Repeat("c", MaxCommandBytes), KeyPEM: "k"}}
+	if _, err := Encode(TypeCertSet, big); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Encode(TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: names(0, api.MaxSubjectsPerCall)}); err != nil {
+		t.Fatalf("the largest add-subject call does not fit: %v", err)
+	}
+}
+
+// BenchmarkApply_roleBinding applies the largest add-subject change to a
+// binding of 1,000 and of 9,000 subjects: apply is linear, so the second
+// costs a few times the first, not a hundred.
+func BenchmarkApply_roleBinding(b *testing.B) {
+	for _, bound := range []int{1000, 9000} {
+		b.Run(fmt.Sprintf("bound_%d", bound), func(b *testing.B) {
+			f := NewFSM(nil)
+			applyAll(b, f, append(vmSetup(b), bindUsers(b, 0, bound)...)...)
+			add, _ := Decode(mustEncode(b, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: names(bound, api.MaxSubjectsPerCall)}))
+			del, _ := Decode(mustEncode(b, TypeRoleBindingDel, RoleBindingChange{Namespace: api.DefaultNamespace, Users: names(bound, api.MaxSubjectsPerCall)}))
+			idx := f.Index()
+			b.ResetTimer()
+			for range b.N {
+				idx++
+				if r := f.ApplyCommand(idx, add); r.Err != nil {
+					b.Fatal(r.Err)
+				}
+				idx++
+				if r := f.ApplyCommand(idx, del); r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+		})
+	}
 }

@@ -220,6 +220,9 @@ func (s *Store) ApplyCommand(ctx context.Context, t Type, body any) (any, error)
 
 // Apply proposes raw command bytes; see ApplyCommand.
 func (s *Store) Apply(ctx context.Context, cmd []byte) (any, error) {
+	if len(cmd) > MaxCommandBytes {
+		return nil, fmt.Errorf("apply %d bytes: %w (at most %d)", len(cmd), ErrTooLarge, MaxCommandBytes)
+	}
 	start := time.Now()
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {

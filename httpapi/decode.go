@@ -22,11 +22,7 @@ const maxJSONBody = 1 << 20
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "request body is over %d bytes", mbe.Limit)
-		}
-		return badRequest("read request body: %v", err)
+		return bodyError(err)
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return badRequest("request body must be a JSON object")
@@ -87,4 +83,17 @@ func jsonKind(t reflect.Type) string {
 		return "array"
 	}
 	return "object"
+}
+
+// bodyError answers a failure to read a request body: 413 when it is too
+// large, 408 when it did not arrive in time, 400 otherwise.
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "request body is over %d bytes", mbe.Limit)
+	case errors.Is(err, errBodyTimeout):
+		return errorf(http.StatusRequestTimeout, api.ReasonTimeout, "%v", err)
+	}
+	return badRequest("read request body: %v", err)
 }

@@ -109,7 +109,7 @@ func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func
 		}
 		st, err := s.b.Images().Stage(r.Context(), body)
 		if err != nil {
-			return badRequest("receiving the file: %v", err)
+			return bodyError(err)
 		}
 		up.staged = st
 		return nil
@@ -133,7 +133,7 @@ func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func
 				break
 			}
 			if err != nil {
-				return fail(badRequest("multipart body: %v", err))
+				return fail(bodyError(err))
 			}
 			switch part.FormName() {
 			case "name", "description":

@@ -15,9 +15,10 @@ type httpMetrics struct {
 	forwarded     prometheus.Counter
 	forwardErrors prometheus.Counter
 	subjectSyncs  prometheus.Counter
+	connsRefused  prometheus.Counter
 }
 
-func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics {
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "svc_http_requests_total", Help: "API requests answered, by method and code.",
@@ -38,8 +39,14 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		subjectSyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_subject_syncs_total", Help: "Well-signed tokens of a subject this replica did not know, checked again after catching up with the leader.",
 		}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_http_connections_refused_total", Help: "Connections refused for being over the connection limits.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.subjectSyncs)
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "svc_http_connections_open", Help: "Open API connections (HTTP and HTTPS).",
+	}, func() float64 { return float64(conns.open()) })
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.subjectSyncs, m.connsRefused, open)
 	return m
 }
 

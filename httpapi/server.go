@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -48,6 +49,9 @@ type Backend interface {
 	// SyncReplica waits until the replica has applied what the leader had
 	// committed when asked.
 	SyncReplica(ctx context.Context) error
+	// IsPeer reports whether ip is the address of a peer of the cluster
+	// (peers are never refused for the connection limits).
+	IsPeer(ip string) bool
 }
 
 // Gate decides whether this peer may reach a remote address (tests).
@@ -68,6 +72,8 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Gate optionally refuses forwarding to some addresses (tests).
 	Gate Gate
+	// Limits bound connections and body reads.
+	Limits Limits
 }
 
 // Server is the HTTP API of one peer.
@@ -80,6 +86,7 @@ type Server struct {
 	fwd     *forwarder
 	authn   *auth.Authenticator
 	metrics *httpMetrics
+	conns   *connLimiter
 	placing sync.Mutex // placements take turns on the leader
 }
 
@@ -93,6 +100,8 @@ type Route struct {
 	Write bool
 	// Forward routes run on the leader: a follower forwards them.
 	Forward bool
+	// Upload routes stream a large body, timed by progress.
+	Upload bool
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
@@ -111,8 +120,10 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 15 * time.Second
 	}
+	cfg.Limits.setDefaults()
 	s := &Server{cfg: cfg, b: cfg.Backend, log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Backend.FSM())}
-	s.metrics = newHTTPMetrics(cfg.Registry)
+	s.conns = newConnLimiter(cfg.Limits, cfg.Backend.IsPeer)
+	s.metrics = newHTTPMetrics(cfg.Registry, s.conns)
 	s.fwd = newForwarder(s)
 	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.log, notFound("no route for %s %s", r.Method, r.URL.Path))
@@ -167,7 +178,7 @@ func (s *Server) routesV1() {
 
 	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, s.listImages)
 	// Uploads stay on the peer that receives them; only the record goes to the leader.
-	s.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true}, s.uploadImage)
+	s.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true, Upload: true}, s.uploadImage)
 
 	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Forward: true}, s.uploadCert)
 
@@ -181,7 +192,12 @@ func (s *Server) routesV1() {
 // this peer is not it; reads with ?consistent=true are too.
 func (s *Server) handle(rt Route, h handler) {
 	s.routes = append(s.routes, rt)
+	mode := bodyWhole
+	if rt.Upload {
+		mode = bodyProgress
+	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		s.withBodyDeadline(w, r, mode)
 		if rt.Rule != RuleOpen && !s.b.CaughtUp() {
 			writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.b.Name()))
 			return
@@ -244,11 +260,18 @@ func (s *Server) Handler() http.Handler {
 	return s.metrics.wrap(s.router)
 }
 
-// Serve answers on l until ctx ends, then shuts down gracefully.
-func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+// Serve answers on l until ctx ends, then shuts down gracefully. With tlsCfg
+// it serves HTTPS. The connections of every listener a server serves count
+// against the same limits.
+func (s *Server) Serve(ctx context.Context, l net.Listener, tlsCfg *tls.Config) error {
+	l = &limitListener{Listener: l, lim: s.conns, plain: tlsCfg == nil, refused: s.metrics.connsRefused.Inc}
+	if tlsCfg != nil {
+		l = tls.NewListener(l, tlsCfg)
+	}
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.Limits.HeaderTimeout,
+		IdleTimeout:       s.cfg.Limits.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}

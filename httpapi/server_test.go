@@ -27,6 +27,8 @@ type fakeBackend struct {
 	// beforeApply, when set, runs before a command is applied (tests that
 	// interleave requests hold it there).
 	beforeApply func(raftfsm.Type)
+	// peerAddr is the address IsPeer accepts (default 10.1.0.1, node n1's).
+	peerAddr string
 }
 
 func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
@@ -77,6 +79,7 @@ func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any,
 }
 func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
 func (b *fakeBackend) CaughtUp() bool                     { return true }
+func (b *fakeBackend) IsPeer(ip string) bool              { return ip == b.peerAddr || ip == "10.1.0.1" }
 func (b *fakeBackend) SyncReplica(context.Context) error  { return nil }
 func (b *fakeBackend) CommitIndex() (uint64, error)       { return b.fsm.Index(), nil }
 func (b *fakeBackend) ClusterInfo(context.Context) api.ClusterInfo {

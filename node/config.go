@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -65,6 +66,9 @@ type Config struct {
 	// (default 10 min); BlobGCGrace is how old such a blob must be (default
 	// 1 h), so that a blob whose record is on its way stays.
 	BlobGCInterval, BlobGCGrace time.Duration
+	// APILimits bound the API's connections and body reads (zero fields
+	// take httpapi's defaults).
+	APILimits httpapi.Limits
 	// Gate optionally refuses traffic to some addresses (tests).
 	Gate Gate
 	Log  *slog.Logger

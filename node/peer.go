@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -111,15 +110,15 @@ func Start(cfg Config) (*Peer, error) {
 	p.metrics = newPeerMetrics(p)
 	p.api = httpapi.New(httpapi.Config{
 		Backend: p, Log: cfg.Log.With("part", "api"), Registry: p.reg,
-		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate,
+		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
 	p.goRun(func() {
-		if err := p.api.Serve(p.ctx, p.apiL); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := p.api.Serve(p.ctx, p.apiL, nil); err != nil && !errors.Is(err, net.ErrClosed) {
 			cfg.Log.Error("API stopped", "err", err)
 		}
 	})
 	p.goRun(func() {
-		if err := p.api.Serve(p.ctx, tls.NewListener(p.tlsL, p.tlsConfig())); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := p.api.Serve(p.ctx, p.tlsL, p.tlsConfig()); err != nil && !errors.Is(err, net.ErrClosed) {
 			cfg.Log.Error("HTTPS API stopped", "err", err)
 		}
 	})
@@ -138,6 +137,11 @@ func Start(cfg Config) (*Peer, error) {
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)
 	return p, nil
+}
+
+// IsPeer reports whether ip is the address of a node of the cluster.
+func (p *Peer) IsPeer(ip string) bool {
+	return ip == p.cfg.Bind || p.FSM().IsNodeAddr(ip)
 }
 
 // peerTransport dials other peers (through the gate, in tests).

@@ -206,6 +206,18 @@ func (f *FSM) Nodes() []NodeView {
 	return out
 }
 
+// IsNodeAddr reports whether a node of the cluster has address addr.
+func (f *FSM) IsNodeAddr(addr string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, n := range f.state.Nodes {
+		if n.Addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
 // Node returns one node with usage.
 func (f *FSM) Node(name string) (NodeView, bool) {
 	f.mu.RLock()

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
@@ -42,6 +43,8 @@ type agentFlags struct {
 	domainType      string
 	logLevel        string
 	logFormat       string
+	maxConns        int
+	maxConnsClient  int
 }
 
 // Default ports.
@@ -98,6 +101,8 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.DurationVar(&a.reapAfter, "reap-after", 72*time.Hour, "how long a dead peer keeps its Raft seat before a non-voter takes it")
 	f.StringVar(&a.libvirtSocket, "libvirt-socket", hypervisor.DefaultSocket, "libvirtd's unix socket")
 	f.StringVar(&a.domainType, "domain-type", "auto", "libvirt domain type: kvm (hardware virtualisation), qemu (software emulation) or auto (probe the host)")
+	f.IntVar(&a.maxConns, "max-conns", 0, "open API connections of clients other than the cluster's peers (default: 3/4 of the file limit, at most 16384)")
+	f.IntVar(&a.maxConnsClient, "max-conns-per-client", 512, "open API connections of one client address")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&a.logFormat, "log-format", "text", "text or json")
 	return cmd
@@ -179,6 +184,10 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		Name: a.name, DataDir: a.dataDir, Bind: a.bind,
 		APIPort: a.apiPort, TLSPort: a.tlsPort, RaftPort: a.raftPort, GossipPort: a.gossipPort,
 		BootstrapExpect: a.bootstrapExpect, Join: a.join, Version: version, ReapAfter: a.reapAfter,
+		APILimits: httpapi.Limits{MaxConns: a.maxConns, MaxConnsPerClient: a.maxConnsClient},
+	}
+	if a.maxConns < 0 || a.maxConnsClient < 0 {
+		return cfg, errors.New("--max-conns and --max-conns-per-client must not be negative")
 	}
 	if a.dev {
 		if cfg.DataDir == "" {

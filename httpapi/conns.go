@@ -1,0 +1,221 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/svc-project/svc/api"
+)
+
+// Limits reclaim what idle, slow or greedy clients hold: every connection
+// and every body read has a deadline, and connections are counted.
+type Limits struct {
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long (default 90 s).
+	IdleTimeout time.Duration
+	// HeaderTimeout bounds reading a request's headers (default 10 s).
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds reading a whole JSON body (default 30 s).
+	BodyTimeout time.Duration
+	// UploadIdleTimeout bounds the pause between two reads of an upload's
+	// body: uploads are timed by progress, not by wall time (default 60 s).
+	UploadIdleTimeout time.Duration
+	// MaxConns bounds the open connections of clients that are not peers
+	// (default: three quarters of the file limit, at most 16384). Peers of
+	// the cluster are always let in; admins on the host use the admin socket.
+	MaxConns int
+	// MaxConnsPerClient bounds one client address's connections (default 512).
+	MaxConnsPerClient int
+}
+
+func (l *Limits) setDefaults() {
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = 90 * time.Second
+	}
+	if l.HeaderTimeout <= 0 {
+		l.HeaderTimeout = 10 * time.Second
+	}
+	if l.BodyTimeout <= 0 {
+		l.BodyTimeout = 30 * time.Second
+	}
+	if l.UploadIdleTimeout <= 0 {
+		l.UploadIdleTimeout = 60 * time.Second
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = defaultMaxConns()
+	}
+	if l.MaxConnsPerClient <= 0 {
+		l.MaxConnsPerClient = 512
+	}
+}
+
+// defaultMaxConns leaves a quarter of the process's file limit to peers,
+// Raft, gossip and files.
+func defaultMaxConns() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+		return 1024
+	}
+	return int(min(rl.Cur*3/4, 16384))
+}
+
+// connLimiter counts open connections, in all and per client address.
+type connLimiter struct {
+	limits Limits
+	// peer reports whether an address is a peer of the cluster's.
+	peer func(ip string) bool
+
+	mu     sync.Mutex
+	total  int
+	client map[string]int
+}
+
+func newConnLimiter(l Limits, peer func(string) bool) *connLimiter {
+	return &connLimiter{limits: l, peer: peer, client: map[string]int{}}
+}
+
+// acquire counts a new connection from ip; it refuses one over a limit
+// unless ip is a peer's.
+func (c *connLimiter) acquire(ip string) bool {
+	exempt := c.peer != nil && c.peer(ip)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !exempt && (c.total >= c.limits.MaxConns || c.client[ip] >= c.limits.MaxConnsPerClient) {
+		return false
+	}
+	c.total++
+	c.client[ip]++
+	return true
+}
+
+func (c *connLimiter) release(ip string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total--
+	if c.client[ip]--; c.client[ip] <= 0 {
+		delete(c.client, ip)
+	}
+}
+
+// open returns how many connections are counted.
+func (c *connLimiter) open() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total
+}
+
+// limitListener accepts connections within the limiter's bounds. One over
+// them is answered 503 (on a plain listener) and closed at once, so the
+// accept loop never stalls and a refused client learns why.
+type limitListener struct {
+	net.Listener
+	lim     *connLimiter
+	plain   bool
+	refused func()
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		if l.lim.acquire(ip) {
+			return &countedConn{Conn: c, release: func() { l.lim.release(ip) }}, nil
+		}
+		l.refused()
+		go refuse(c, l.plain)
+	}
+}
+
+// refuse answers a connection over the limits and closes it.
+func refuse(c net.Conn, plain bool) {
+	defer c.Close()
+	if !plain {
+		return
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	body, _ := json.Marshal(api.NewStatus(http.StatusServiceUnavailable, api.ReasonServiceUnavailable, "too many connections to this peer; retry later"))
+	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+string(body))
+}
+
+// countedConn gives its count back once when closed.
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
+}
+
+// bodyMode says how a route's request body is timed.
+type bodyMode int
+
+const (
+	// bodyWhole bounds the whole body by Limits.BodyTimeout.
+	bodyWhole bodyMode = iota
+	// bodyProgress bounds each pause by Limits.UploadIdleTimeout.
+	bodyProgress
+)
+
+// deadlineBody keeps a read deadline on the connection from the moment the
+// headers are read until the body has been read to its end: a whole-body
+// deadline for JSON, or one that moves with every read for uploads. It is
+// cleared only at the end of the body: left behind, it would cancel a long
+// handler (a deploy) through the server's background read; cleared early, the
+// server's drain of an unread body before its answer would wait on a slow
+// client without a bound.
+type deadlineBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	mode   bodyMode
+	limits Limits
+	ended  bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	if b.ended {
+		return b.ReadCloser.Read(p)
+	}
+	if b.mode == bodyProgress {
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.limits.UploadIdleTimeout))
+	}
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case errors.Is(err, io.EOF):
+		b.ended = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return n, errBodyTimeout
+	}
+	return n, err
+}
+
+// errBodyTimeout is a body that did not arrive in time (answered 408).
+var errBodyTimeout = errors.New("the request body did not arrive in time")
+
+// withBodyDeadline times r's body, if it has one.
+func (s *Server) withBodyDeadline(w http.ResponseWriter, r *http.Request, mode bodyMode) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	rc := http.NewResponseController(w)
+	d := s.cfg.Limits.BodyTimeout
+	if mode == bodyProgress {
+		d = s.cfg.Limits.UploadIdleTimeout
+	}
+	_ = rc.SetReadDeadline(time.Now().Add(d))
+	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, mode: mode, limits: s.cfg.Limits}
+}

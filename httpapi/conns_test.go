@@ -1,0 +1,225 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+)
+
+// serveOn starts s on a loopback listener until the test ends.
+func serveOn(t *testing.T, s *Server) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Serve(ctx, l, nil)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return l.Addr().String()
+}
+
+// rawConn is a client connection that speaks HTTP/1.1 by hand.
+type rawConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// response reads one answer, with a deadline.
+func (c *rawConn) response(within time.Duration) (*http.Response, []byte, error) {
+	_ = c.SetReadDeadline(time.Now().Add(within))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
+}
+
+// closedByServer reports whether the server closed the connection before
+// the deadline (whatever it sent first, such as a 408, is read and dropped).
+func (c *rawConn) closedByServer(within time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(within))
+	_, err := io.Copy(io.Discard, c.r)
+	return !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// trickle writes s one byte every step until it is written or a write fails.
+func trickle(c net.Conn, s string, step time.Duration) {
+	for i := range len(s) {
+		if _, err := c.Write([]byte{s[i]}); err != nil {
+			return
+		}
+		time.Sleep(step)
+	}
+}
+
+// Idle keep-alive connections, a client that sends its headers slowly and one
+// that sends its body slowly are all reclaimed by their deadlines, while an
+// upload that keeps making progress goes on past them and other clients are
+// served throughout.
+func TestConns_reclaimed_by_their_deadlines(t *testing.T) {
+	const step = 100 * time.Millisecond
+	lim := Limits{IdleTimeout: 500 * time.Millisecond, HeaderTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond,
+		UploadIdleTimeout: 500 * time.Millisecond, MaxConns: 5000, MaxConnsPerClient: 2000}
+	s := New(Config{Backend: newFakeBackend(t, true), Limits: lim})
+	addr := serveOn(t, s)
+	tok := adminToken(t)
+
+	idle := make([]*rawConn, 1000)
+	for i := range idle {
+		c := dialRaw(t, addr)
+		fmt.Fprintf(c, "GET /api/v1/cluster-info HTTP/1.1\r\nHost: svc\r\n\r\n")
+		if resp, _, err := c.response(5 * time.Second); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("idle connection %d: %v", i, err)
+		}
+		idle[i] = c
+	}
+	slowHeader := dialRaw(t, addr)
+	go trickle(slowHeader, "GET /api/v1/cluster-info HTTP/1.1\r\nHost: svc\r\nX-Slow: "+strings.Repeat("a", 100)+"\r\n\r\n", step)
+	slowBody := dialRaw(t, addr)
+	body := `{"tag":"` + strings.Repeat("a", 60) + `"}`
+	fmt.Fprintf(slowBody, "POST /api/v1/namespaces/svc-default/nodes/n1/tag HTTP/1.1\r\nHost: svc\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", tok, len(body))
+	go trickle(slowBody, body, step)
+	// 12 bytes a step apart: 1.2 s in all, more than twice every timeout, but
+	// never a pause as long as the upload's.
+	upload := dialRaw(t, addr)
+	fmt.Fprintf(upload, "POST /api/v1/namespaces/svc-default/upload/image?name=slow HTTP/1.1\r\nHost: svc\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: 12\r\n\r\n", tok)
+	go trickle(upload, "not a disk!!", step)
+
+	// Another client is served all along.
+	stop := make(chan struct{})
+	var served, failed atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cl := &http.Client{Timeout: 2 * time.Second}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			resp, err := cl.Get("http://" + addr + "/api/v1/cluster-info")
+			if err != nil || resp.StatusCode != 200 {
+				failed.Add(1)
+				continue
+			}
+			resp.Body.Close()
+			served.Add(1)
+		}
+	}()
+
+	resp, b, err := slowBody.response(5 * time.Second)
+	if err != nil || resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("slow body: %v %v %s", resp, err, b)
+	}
+	var st api.Status
+	if err := json.Unmarshal(b, &st); err != nil || st.Reason != api.ReasonTimeout {
+		t.Fatalf("slow body's answer is not a Timeout Status: %s", b)
+	}
+	if !slowHeader.closedByServer(5 * time.Second) {
+		t.Fatal("the slow-header connection is still open")
+	}
+	for i, c := range idle {
+		if !c.closedByServer(5 * time.Second) {
+			t.Fatalf("idle connection %d is still open", i)
+		}
+	}
+	resp, b, err = upload.response(5 * time.Second)
+	if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "not a disk image") {
+		t.Fatalf("a slow upload that kept progressing: %v %v %s", resp, err, b)
+	}
+	close(stop)
+	wg.Wait()
+	if failed.Load() != 0 || served.Load() < 10 {
+		t.Fatalf("other client: %d served, %d failed", served.Load(), failed.Load())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for s.conns.open() > 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := s.conns.open(); n > 2 {
+		t.Fatalf("%d connections still counted", n)
+	}
+}
+
+// A client over its connection limit is answered 503 (a Status body) and
+// closed; the cluster's peers are never refused.
+func TestConns_limits_per_client_and_in_all(t *testing.T) {
+	cases := []struct {
+		name         string
+		limits       Limits
+		peer         bool
+		wantRefusals bool
+	}{
+		{name: "per client", limits: Limits{MaxConnsPerClient: 5, MaxConns: 100}, wantRefusals: true},
+		{name: "in all", limits: Limits{MaxConnsPerClient: 100, MaxConns: 5}, wantRefusals: true},
+		{name: "a peer is let in", limits: Limits{MaxConnsPerClient: 5, MaxConns: 5}, peer: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newFakeBackend(t, true)
+			if c.peer {
+				b.peerAddr = "127.0.0.1"
+			}
+			s := New(Config{Backend: b, Limits: c.limits})
+			addr := serveOn(t, s)
+			for i := range 5 {
+				conn := dialRaw(t, addr)
+				fmt.Fprintf(conn, "GET /api/v1/cluster-info HTTP/1.1\r\nHost: svc\r\n\r\n")
+				if resp, _, err := conn.response(5 * time.Second); err != nil || resp.StatusCode != 200 {
+					t.Fatalf("connection %d: %v", i, err)
+				}
+			}
+			extra := dialRaw(t, addr)
+			fmt.Fprintf(extra, "GET /api/v1/cluster-info HTTP/1.1\r\nHost: svc\r\n\r\n")
+			resp, body, err := extra.response(5 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.wantRefusals {
+				if resp.StatusCode != 200 {
+					t.Fatalf("a peer's sixth connection: %d %s", resp.StatusCode, body)
+				}
+				return
+			}
+			var st api.Status
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || json.Unmarshal(body, &st) != nil || st.Kind != "Status" {
+				t.Fatalf("over the limit: %d %s", resp.StatusCode, body)
+			}
+			if !extra.closedByServer(5 * time.Second) {
+				t.Fatal("a refused connection stayed open")
+			}
+		})
+	}
+}

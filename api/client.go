@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,6 +22,11 @@ type Client struct {
 	Token string
 	// HTTP is the client used for requests; a client with a 60 s timeout when nil.
 	HTTP *http.Client
+	// RetryUnavailable, when positive, retries reads (GET) answered 503 with
+	// Retry-After (a peer catching up, a cluster electing a leader) for up
+	// to this long in all. Writes are never retried: one may have been
+	// applied before its 503.
+	RetryUnavailable time.Duration
 }
 
 // NewClient returns a client of the API at baseURL.
@@ -100,6 +106,33 @@ func (c *Client) send(req *http.Request, out any) error {
 }
 
 func (c *Client) sendHeader(req *http.Request, out any) (http.Header, error) {
+	if c.RetryUnavailable <= 0 || req.Method != http.MethodGet {
+		return c.sendOnce(req, out)
+	}
+	deadline := time.Now().Add(c.RetryUnavailable)
+	for {
+		h, err := c.sendOnce(req, out)
+		var se *StatusError
+		if !errors.As(err, &se) || se.Status.Code != http.StatusServiceUnavailable || se.RetryAfter == "" {
+			return h, err
+		}
+		wait := time.Second
+		if secs, perr := strconv.Atoi(se.RetryAfter); perr == nil && secs >= 0 {
+			wait = time.Duration(secs) * time.Second
+		}
+		wait = max(wait, 100*time.Millisecond)
+		if time.Now().Add(wait).After(deadline) {
+			return h, err
+		}
+		select {
+		case <-req.Context().Done():
+			return h, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Client) sendOnce(req *http.Request, out any) (http.Header, error) {
 	method, path := req.Method, req.URL.Path
 	req.Header.Set("Accept", "application/json")
 	if c.Token != "" {

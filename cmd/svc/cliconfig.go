@@ -84,6 +84,9 @@ func (g *globals) client() (*api.Client, error) {
 	}
 	cl := api.NewClient(url, first(g.token, os.Getenv("SVC_TOKEN"), c.Token))
 	cl.HTTP.Timeout = 2 * time.Minute
+	// A peer that is catching up, or a cluster electing a leader, answers
+	// reads 503 for a moment: wait it out rather than fail a script.
+	cl.RetryUnavailable = 30 * time.Second
 	return cl, nil
 }
 

@@ -25,8 +25,13 @@ const (
 )
 
 // HeaderForwardedBy marks a request that one peer forwarded to the leader.
-// A peer never forwards a request that carries it.
+// A peer never forwards a request that carries it. It counts only with a
+// valid peer token in HeaderPeerToken; a client's is dropped.
 const HeaderForwardedBy = "X-Svc-Forwarded-By"
+
+// HeaderPeerToken carries the forwarding peer's own token (the caller's stays
+// in Authorization).
+const HeaderPeerToken = "X-Svc-Peer-Token"
 
 // HeaderIndex carries the leader's applied Raft index on the answer to a
 // forwarded write; the forwarding peer waits until its replica has applied

@@ -47,6 +47,9 @@ func newForwarder(s *Server) *forwarder {
 			pr.Out.URL.Host = addr
 			pr.Out.Host = addr
 			pr.Out.Header.Set(api.HeaderForwardedBy, s.b.Name())
+			if tok, err := s.b.PeerToken(); err == nil {
+				pr.Out.Header.Set(api.HeaderPeerToken, tok)
+			}
 			pr.SetXForwarded()
 		},
 		FlushInterval: -1,

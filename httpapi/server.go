@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,8 @@ type Backend interface {
 	// IsPeer reports whether ip is the address of a peer of the cluster
 	// (peers are never refused for the connection limits).
 	IsPeer(ip string) bool
+	// PeerToken is this peer's token for calls to other peers.
+	PeerToken() (string, error)
 }
 
 // Gate decides whether this peer may reach a remote address (tests).
@@ -124,6 +127,10 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, b: cfg.Backend, log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Backend.FSM())}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Backend.IsPeer)
 	s.metrics = newHTTPMetrics(cfg.Registry, s.conns)
+	// Every answer is JSON: no redirects with HTML bodies. A trailing slash
+	// is served as the path without it (see Handler); other spellings are a
+	// JSON 404.
+	s.router.RedirectTrailingSlash, s.router.RedirectFixedPath = false, false
 	s.fwd = newForwarder(s)
 	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.log, notFound("no route for %s %s", r.Method, r.URL.Path))
@@ -198,6 +205,7 @@ func (s *Server) handle(rt Route, h handler) {
 	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		s.withBodyDeadline(w, r, mode)
+		s.dropUnprovenForwarding(r)
 		if rt.Rule != RuleOpen && !s.b.CaughtUp() {
 			writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.b.Name()))
 			return
@@ -228,6 +236,21 @@ func (s *Server) handle(rt Route, h handler) {
 	})
 }
 
+// dropUnprovenForwarding removes the forwarding headers of a request that
+// does not carry a valid peer token: only a peer may say it forwarded a
+// request (which changes how it is routed and answered).
+func (s *Server) dropUnprovenForwarding(r *http.Request) {
+	if r.Header.Get(api.HeaderForwardedBy) == "" {
+		r.Header.Del(api.HeaderPeerToken)
+		return
+	}
+	if p, err := s.authn.Authenticate("Bearer "+r.Header.Get(api.HeaderPeerToken), time.Now()); err == nil && p.Kind == auth.KindPeer {
+		return
+	}
+	r.Header.Del(api.HeaderForwardedBy)
+	r.Header.Del(api.HeaderPeerToken)
+}
+
 // indexWriter stamps the applied index on the answer to a forwarded write.
 type indexWriter struct {
 	http.ResponseWriter
@@ -255,9 +278,16 @@ func (w *indexWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // Routes lists every registered endpoint.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
-// Handler returns the HTTP handler of the API, with metrics.
+// Handler returns the HTTP handler of the API, with metrics. A path with a
+// trailing slash is served as the path without it.
 func (s *Server) Handler() http.Handler {
-	return s.metrics.wrap(s.router)
+	return s.metrics.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+			r.URL.Path = strings.TrimRight(p, "/")
+			r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
+		}
+		s.router.ServeHTTP(w, r)
+	}))
 }
 
 // Serve answers on l until ctx ends, then shuts down gracefully. With tlsCfg

@@ -79,9 +79,13 @@ func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any,
 }
 func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
 func (b *fakeBackend) CaughtUp() bool                     { return true }
-func (b *fakeBackend) IsPeer(ip string) bool              { return ip == b.peerAddr || ip == "10.1.0.1" }
-func (b *fakeBackend) SyncReplica(context.Context) error  { return nil }
-func (b *fakeBackend) CommitIndex() (uint64, error)       { return b.fsm.Index(), nil }
+func (b *fakeBackend) PeerToken() (string, error) {
+	tok, _, err := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindPeer, Name: "n1"}, auth.PeerTTL, time.Now())
+	return tok, err
+}
+func (b *fakeBackend) IsPeer(ip string) bool             { return ip == b.peerAddr || ip == "10.1.0.1" }
+func (b *fakeBackend) SyncReplica(context.Context) error { return nil }
+func (b *fakeBackend) CommitIndex() (uint64, error)      { return b.fsm.Index(), nil }
 func (b *fakeBackend) ClusterInfo(context.Context) api.ClusterInfo {
 	return api.ClusterInfo{Leader: "n1", Peers: []api.ClusterPeer{{Name: "n1", Raft: api.RaftLeader}}}
 }
@@ -150,6 +154,9 @@ func TestServer_answers(t *testing.T) {
 		{name: "tag unknown node", method: "POST", path: "/api/v1/namespaces/svc-default/nodes/n9/tag", body: `{"tag":"x"}`, wantCode: 404, wantInBody: `node \"n9\" not found`},
 		{name: "untag", method: "POST", path: "/api/v1/namespaces/svc-default/nodes/n1/untag", body: `{"tag":"ssd"}`, wantCode: 200},
 		{name: "unknown route", method: "GET", path: "/api/v1/nothing", wantCode: 404, wantReason: api.ReasonNotFound},
+		{name: "trailing slash is the same path", method: "GET", path: "/api/v1/namespaces/svc-default/nodes/", wantCode: 200, wantInBody: `"items"`},
+		{name: "trailing slash on a write", method: "POST", path: tagPath + "/", body: `{"tag":"ssd"}`, wantCode: 200},
+		{name: "other case is no route, in JSON", method: "GET", path: "/API/V1/namespaces/svc-default/nodes", wantCode: 404, wantReason: api.ReasonNotFound},
 		{name: "wrong method", method: "DELETE", path: "/api/v1/namespaces/svc-default/nodes", wantCode: 405},
 		{name: "cluster info", method: "GET", path: "/api/v1/cluster-info", wantCode: 200, wantInBody: `"raft":"leader"`},
 		{name: "metrics", method: "GET", path: "/metrics", wantCode: 200, wantInBody: "svc_http_requests_total"},

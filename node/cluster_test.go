@@ -114,20 +114,42 @@ func TestCluster_forwarding_from_each_follower(t *testing.T) {
 	}
 }
 
+// A request a peer forwarded (proven by its peer token) is never forwarded
+// again; a client cannot pass one off as forwarded to change its routing.
 func TestCluster_forwarded_request_is_not_forwarded_again(t *testing.T) {
 	c := testcluster.New(t, 3, testcluster.Options{})
 	c.WaitLeader()
 	f := c.Followers()[0]
-	req, _ := http.NewRequest(http.MethodPost, "http://"+f.Peer.APIAddr()+"/api/v1/namespaces/svc-default/nodes/"+f.Name+"/tag", strings.NewReader(`{"tag":"x"}`))
-	req.Header.Set(api.HeaderForwardedBy, "peer-9")
-	req.Header.Set("Authorization", "Bearer "+c.Client(f).Token)
-	resp, err := http.DefaultClient.Do(req)
+	peerTok, err := c.Followers()[1].Peer.PeerToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	cases := []struct {
+		name      string
+		peerToken string
+		want      int
+	}{
+		{name: "forwarded by a peer", peerToken: peerTok, want: http.StatusServiceUnavailable},
+		{name: "a client's header is ignored", want: http.StatusOK},
+		{name: "a client's header with a user token as peer token", peerToken: c.Client(f).Token, want: http.StatusOK},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, "http://"+f.Peer.APIAddr()+"/api/v1/namespaces/svc-default/nodes/"+f.Name+"/tag", strings.NewReader(`{"tag":"x"}`))
+			req.Header.Set(api.HeaderForwardedBy, "peer-9")
+			if tc.peerToken != "" {
+				req.Header.Set(api.HeaderPeerToken, tc.peerToken)
+			}
+			req.Header.Set("Authorization", "Bearer "+c.Client(f).Token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want || (tc.want == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "") {
+				t.Fatalf("status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+			}
+		})
 	}
 }
 

@@ -100,9 +100,9 @@ type peerTokens struct {
 	exp time.Time
 }
 
-// peerToken returns a token that proves to other peers that this peer holds
+// PeerToken returns a token that proves to other peers that this peer holds
 // the cluster key, renewed before it expires.
-func (p *Peer) peerToken() (string, error) {
+func (p *Peer) PeerToken() (string, error) {
 	p.tokens.mu.Lock()
 	defer p.tokens.mu.Unlock()
 	if p.tokens.tok != "" && time.Until(p.tokens.exp) > auth.PeerTTL/2 {
@@ -127,7 +127,7 @@ type peerAuth struct {
 }
 
 func (a peerAuth) RoundTrip(r *http.Request) (*http.Response, error) {
-	tok, err := a.p.peerToken()
+	tok, err := a.p.PeerToken()
 	if err != nil {
 		return nil, fmt.Errorf("peer token: %w", err)
 	}

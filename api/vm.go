@@ -27,12 +27,14 @@ const (
 
 // VM is the record of a deployed VM (spec 2.2 plus the fields of API.md).
 type VM struct {
-	Name           string            `json:"name"`
-	Node           string            `json:"node"`
-	Memory         string            `json:"memory"`
-	IP             string            `json:"ip"`
-	SSH            int               `json:"ssh"`
-	VNC            int               `json:"vnc"`
+	Name   string `json:"name"`
+	Node   string `json:"node"`
+	Memory string `json:"memory"`
+	IP     string `json:"ip"`
+	SSH    int    `json:"ssh"`
+	VNC    int    `json:"vnc"`
+	// VNCPassword opens the VM's screen at ip:vnc (VNC authentication).
+	VNCPassword    string            `json:"vncPassword,omitempty"`
 	Screenshare    int               `json:"screenshare"`
 	Status         string            `json:"status"`
 	CPU            int               `json:"cpu"`

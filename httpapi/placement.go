@@ -109,7 +109,7 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 	}
 	return api.VM{
 		Name: vm.Name, Node: vm.Node, Memory: api.FormatGi(vm.MemoryBytes), IP: vm.IP,
-		SSH: vm.SSHPort, VNC: vm.VNCPort, Screenshare: vm.ScreensharePort, Status: status,
+		SSH: vm.SSHPort, VNC: vm.VNCPort, VNCPassword: vm.VNCPassword, Screenshare: vm.ScreensharePort, Status: status,
 		CPU: vm.CPU, DeployDate: vm.CreatedAt, Image: vm.Image, GPUPassthrough: vm.GPUPassthrough,
 		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,
 		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),

@@ -196,6 +196,7 @@ func (s *Server) place(ctx context.Context, plan *deployPlan) (raftfsm.VM, error
 			continue
 		}
 		vm.CreatedAt = time.Now().UTC().Truncate(time.Second)
+		vm.VNCPassword = vncPassword()
 		actx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 		_, err = s.b.Apply(actx, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: vm})
 		cancel()
@@ -212,6 +213,20 @@ func (s *Server) place(ctx context.Context, plan *deployPlan) (raftfsm.VM, error
 }
 
 const nameAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// vncPasswordAlphabet makes VNC passwords: VNC authentication uses 8
+// characters, so each carries as much as a typable character can.
+const vncPasswordAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
+
+// vncPassword returns a random 8-character VNC password.
+func vncPassword() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = vncPasswordAlphabet[int(b[i])%len(vncPasswordAlphabet)]
+	}
+	return string(b)
+}
 
 // generateName appends '-' and 5 random lowercase letters or digits to prefix.
 func generateName(prefix string) string {

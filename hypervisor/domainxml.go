@@ -12,7 +12,10 @@ import (
 // domainXML renders the libvirt domain of a spec. Networking is QEMU's
 // user-mode stack with host forwards, passed through qemu:commandline: the
 // guest is reached at the node's address on the forwarded ports.
-func domainXML(domainType string, s Spec, disk, consoleLog string) (string, error) {
+// vncSecretID names the QEMU secret object holding the VNC password.
+const vncSecretID = "vncpw0"
+
+func domainXML(domainType string, s Spec, disk, consoleLog, vncSecret string) (string, error) {
 	if s.CPU < 1 || s.MemoryMiB < 1 {
 		return "", fmt.Errorf("domain %s: cpu and memory must be positive", s.Name)
 	}
@@ -36,10 +39,20 @@ func domainXML(domainType string, s Spec, disk, consoleLog string) (string, erro
 	// addresses, so peers sharing one libvirtd on different addresses would
 	// collide on equal ports.
 	vnc := fmt.Sprintf("%s:%d", s.ListenAddr, s.VNCPort-5900)
+	// The password comes from a file only root reads, never from the command
+	// line (which every user of the host can see).
+	secret := ""
+	if vncSecret != "" {
+		if strings.Contains(vncSecret, ",") {
+			return "", fmt.Errorf("domain %s: the VNC secret's path %q holds a comma", s.Name, vncSecret)
+		}
+		secret = "secret,id=" + vncSecretID + ",file=" + vncSecret + ",format=raw"
+		vnc += ",password-secret=" + vncSecretID
+	}
 	data := struct {
-		Type, Disk, Console, Netdev, NIC, VNC string
+		Type, Disk, Console, Netdev, NIC, VNC, Secret string
 		Spec
-	}{domainType, disk, consoleLog, netdev, nic, vnc, s}
+	}{domainType, disk, consoleLog, netdev, nic, vnc, secret, s}
 	var buf bytes.Buffer
 	if err := domainTmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("domain %s: %w", s.Name, err)
@@ -101,6 +114,9 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
     <qemu:arg value='{{x .Netdev}}'/>
     <qemu:arg value='-device'/>
     <qemu:arg value='{{x .NIC}}'/>
+{{- if .Secret}}
+    <qemu:arg value='-object'/>
+    <qemu:arg value='{{x .Secret}}'/>{{end}}
     <qemu:arg value='-vnc'/>
     <qemu:arg value='{{x .VNC}}'/>
   </qemu:commandline>

@@ -24,6 +24,8 @@ func TestDomainXML_cases(t *testing.T) {
 		{name: "legacy io", typ: TypeQEMU, mod: func(s *Spec) { s.LegacyIO = true }, want: []string{`bus='ide'`, `e1000,netdev=n0`}, notWant: []string{"virtio"}},
 		{name: "iso", typ: TypeQEMU, mod: func(s *Spec) { s.ISO = "/isos/a&b.iso" }, want: []string{`device='cdrom'`, `/isos/a&amp;b.iso`, `<boot dev='cdrom'/>`}},
 		{name: "reserved ports", typ: TypeQEMU, mod: func(s *Spec) { s.Forwards = append(s.Forwards, Forward{HostPort: 8080, GuestPort: 80}) }, want: []string{`hostfwd=tcp:10.0.0.5:8080-:80`}},
+		{name: "vnc password from a secret file", typ: TypeQEMU, mod: func(s *Spec) { s.VNCPassword = "pw" },
+			want: []string{`secret,id=vncpw0,file=/vms/d.vnc,format=raw`, `10.0.0.5:1,password-secret=vncpw0`}, notWant: []string{"pw'"}},
 		{name: "no cpu", typ: TypeQEMU, mod: func(s *Spec) { s.CPU = 0 }, wantErr: true},
 		{name: "vnc port below the display range", typ: TypeQEMU, mod: func(s *Spec) { s.VNCPort = 5000 }, wantErr: true},
 	}
@@ -34,7 +36,11 @@ func TestDomainXML_cases(t *testing.T) {
 			if c.mod != nil {
 				c.mod(&s)
 			}
-			x, err := domainXML(c.typ, s, "/vms/d.qcow2", "/vms/d.log")
+			secret := ""
+			if s.VNCPassword != "" {
+				secret = "/vms/d.vnc"
+			}
+			x, err := domainXML(c.typ, s, "/vms/d.qcow2", "/vms/d.log", secret)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err = %v", err)
 			}

@@ -46,6 +46,10 @@ type Spec struct {
 	ListenAddr string
 	// VNCPort is the node port of the guest's screen (5900-65535).
 	VNCPort int
+	// VNCPassword, when set, is the password the screen asks for (VNC
+	// authentication uses its first 8 characters); without one the screen
+	// is open to anyone who reaches the port.
+	VNCPassword string
 	// Forwards are TCP ports of ListenAddr forwarded into the guest (SSH,
 	// screen sharing, reserved ports).
 	Forwards []Forward

@@ -22,6 +22,7 @@ type Fake struct {
 	mu        sync.Mutex
 	down      bool
 	createErr error
+	startErr  error
 	domains   map[string]*fakeDomain
 	calls     []string
 	lists     int
@@ -52,6 +53,13 @@ func (f *Fake) SetCreateError(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.createErr = err
+}
+
+// SetStartError makes every Start fail with err (nil: succeed again).
+func (f *Fake) SetStartError(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.startErr = err
 }
 
 // Vanish removes a domain behind the driver's user's back.
@@ -174,6 +182,12 @@ func (f *Fake) set(call, name string, from []State, to State) error {
 
 // Start boots a stopped domain or resumes a paused one.
 func (f *Fake) Start(_ context.Context, name string) error {
+	f.mu.Lock()
+	err := f.startErr
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	return f.set("start", name, []State{StateShutoff, StatePaused, StateCrashed}, StateRunning)
 }
 

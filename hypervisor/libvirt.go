@@ -163,6 +163,27 @@ func (d *Libvirt) consolePath(name string) string {
 	return filepath.Join(d.cfg.Dir, name+".console.log")
 }
 
+// vncSecretPath holds a domain's VNC password (mode 0600).
+func (d *Libvirt) vncSecretPath(name string) string {
+	return filepath.Join(d.cfg.Dir, name+".vnc-secret")
+}
+
+// writeVNCSecret writes the spec's VNC password for QEMU to read at start,
+// and returns its path ("" when the spec has none).
+func (d *Libvirt) writeVNCSecret(s Spec) (string, error) {
+	p := d.vncSecretPath(s.Name)
+	if s.VNCPassword == "" {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("VNC secret of %s: %w", s.Name, err)
+		}
+		return "", nil
+	}
+	if err := os.WriteFile(p, []byte(s.VNCPassword), 0o600); err != nil {
+		return "", fmt.Errorf("VNC secret of %s: %w", s.Name, err)
+	}
+	return p, nil
+}
+
 // ConsoleLog returns what the guest wrote to its serial console.
 func (d *Libvirt) ConsoleLog(name string) ([]byte, error) { return os.ReadFile(d.consolePath(name)) }
 
@@ -211,7 +232,11 @@ func (d *Libvirt) Create(ctx context.Context, s Spec) error {
 			return err
 		}
 	}
-	x, err := domainXML(d.cfg.DomainType, s, disk, d.consolePath(s.Name))
+	secret, err := d.writeVNCSecret(s)
+	if err != nil {
+		return err
+	}
+	x, err := domainXML(d.cfg.DomainType, s, disk, d.consolePath(s.Name), secret)
 	if err != nil {
 		return err
 	}
@@ -359,7 +384,7 @@ func (d *Libvirt) Delete(ctx context.Context, name string) error {
 	case !errors.Is(err, ErrNotFound):
 		return err
 	}
-	for _, p := range []string{d.DiskPath(name), d.consolePath(name)} {
+	for _, p := range []string{d.DiskPath(name), d.consolePath(name), d.vncSecretPath(name)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("delete %s: %w", name, err)
 		}

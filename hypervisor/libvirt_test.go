@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/internal/rfb"
 )
 
 func newDriver(t *testing.T) (*hypervisor.Libvirt, string) {
@@ -35,7 +37,7 @@ func TestLibvirt_lifecycle(t *testing.T) {
 	sshPort, vncPort := guest.FreePort(t, addr), guest.FreePort(t, addr)
 	spec := hypervisor.Spec{
 		Name: hypervisor.DomainName("hvtest", "ns", "vm1"), CPU: 1, MemoryMiB: 256,
-		BaseImage: image, BaseFormat: "qcow2", ListenAddr: addr, VNCPort: vncPort,
+		BaseImage: image, BaseFormat: "qcow2", ListenAddr: addr, VNCPort: vncPort, VNCPassword: "pw-3x7q",
 		Forwards: []hypervisor.Forward{{HostPort: sshPort, GuestPort: 22}},
 	}
 	t.Cleanup(func() { _ = d.Delete(context.Background(), spec.Name) })
@@ -71,8 +73,15 @@ func TestLibvirt_lifecycle(t *testing.T) {
 	if got := run("uname -n"); !strings.Contains(got, "mini-linux") {
 		t.Fatalf("uname -n = %q", got)
 	}
-	if greeting, err := guest.RFB(ctx, net.JoinHostPort(addr, strconv.Itoa(vncPort))); err != nil || greeting != "RFB 003.008" {
-		t.Fatalf("VNC: %q %v", greeting, err)
+	// The screen asks for the VM's password: no "None" security type, the
+	// password opens it, another does not.
+	vncAddr := net.JoinHostPort(addr, strconv.Itoa(vncPort))
+	types, err := rfb.Authenticate(vncAddr, spec.VNCPassword, 10*time.Second)
+	if err != nil || slices.Contains(types, rfb.SecurityNone) {
+		t.Fatalf("VNC with the password: types %v, %v", types, err)
+	}
+	if _, err := rfb.Authenticate(vncAddr, "guessed!", 10*time.Second); !errors.Is(err, rfb.ErrAuthFailed) {
+		t.Fatalf("VNC with another password: %v", err)
 	}
 	run("echo kept > /data/proof && sync")
 

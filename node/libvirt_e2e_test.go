@@ -2,9 +2,11 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/internal/rfb"
 	"github.com/svc-project/svc/internal/testcluster"
 )
 
@@ -63,11 +66,13 @@ func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
 	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "mini-linux" {
 		t.Fatalf("uname -n: %q", got)
 	}
-	vctx, vcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	greeting, err := guest.RFB(vctx, net.JoinHostPort(vm.IP, strconv.Itoa(vm.VNC)))
-	vcancel()
-	if err != nil || greeting != "RFB 003.008" {
-		t.Fatalf("VNC: %q %v", greeting, err)
+	// The screen opens with the VM's own password only.
+	vncAddr := net.JoinHostPort(vm.IP, strconv.Itoa(vm.VNC))
+	if types, err := rfb.Authenticate(vncAddr, vm.VNCPassword, 10*time.Second); err != nil || vm.VNCPassword == "" || slices.Contains(types, rfb.SecurityNone) {
+		t.Fatalf("VNC with the VM's password %q: types %v, %v", vm.VNCPassword, types, err)
+	}
+	if _, err := rfb.Authenticate(vncAddr, "guessed!", 10*time.Second); !errors.Is(err, rfb.ErrAuthFailed) {
+		t.Fatalf("VNC with another password: %v", err)
 	}
 	guestRun(t, c, vm, "echo kept > /data/proof && sync")
 

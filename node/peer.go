@@ -53,8 +53,9 @@ type Peer struct {
 	nudged      map[string]time.Time
 	problem     string           // why this node takes no VMs ("" when it does)
 	reverted    map[string]int64 // revert generation done per VM, until the state says so
-	// recreateFailures counts failed recreations of VMs that ran before.
-	recreateFailures map[string]int
+	// failures counts the passes in a row that failed to recreate or start
+	// a VM that ran before.
+	failures map[string]int
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins

@@ -91,7 +91,8 @@ func TestVM_deploy_list_get_delete(t *testing.T) {
 		t.Fatalf("deployed %+v", vm)
 	}
 	spec, ok := f.Fake.Spec(hypervisor.DomainName(f.Name, ns, vm.Name))
-	if !ok || spec.CPU != 3 || spec.MemoryMiB != 1536 || spec.VNCPort != vm.VNC || spec.Forwards[0] != (hypervisor.Forward{HostPort: vm.SSH, GuestPort: 22}) {
+	if !ok || spec.CPU != 3 || spec.MemoryMiB != 1536 || spec.VNCPort != vm.VNC || spec.Forwards[0] != (hypervisor.Forward{HostPort: vm.SSH, GuestPort: 22}) ||
+		len(vm.VNCPassword) != 8 || spec.VNCPassword != vm.VNCPassword {
 		t.Fatalf("domain spec %+v", spec)
 	}
 	after := nodeByName(t, cl, f.Name)
@@ -508,6 +509,40 @@ func TestVM_recreate_failure_is_retried_before_failed(t *testing.T) {
 		vm, err := cl.GetVM(ctx(t), ns, "flaky")
 		if err != nil || vm.Status != api.StatusFailed || !strings.Contains(vm.ErrorMessage, "disk is gone") {
 			return fmt.Errorf("%+v %v", vm, err)
+		}
+		return nil
+	})
+}
+
+// A VM that ran before and is found shut off, but does not start (its disk
+// in flux, libvirtd restarting), is tried again on the next passes rather
+// than marked Failed at the first refusal.
+func TestVM_start_failure_of_a_vm_that_ran_is_retried(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "flaky", CPU: intp(1)}); err != nil {
+		t.Fatal(err)
+	}
+	dom := hypervisor.DomainName(m.Name, ns, "flaky")
+	m.Fake.SetStartError(errors.New("cannot access storage file"))
+	m.Fake.PowerOff()
+	failed := metric(t, m, `svc_vm_reconcile_passes_total{result="done"}`)
+	c.WaitFor("passes that tried to start it", 10*time.Second, func() error {
+		if n := metric(t, m, `svc_vm_reconcile_passes_total{result="done"}`); n < failed+2 {
+			return fmt.Errorf("%v passes", n-failed)
+		}
+		return nil
+	})
+	if vm, _ := cl.GetVM(ctx(t), ns, "flaky"); vm.Status == api.StatusFailed {
+		t.Fatalf("Failed at once: %+v", vm)
+	}
+	m.Fake.SetStartError(nil)
+	c.WaitFor("the VM running again", 10*time.Second, func() error {
+		vm, err := cl.GetVM(ctx(t), ns, "flaky")
+		if st, _ := m.Fake.State(dom); err != nil || vm.Status != api.StatusRunning || st != hypervisor.StateRunning {
+			return fmt.Errorf("%+v %v, domain %s", vm, err, st)
 		}
 		return nil
 	})

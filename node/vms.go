@@ -90,7 +90,7 @@ func (p *Peer) reconcileVMs(ctx context.Context) error {
 				continue
 			}
 			if errors.Is(err, errRetry) {
-				p.cfg.Log.Warn("recreating vm failed; trying again", "vm", vm.Namespace+"/"+vm.Name, "err", err)
+				p.cfg.Log.Warn("starting vm failed; trying again", "vm", vm.Namespace+"/"+vm.Name, "err", err)
 				continue
 			}
 			p.cfg.Log.Warn("vm failed", "vm", vm.Namespace+"/"+vm.Name, "err", err)
@@ -130,12 +130,8 @@ func (p *Peer) reconcileVM(ctx context.Context, vm raftfsm.VM, name string, st h
 				p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
 			}
 			if err := p.driver.Create(ctx, spec); err != nil {
-				if vm.Status != raftfsm.VMPending && p.countRecreateFailure(key) < maxRecreateFailures {
-					return fmt.Errorf("%w: create: %v", errRetry, err)
-				}
-				return fmt.Errorf("create: %w", err)
+				return p.retryOrFail(vm, key, fmt.Errorf("create: %w", err))
 			}
-			p.resetRecreateFailures(key)
 		}
 		st = hypervisor.StateRunning
 	}
@@ -147,7 +143,9 @@ func (p *Peer) reconcileVM(ctx context.Context, vm raftfsm.VM, name string, st h
 			err = p.driver.Resume(ctx, name)
 		case hypervisor.StateRunning:
 		default:
-			err = p.driver.Start(ctx, name)
+			if err := p.driver.Start(ctx, name); err != nil {
+				return p.retryOrFail(vm, key, err)
+			}
 		}
 		st = hypervisor.StateRunning
 	case raftfsm.VMStopped:
@@ -164,6 +162,7 @@ func (p *Peer) reconcileVM(ctx context.Context, vm raftfsm.VM, name string, st h
 	if err != nil {
 		return err
 	}
+	p.resetFailures(key)
 	status := map[hypervisor.State]string{
 		hypervisor.StateRunning: raftfsm.VMRunning, hypervisor.StatePaused: raftfsm.VMSuspended,
 		hypervisor.StateShutoff: raftfsm.VMStopped,
@@ -198,10 +197,20 @@ func (p *Peer) reportGen(ctx context.Context, vm raftfsm.VM, status, msg string,
 	}
 }
 
-// maxRecreateFailures is how many passes in a row may fail to recreate a VM
-// that ran before (libvirt restarting, files in flux) before it is Failed.
-// A new VM that cannot start fails at once, so that its deploy answers.
-const maxRecreateFailures = 5
+// maxFailures is how many passes in a row may fail to recreate or start a VM
+// that ran before (libvirt restarting, a domain removed behind the peer's
+// back, files in flux) before it is Failed. A new VM that cannot start fails
+// at once, so that its deploy answers.
+const maxFailures = 5
+
+// retryOrFail returns err marked for a retry on the next pass while a VM that
+// ran before has failed fewer than maxFailures passes in a row.
+func (p *Peer) retryOrFail(vm raftfsm.VM, key string, err error) error {
+	if vm.Status != raftfsm.VMPending && p.countFailure(key) < maxFailures {
+		return fmt.Errorf("%w: %v", errRetry, err)
+	}
+	return err
+}
 
 // errNotCaughtUp is returned by a reconcile pass that waited for the replica.
 var errNotCaughtUp = errors.New("the replica has not caught up since the start")
@@ -209,20 +218,20 @@ var errNotCaughtUp = errors.New("the replica has not caught up since the start")
 // errRetry marks a failure the next reconcile pass tries again.
 var errRetry = errors.New("will retry")
 
-func (p *Peer) countRecreateFailure(key string) int {
+func (p *Peer) countFailure(key string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.recreateFailures == nil {
-		p.recreateFailures = map[string]int{}
+	if p.failures == nil {
+		p.failures = map[string]int{}
 	}
-	p.recreateFailures[key]++
-	return p.recreateFailures[key]
+	p.failures[key]++
+	return p.failures[key]
 }
 
-func (p *Peer) resetRecreateFailures(key string) {
+func (p *Peer) resetFailures(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.recreateFailures, key)
+	delete(p.failures, key)
 }
 
 func (p *Peer) revertedTo(key string) int64 {
@@ -249,7 +258,7 @@ func (p *Peer) specFor(vm raftfsm.VM, name string) hypervisor.Spec {
 	return hypervisor.Spec{
 		Name: name, CPU: vm.CPU, MemoryMiB: vm.MemoryBytes >> 20,
 		BaseImage: p.images.Path(vm.ImageDigest), BaseFormat: vm.ImageFormat,
-		LegacyIO: vm.LegacyIO, ListenAddr: p.cfg.Bind, VNCPort: vm.VNCPort, Forwards: fwd,
+		LegacyIO: vm.LegacyIO, ListenAddr: p.cfg.Bind, VNCPort: vm.VNCPort, VNCPassword: vm.VNCPassword, Forwards: fwd,
 	}
 }
 

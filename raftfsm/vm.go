@@ -56,9 +56,11 @@ type VM struct {
 	VMOptions
 
 	// Node address and ports, stamped by the leader.
-	IP              string    `json:"ip"`
-	SSHPort         int       `json:"sshPort"`
-	VNCPort         int       `json:"vncPort"`
+	IP      string `json:"ip"`
+	SSHPort int    `json:"sshPort"`
+	VNCPort int    `json:"vncPort"`
+	// VNCPassword guards the VM's screen; the leader makes it at placement.
+	VNCPassword     string    `json:"vncPassword,omitempty"`
 	ScreensharePort int       `json:"screensharePort"`
 	ReservedPorts   []PortMap `json:"reservedPorts,omitempty"`
 

@@ -123,7 +123,7 @@ func printVM(w io.Writer, vm api.VM) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nssh:          ssh admin@%s -p %d\n", vm.IP, vm.SSH)
-	fmt.Fprintf(w, "vnc:          %s:%d   (vnc://%s:%d)\n", vm.IP, vm.VNC, vm.IP, vm.VNC)
+	fmt.Fprintf(w, "vnc:          %s:%d   (vnc://%s:%d)   password: %s\n", vm.IP, vm.VNC, vm.IP, vm.VNC, vm.VNCPassword)
 	fmt.Fprintf(w, "screen share: vnc://%s:%d\n", vm.IP, vm.Screenshare)
 	for _, warn := range vm.PortWarnings {
 		fmt.Fprintln(w, "warning:", warn)

@@ -1,14 +1,12 @@
 // Package guest talks to a running guest the way a user would: a command over
-// SSH with a password, and the greeting of its VNC port. Tests and benchmarks
+// SSH with a password (package rfb speaks to its screen). Tests and benchmarks
 // use it to check that VMs really answer.
 package guest
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -66,26 +64,4 @@ func WaitRun(ctx context.Context, addr, user, password, cmd string) (string, err
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// ErrNotRFB is returned when a port answers with something that is not VNC.
-var ErrNotRFB = errors.New("not an RFB greeting")
-
-// RFB reads the greeting of a VNC server ("RFB 003.008").
-func RFB(ctx context.Context, addr string) (string, error) {
-	d := net.Dialer{Timeout: 3 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("vnc %s: %w", addr, err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 12)
-	if _, err := io.ReadFull(conn, buf); err != nil {
-		return "", fmt.Errorf("vnc %s: %w", addr, err)
-	}
-	if !bytes.HasPrefix(buf, []byte("RFB ")) {
-		return "", fmt.Errorf("vnc %s: %w: %q", addr, ErrNotRFB, buf)
-	}
-	return string(bytes.TrimSpace(buf)), nil
 }

@@ -59,6 +59,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME) ./httpapi/auth
+	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(FUZZTIME) ./node
 
 ## netns-test: 3 peers in network namespaces (needs root; skipped otherwise)
 netns-test: build

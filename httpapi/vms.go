@@ -252,6 +252,9 @@ type deployPlan struct {
 const (
 	maxCPU         = 256
 	maxMemoryGiB   = 4096
+	// A deploy waits at least a minute for Running: shorter, a healthy VM
+	// could be removed again for being slow to start.
+	minTimeoutMins = 1
 	maxTimeoutMins = 24 * 60
 	maxDisplay     = 16384
 )
@@ -326,8 +329,8 @@ func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error)
 		return nil, field("reservedPorts", "%s", err)
 	}
 	if r.Timeout != nil {
-		if *r.Timeout <= 0 || *r.Timeout > maxTimeoutMins {
-			return nil, field("timeout", "%g minutes is not above 0 and at most %d", *r.Timeout, maxTimeoutMins)
+		if *r.Timeout < minTimeoutMins || *r.Timeout > maxTimeoutMins {
+			return nil, field("timeout", "%g minutes is not between %d and %d", *r.Timeout, minTimeoutMins, maxTimeoutMins)
 		}
 		plan.timeout = time.Duration(*r.Timeout * float64(time.Minute))
 	}

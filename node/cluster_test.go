@@ -13,7 +13,7 @@ import (
 	"github.com/svc-project/svc/internal/testcluster"
 )
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c

@@ -203,6 +203,7 @@ func TestVM_bad_input(t *testing.T) {
 		{"reserved ports", api.DeployRequest{Image: "tiny", ReservedPorts: "8080-80"}, 400, `field "reservedPorts"`},
 		{"reserved port in our range", api.DeployRequest{Image: "tiny", ReservedPorts: "20001:80"}, 400, `field "reservedPorts"`},
 		{"timeout", api.DeployRequest{Image: "tiny", Timeout: floatp(0)}, 400, `field "timeout"`},
+		{"timeout under a minute", api.DeployRequest{Image: "tiny", Timeout: floatp(0.001)}, 400, `field "timeout"`},
 		{"display", api.DeployRequest{Image: "tiny", DisplayWidth: intp(-5)}, 400, `field "displayWidth"`},
 		{"metadata", api.DeployRequest{Image: "tiny", CustomMetadata: map[string]string{"": "x"}}, 400, `field "customMetadata"`},
 		{"registry reference", api.DeployRequest{Image: "registry.example/x:1"}, 400, `field "image"`},

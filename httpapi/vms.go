@@ -250,8 +250,8 @@ type deployPlan struct {
 
 // Limits of deploy fields.
 const (
-	maxCPU         = 256
-	maxMemoryGiB   = 4096
+	maxCPU       = 256
+	maxMemoryGiB = 4096
 	// A deploy waits at least a minute for Running: shorter, a healthy VM
 	// could be removed again for being slow to start.
 	minTimeoutMins = 1

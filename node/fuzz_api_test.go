@@ -54,7 +54,7 @@ func fingerprint(t *testing.T, f *raftfsm.FSM) string {
 	t.Helper()
 	var st struct {
 		Namespaces, VMs, VMConfigs, Images, ISOs, ServiceAccounts, RoleBindings, Users, Blobs map[string]json.RawMessage
-		Nodes                                                                                map[string]struct{ Tags []string }
+		Nodes                                                                                 map[string]struct{ Tags []string }
 	}
 	b, err := f.Dump()
 	if err != nil {

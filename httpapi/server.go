@@ -221,8 +221,8 @@ func (s *Server) handle(rt Route, h handler) {
 				return
 			}
 			if !rt.Write {
-				if err := s.b.VerifyLeader(r.Context()); err != nil {
-					writeError(w, s.log, unavailable("1", "cannot confirm leadership for a consistent read: %v", err))
+				if err := s.readIndex(r.Context()); err != nil {
+					writeError(w, s.log, err)
 					return
 				}
 			}
@@ -234,6 +234,26 @@ func (s *Server) handle(rt Route, h handler) {
 			writeError(w, s.log, err)
 		}
 	})
+}
+
+// readIndex makes a consistent read on the leader linearizable: it notes the
+// commit index (which covers every acknowledged write once this leader has
+// applied its term's barrier), confirms with a quorum that it still leads,
+// and waits until the replica has applied that index.
+func (s *Server) readIndex(ctx context.Context) error {
+	idx, err := s.b.CommitIndex()
+	if err != nil {
+		return unavailable("1", "cannot serve a consistent read yet: %v", err)
+	}
+	if err := s.b.VerifyLeader(ctx); err != nil {
+		return unavailable("1", "cannot confirm leadership for a consistent read: %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.LeaderWait)
+	defer cancel()
+	if err := s.b.FSM().WaitIndex(wctx, idx); err != nil {
+		return unavailable("1", "the leader's replica did not reach index %d: %v", idx, err)
+	}
+	return nil
 }
 
 // dropUnprovenForwarding removes the forwarding headers of a request that

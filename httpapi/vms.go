@@ -152,7 +152,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 		// Nothing stays allocated after a failed deploy.
 		dctx, dcancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 		defer dcancel()
-		if _, derr := s.b.Apply(dctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: ns, Name: vm.Name}); derr != nil && !errors.Is(derr, raftfsm.ErrNotFound) {
+		if _, derr := s.b.Apply(dctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: ns, Name: vm.Name, UID: vm.UID}); derr != nil && !errors.Is(derr, raftfsm.ErrNotFound) {
 			s.log.Error("cannot remove a failed deploy", "vm", vm.Name, "err", derr)
 		}
 		var ae *apiError
@@ -198,10 +198,13 @@ func (s *Server) place(ctx context.Context, plan *deployPlan) (raftfsm.VM, error
 		vm.CreatedAt = time.Now().UTC().Truncate(time.Second)
 		vm.VNCPassword = vncPassword()
 		actx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
-		_, err = s.b.Apply(actx, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: vm})
+		v, err := s.b.Apply(actx, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: vm})
 		cancel()
 		switch {
 		case err == nil:
+			if created, ok := v.(*raftfsm.VM); ok {
+				return *created, nil // with its UID
+			}
 			return vm, nil
 		case errors.Is(err, raftfsm.ErrNoRoom), plan.generate && errors.Is(err, raftfsm.ErrAlreadyExists):
 			lastErr = err

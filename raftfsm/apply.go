@@ -31,7 +31,7 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 	case TypeNamespaceDelete:
 		return applyBody(c, s.applyNamespaceDelete)
 	case TypeVMCreate:
-		return applyBody(c, s.applyVMCreate)
+		return applyBody(c, func(b VMCreate) (any, error) { return s.applyVMCreate(index, b) })
 	case TypeVMAction:
 		return applyBody(c, s.applyVMAction)
 	case TypeVMStatus:

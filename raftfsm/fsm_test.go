@@ -611,3 +611,26 @@ func BenchmarkApply_roleBinding(b *testing.B) {
 		})
 	}
 }
+
+// A delete naming an incarnation removes only that one: a failed deploy's
+// clean-up never takes a VM created under the same name meanwhile.
+func TestFSM_vm_delete_of_an_incarnation(t *testing.T) {
+	f := NewFSM(nil)
+	applyAll(t, f, append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001))...)
+	first, _ := f.VM(api.DefaultNamespace, "a")
+	if first.UID == 0 {
+		t.Fatal("a VM without a UID")
+	}
+	if r := applyAll(t, f, mustEncode(t, TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a", UID: first.UID + 1})); !errors.Is(r.Err, ErrNotFound) {
+		t.Fatalf("delete of another incarnation: %v", r.Err)
+	}
+	if _, ok := f.VM(api.DefaultNamespace, "a"); !ok {
+		t.Fatal("the VM went")
+	}
+	if r := applyAll(t, f, mustEncode(t, TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a", UID: first.UID})); r.Err != nil {
+		t.Fatalf("delete of its incarnation: %v", r.Err)
+	}
+	if _, ok := f.VM(api.DefaultNamespace, "a"); ok {
+		t.Fatal("the VM stayed")
+	}
+}

@@ -64,6 +64,9 @@ type VM struct {
 	ScreensharePort int       `json:"screensharePort"`
 	ReservedPorts   []PortMap `json:"reservedPorts,omitempty"`
 
+	// UID tells this VM from an earlier one of the same name: the index of
+	// the log entry that created it.
+	UID       uint64 `json:"uid,omitempty"`
 	Desired   string `json:"desired"`
 	RevertGen int64  `json:"revertGen"`
 

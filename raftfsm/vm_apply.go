@@ -42,10 +42,13 @@ type VMStatus struct {
 	ObservedRevertGen int64  `json:"observedRevertGen"`
 }
 
-// VMDelete removes a VM; its node removes the domain and disk.
+// VMDelete removes a VM; its node removes the domain and disk. With a UID,
+// only that incarnation of the name is removed (a failed deploy cleans up
+// its own VM, never one created under the same name meanwhile).
 type VMDelete struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	UID       uint64 `json:"uid,omitempty"`
 }
 
 // VMConfigCreate creates a VM config.
@@ -91,7 +94,7 @@ func (s *State) portsInUse(node string) map[int]bool {
 	return used
 }
 
-func (s *State) applyVMCreate(c VMCreate) (any, error) {
+func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 	vm := c.VM.clone()
 	if err := api.ValidateName("VM name", vm.Name, api.MaxNameLen); err != nil {
 		return nil, ruleErr(ErrInvalid, "%s", err.Error())
@@ -127,6 +130,7 @@ func (s *State) applyVMCreate(c VMCreate) (any, error) {
 	}
 	vm.Status, vm.Desired, vm.ErrorMessage = VMPending, VMRunning, ""
 	vm.RevertGen, vm.ObservedRevertGen = 0, 0
+	vm.UID = index
 	s.VMs[k] = vm
 	return vm.clone(), nil
 }
@@ -201,8 +205,12 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 }
 
 func (s *State) applyVMDelete(c VMDelete) (any, error) {
-	if _, err := s.vm(c.Namespace, c.Name); err != nil {
+	vm, err := s.vm(c.Namespace, c.Name)
+	if err != nil {
 		return nil, err
+	}
+	if c.UID != 0 && vm.UID != c.UID {
+		return nil, ruleErr(ErrNotFound, "vm %q of that incarnation is gone (another VM has the name now)", c.Name)
 	}
 	delete(s.VMs, key(c.Namespace, c.Name))
 	return nil, nil

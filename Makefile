@@ -10,7 +10,7 @@ FUZZTIME ?= 5s
 IMAGE := build/mini-linux.qcow2
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build deps libvirt image run stop test lint unit fuzz netns-test bench local-cluster local-cluster-down clean
+.PHONY: all build deps libvirt image run stop test lint unit fuzz netns-test chaos chaos-short bench local-cluster local-cluster-down clean
 
 all: build
 
@@ -42,7 +42,7 @@ stop:
 
 ## test: everything CI checks (on real libvirt)
 test: export SVC_REQUIRE_LIBVIRT=1
-test: libvirt image lint unit fuzz netns-test
+test: libvirt image lint unit fuzz netns-test chaos-short
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -64,6 +64,19 @@ fuzz:
 ## netns-test: 3 peers in network namespaces (needs root; skipped otherwise)
 netns-test: build
 	@if [ "$$(id -u)" -ne 0 ]; then echo "netns-test: skipped (needs root)"; else scripts/test-local-cluster.sh; fi
+
+## chaos: a chaos run of 5 peers for CHAOS_DURATION (default 10m) with SEED (default: the clock); needs root
+CHAOS_DURATION ?= 10m
+CHAOS_PEERS ?= 5
+SEED ?= 0
+chaos: deps build
+	$(GO) build -o bin/svc-chaos ./cmd/svc-chaos
+	bin/svc-chaos -peers $(CHAOS_PEERS) -duration $(CHAOS_DURATION) -seed $(SEED) -out build/chaos
+
+## chaos-short: the seeded one-minute chaos run make test includes (skipped without root)
+chaos-short: deps build
+	@if [ "$$(id -u)" -ne 0 ]; then echo "chaos-short: skipped (needs root)"; else \
+	$(GO) build -o bin/svc-chaos ./cmd/svc-chaos && bin/svc-chaos -peers 3 -duration 60s -seed 20261121 -out build/chaos-short; fi
 
 ## bench: throughput, latency and failover figures (see README)
 bench:

@@ -193,6 +193,15 @@ func (p *Peer) currentProblem() string {
 // Close stops the peer without leaving the cluster: the others see it die
 // and see it again when it restarts from the same data dir.
 func (p *Peer) Close() error {
+	// Leadership goes first, while this peer still serves and replicates:
+	// the cluster then takes writes at once.
+	if p.store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := p.store.HandOver(ctx); err != nil {
+			p.cfg.Log.Warn("hand leadership over", "err", err)
+		}
+		cancel()
+	}
 	p.cancel()
 	p.wg.Wait()
 	return p.closeParts()

@@ -320,6 +320,16 @@ func (s *Store) RemoveServer(ctx context.Context, id string) error {
 // Stats returns raft's own figures.
 func (s *Store) Stats() map[string]string { return s.raft.Stats() }
 
+// HandOver passes leadership to the most up-to-date voter, if this peer
+// leads, so that a peer that stops does not leave the cluster to wait out an
+// election. It does nothing on a follower.
+func (s *Store) HandOver(ctx context.Context) error {
+	if s.raft.State() != raft.Leader {
+		return nil
+	}
+	return s.wait(ctx, s.raft.LeadershipTransfer())
+}
+
 // Close snapshots the state (so that a restart serves it at once, before
 // hearing from a leader), stops Raft and closes the log. It does not leave
 // the cluster.

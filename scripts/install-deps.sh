@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages svc needs on a host, where they are missing:
-# libvirt + QEMU to run VMs, and what scripts/mini-linux/build.sh builds the
-# default guest image with. Idempotent; needs root.
+# libvirt + QEMU to run VMs, what scripts/mini-linux/build.sh builds the
+# default guest image with, and iproute2 + nftables for clusters in network
+# namespaces (the chaos runs cut peers off with nft). Idempotent; needs root.
 set -euo pipefail
 pkgs=(
   qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
   busybox-static dropbear-bin syslinux syslinux-common mtools dosfstools cpio kmod openssl file genisoimage
-  iproute2
+  iproute2 nftables
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs an svc cluster of N peers on this one machine, each peer in its own
 # network namespace with its own address on a bridge, as if each were a host.
-#   scripts/local-cluster.sh up N    # start N peers (default 3) and join them
-#   scripts/local-cluster.sh down    # stop them and remove the namespaces
+#   scripts/local-cluster.sh up N     # start N peers (default 3) and join them
+#   scripts/local-cluster.sh start I  # start peer I again (after it was stopped or killed)
+#   scripts/local-cluster.sh down     # stop them and remove the namespaces
 # Needs root and iproute2. Peers get 10.213.0.11, .12, ...; the bridge (this
 # machine) is 10.213.0.1, so the API of peer i is http://10.213.0.(10+i):8080.
 # Settings: SVC_LOCAL_DIR (state and logs, default /tmp/svc-local-cluster),
-# SVC_BIN (default bin/svc).
+# SVC_BIN (default bin/svc), SVC_AGENT_ARGS (more agent flags, e.g.
+# "--hypervisor fake" for runs that only pretend VMs). Peer i's process id is
+# in $SVC_LOCAL_DIR/peer-i.pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "${SVC_BIN:-bin/svc}")
@@ -15,6 +18,8 @@ bridge=svcbr0
 net=10.213.0
 
 addr() { echo "$net.$((10 + $1))"; }
+# ready_count: how many nodes of 'svc node list' (on stdin) are READY.
+ready_count() { awk 'NR > 1 && $2 == "READY"' | wc -l; }
 
 down() {
   # Stop whatever runs in our namespaces (wherever its pid file lives), then
@@ -37,12 +42,28 @@ down() {
     ip link delete "$link" 2>/dev/null || true
   done
   ip link show "$bridge" >/dev/null 2>&1 && ip link delete "$bridge"
-  rm -rf "$dir"/peer-* "$dir"/peer-*.pid "$dir/admin.token"
+  rm -rf "$dir"/peer-* "$dir"/peer-*.pid "$dir/admin.token" "$dir/size"
   return 0
 }
 
+# start_peer I N: launch peer I of an N-peer cluster in its namespace (its
+# data dir is kept across starts, so a restart rejoins as itself).
+start_peer() {
+  local i=$1 n=$2 expect ip
+  ip=$(addr "$i")
+  expect=$(( n < 3 ? n : 3 ))
+  local args=(agent --name "peer-$i" --bind "$ip" --data-dir "$dir/peer-$i/data" --cpu 2 --memory 4 --gpu 0)
+  if [ "$i" -le "$expect" ]; then args+=(--bootstrap-expect "$expect"); fi
+  if [ "$i" -gt 1 ]; then args+=(--join "$(addr 1):7946"); fi
+  # shellcheck disable=SC2206 # SVC_AGENT_ARGS is split into flags on purpose
+  args+=(${SVC_AGENT_ARGS:-})
+  mkdir -p "$dir/peer-$i"
+  ip netns exec "svc-peer-$i" setsid "$bin" "${args[@]}" >>"$dir/peer-$i.log" 2>&1 </dev/null &
+  echo $! >"$dir/peer-$i.pid"
+}
+
 up() {
-  local n=$1 expect
+  local n=$1
   [ -x "$bin" ] || { echo "no svc binary at $bin: run 'make build'" >&2; exit 1; }
   [ "$n" -ge 1 ] 2>/dev/null || { echo "N must be a positive number" >&2; exit 2; }
   [ "$n" -le 200 ] || { echo "at most 200 peers" >&2; exit 2; }
@@ -51,7 +72,7 @@ up() {
   ip link add "$bridge" type bridge
   ip addr add "$net.1/24" dev "$bridge"
   ip link set "$bridge" up
-  expect=$(( n < 3 ? n : 3 ))
+  echo "$n" >"$dir/size"
   for i in $(seq 1 "$n"); do
     local ns=svc-peer-$i ip
     ip=$(addr "$i")
@@ -61,12 +82,7 @@ up() {
     ip -n "$ns" addr add "$ip/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
-    local args=(agent --name "peer-$i" --bind "$ip" --data-dir "$dir/peer-$i/data" --cpu 2 --memory 4 --gpu 0)
-    if [ "$i" -le "$expect" ]; then args+=(--bootstrap-expect "$expect"); fi
-    if [ "$i" -gt 1 ]; then args+=(--join "$(addr 1):7946"); fi
-    mkdir -p "$dir/peer-$i"
-    ip netns exec "$ns" setsid "$bin" "${args[@]}" >"$dir/peer-$i.log" 2>&1 </dev/null &
-    echo $! >"$dir/peer-$i.pid"
+    start_peer "$i" "$n"
   done
   # Wait (bounded) until peer 1 hands out an admin token (through its admin
   # socket, as root on its host would) and lists every node READY.
@@ -78,12 +94,12 @@ up() {
       echo "$SVC_TOKEN" >"$dir/admin.token"
     fi
     out=$("$bin" --api-url "$api" node list 2>/dev/null || true)
-    if [ "$(grep -c ' READY ' <<<"$out")" -eq "$n" ]; then
+    if [ "$(ready_count <<<"$out")" -eq "$n" ]; then
       break
     fi
     sleep 0.5
   done
-  if [ "$(grep -c ' READY ' <<<"$out")" -ne "$n" ]; then
+  if [ "$(ready_count <<<"$out")" -ne "$n" ]; then
     echo "the cluster did not form in 120 s; logs are in $dir" >&2
     exit 1
   fi
@@ -99,6 +115,11 @@ up() {
 [ "$(id -u)" -eq 0 ] || { echo "$0 needs root (network namespaces)" >&2; exit 1; }
 case ${1:-} in
 up) up "${2:-3}" ;;
+start)
+  [ -f "$dir/size" ] || { echo "no local cluster is up" >&2; exit 1; }
+  [ "${2:-0}" -ge 1 ] 2>/dev/null && [ "$2" -le "$(cat "$dir/size")" ] || { echo "usage: $0 start I (1..$(cat "$dir/size"))" >&2; exit 2; }
+  start_peer "$2" "$(cat "$dir/size")"
+  ;;
 down) down; echo "local cluster removed" ;;
-*) echo "usage: $0 up [N] | down" >&2; exit 2 ;;
+*) echo "usage: $0 up [N] | start I | down" >&2; exit 2 ;;
 esac

@@ -26,7 +26,8 @@ export SVC_TOKEN
 
 leader_of() { svc "$1" cluster info -o json | sed -n 's/.*"leader": "\(.*\)",*/\1/p'; }
 tag_seen_on_3() { svc 3 node list --consistent | grep -q 'peer-1 .*ns-test'; }
-check "cluster of 3 formed" bash -c "[ \$($bin --api-url $(api 1) node list | grep -c ' READY ') -eq 3 ]"
+three_ready() { [ "$(svc 1 node list | awk 'NR > 1 && $2 == "READY"' | wc -l)" -eq 3 ]; }
+check "cluster of 3 formed" three_ready
 check "tag through peer 2" svc 2 node tag peer-1 ns-test
 check "tag seen on peer 3" poll 10 tag_seen_on_3
 

@@ -45,6 +45,7 @@ type agentFlags struct {
 	logFormat       string
 	maxConns        int
 	maxConnsClient  int
+	hypervisor      string
 }
 
 // Default ports.
@@ -100,6 +101,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.BoolVar(&a.dev, "dev", false, "a single-peer cluster on loopback in a local data dir, for trying svc out")
 	f.DurationVar(&a.reapAfter, "reap-after", 72*time.Hour, "how long a dead peer keeps its Raft seat before a non-voter takes it")
 	f.StringVar(&a.libvirtSocket, "libvirt-socket", hypervisor.DefaultSocket, "libvirtd's unix socket")
+	f.StringVar(&a.hypervisor, "hypervisor", "libvirt", "libvirt, or fake: VMs that only exist in the agent's memory, for tests of the cluster (chaos runs)")
 	f.StringVar(&a.domainType, "domain-type", "auto", "libvirt domain type: kvm (hardware virtualisation), qemu (software emulation) or auto (probe the host)")
 	f.IntVar(&a.maxConns, "max-conns", 0, "open API connections of clients other than the cluster's peers (default: 3/4 of the file limit, at most 16384)")
 	f.IntVar(&a.maxConnsClient, "max-conns-per-client", 512, "open API connections of one client address")
@@ -161,6 +163,8 @@ func (a *agentFlags) run(cmd *cobra.Command) error {
 	cfg.Log = log
 	if lv, ok := cfg.Driver.(*hypervisor.Libvirt); ok {
 		log.Info("hypervisor", "driver", "libvirt", "socket", a.libvirtSocket, "domain_type", lv.DomainType())
+	} else {
+		log.Warn("hypervisor", "driver", "fake", "note", "VMs exist only in this agent's memory; for tests")
 	}
 	p, err := node.Start(cfg)
 	if err != nil {
@@ -240,6 +244,14 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		return cfg, err
 	}
 	cfg.Capacity = capacity
+	switch a.hypervisor {
+	case "fake":
+		cfg.Driver = hypervisor.NewFake(hypervisor.DomainPrefix(cfg.Name))
+		return cfg, nil
+	case "libvirt":
+	default:
+		return cfg, fmt.Errorf("--hypervisor %q: use libvirt or fake", a.hypervisor)
+	}
 	dt := a.domainType
 	if dt == "auto" {
 		dt = ""

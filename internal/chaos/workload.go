@@ -117,18 +117,7 @@ func (w *Workload) one(client int, rng *rand.Rand) {
 		case Delete:
 			w.write(client, peer, Input{Key: key, Verb: verb}, http.MethodDelete, path, nil, opTimeout)
 		default:
-			w.readList(client, peer, "/api/v1/namespaces/"+ns+"/serviceaccounts?consistent=true", func(body listBody) map[string]bool {
-				seen := map[string]bool{}
-				for i := range saKeys {
-					seen["sa/"+saName(i)] = false
-				}
-				for _, it := range body.Items {
-					if _, ok := seen["sa/"+it.Name]; ok {
-						seen["sa/"+it.Name] = true
-					}
-				}
-				return seen
-			})
+			w.readList(client, peer, "/api/v1/namespaces/"+ns+"/serviceaccounts?consistent=true", w.sasSeen)
 		}
 	case 2:
 		vm := vmName(rng.IntN(vmKeys))
@@ -181,6 +170,20 @@ func (w *Workload) tagsSeen(body listBody) map[string]bool {
 			if _, ok := seen["tag/"+n.Name+"/"+t]; ok {
 				seen["tag/"+n.Name+"/"+t] = true
 			}
+		}
+	}
+	return seen
+}
+
+// sasSeen is, for every service account key, whether a list shows it.
+func (w *Workload) sasSeen(body listBody) map[string]bool {
+	seen := map[string]bool{}
+	for i := range saKeys {
+		seen["sa/"+saName(i)] = false
+	}
+	for _, it := range body.Items {
+		if _, ok := seen["sa/"+it.Name]; ok {
+			seen["sa/"+it.Name] = true
 		}
 	}
 	return seen
@@ -295,18 +298,7 @@ func (w *Workload) FinalReads(peer int) {
 		w.readOne(client, peer, "vm/"+vmName(i), "/api/v1/namespaces/"+api.DefaultNamespace+"/vms/"+vmName(i)+"?consistent=true")
 	}
 	w.readList(client, peer, "/api/v1/namespaces/"+api.DefaultNamespace+"/nodes?consistent=true", w.tagsSeen)
-	w.readList(client, peer, "/api/v1/namespaces/"+api.DefaultNamespace+"/serviceaccounts?consistent=true", func(body listBody) map[string]bool {
-		seen := map[string]bool{}
-		for i := range saKeys {
-			seen["sa/"+saName(i)] = false
-		}
-		for _, it := range body.Items {
-			if _, ok := seen["sa/"+it.Name]; ok {
-				seen["sa/"+it.Name] = true
-			}
-		}
-		return seen
-	})
+	w.readList(client, peer, "/api/v1/namespaces/"+api.DefaultNamespace+"/serviceaccounts?consistent=true", w.sasSeen)
 }
 
 // Probe is what a peer served first after it restarted: the tags of its

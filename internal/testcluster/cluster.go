@@ -337,24 +337,18 @@ func (c *Cluster) Token(user string, admin bool) string {
 
 // Partition cuts the given members off from all the others (both ways):
 // Raft, gossip and forwarded API traffic.
-func (c *Cluster) Partition(cut ...*Member) {
-	in := map[*Member]bool{}
-	for _, m := range cut {
-		in[m] = true
-	}
-	for _, a := range c.Members {
-		for _, b := range c.Members {
-			if in[a] != in[b] {
-				a.gate.set(b.addrs(), true)
-			}
-		}
-	}
-}
+func (c *Cluster) Partition(cut ...*Member) { c.cut(cut, (*Member).addrs) }
 
 // PartitionRaft cuts only the Raft traffic between the given members and
 // all the others (both ways): gossip and the API still pass, so a peer can
 // learn who leads but not receive the log.
 func (c *Cluster) PartitionRaft(cut ...*Member) {
+	c.cut(cut, func(m *Member) []string { return []string{net.JoinHostPort(m.cfg.Bind, strconv.Itoa(m.cfg.RaftPort))} })
+}
+
+// cut blocks, between the members in cut and the others, the addresses
+// addrs names.
+func (c *Cluster) cut(cut []*Member, addrs func(*Member) []string) {
 	in := map[*Member]bool{}
 	for _, m := range cut {
 		in[m] = true
@@ -362,7 +356,7 @@ func (c *Cluster) PartitionRaft(cut ...*Member) {
 	for _, a := range c.Members {
 		for _, b := range c.Members {
 			if in[a] != in[b] {
-				a.gate.set([]string{net.JoinHostPort(b.cfg.Bind, strconv.Itoa(b.cfg.RaftPort))}, true)
+				a.gate.set(addrs(b), true)
 			}
 		}
 	}

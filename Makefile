@@ -10,7 +10,7 @@ FUZZTIME ?= 5s
 IMAGE := build/mini-linux.qcow2
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build deps libvirt image run stop test lint unit fuzz netns-test chaos chaos-short bench local-cluster local-cluster-down clean
+.PHONY: all build deps libvirt image run stop test lint unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
 
 all: build
 
@@ -42,7 +42,7 @@ stop:
 
 ## test: everything CI checks (on real libvirt)
 test: export SVC_REQUIRE_LIBVIRT=1
-test: libvirt image lint unit fuzz netns-test chaos-short
+test: libvirt image lint unit fuzz bench-once netns-test chaos-short
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -60,6 +60,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME) ./httpapi/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(FUZZTIME) ./node
+
+## bench-once: every benchmark once, so that a change that breaks one fails CI
+bench-once:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./...
 
 ## netns-test: 3 peers in network namespaces (needs root; skipped otherwise)
 netns-test: build
@@ -85,6 +89,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Failover' -benchtime 5x ./node
 	$(GO) test -run '^$$' -bench 'Place' -benchtime 2s ./scheduler
 	$(GO) test -run '^$$' -bench 'Auth' -benchtime 2s ./httpapi
+	$(GO) test -run '^$$' -bench 'Apply_roleBinding' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'ImageTransfer' -benchtime 3x ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./node

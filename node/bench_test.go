@@ -21,10 +21,12 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func benchClient(m *testcluster.Member) *api.Client {
-	c := api.NewClient("http://"+m.Peer.APIAddr(), "")
-	c.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	return c
+// benchClient is an admin client of m with a connection pool for many
+// concurrent requests.
+func benchClient(c *testcluster.Cluster, m *testcluster.Member) *api.Client {
+	cl := c.Client(m)
+	cl.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	return cl
 }
 
 // BenchmarkTagWrite sends tag writes one at a time, alternately to the leader
@@ -34,7 +36,7 @@ func BenchmarkTagWrite(b *testing.B) {
 	c := testcluster.New(b, 3, testcluster.Options{})
 	leader := c.WaitLeader()
 	follower := c.Followers()[0]
-	lc, fc := benchClient(leader), benchClient(follower)
+	lc, fc := benchClient(c, leader), benchClient(c, follower)
 	ctx := context.Background()
 	var viaLeader, viaFollower []time.Duration
 	b.ResetTimer()
@@ -73,7 +75,7 @@ func BenchmarkTagWrite(b *testing.B) {
 func BenchmarkTagWriteParallel(b *testing.B) {
 	c := testcluster.New(b, 3, testcluster.Options{})
 	leader := c.WaitLeader()
-	fc := benchClient(c.Followers()[0])
+	fc := benchClient(c, c.Followers()[0])
 	var n atomic.Int64
 	b.SetParallelism(8) // 8 x GOMAXPROCS(2) = 16 clients
 	start := time.Now()
@@ -99,7 +101,7 @@ func BenchmarkNodeList(b *testing.B) {
 		b.Run(fmt.Sprintf("consistent=%v", consistent), func(b *testing.B) {
 			c := testcluster.New(b, 3, testcluster.Options{})
 			c.WaitLeader()
-			fc := benchClient(c.Followers()[0])
+			fc := benchClient(c, c.Followers()[0])
 			var n atomic.Int64
 			b.SetParallelism(8)
 			start := time.Now()
@@ -123,37 +125,62 @@ func BenchmarkNodeList(b *testing.B) {
 
 // BenchmarkFailover stops the leader of a 3-peer cluster running raft's and
 // memberlist's production timeouts, then sends a write to a survivor every
-// 10 ms until one is accepted; it reports the time from the stop to that write.
+// 10 ms until one is accepted; it reports the time from the stop to that
+// write. A crash leaves the others to elect a leader; a graceful stop hands
+// leadership over first.
 func BenchmarkFailover(b *testing.B) {
-	var took []time.Duration
-	for range b.N {
-		b.StopTimer()
-		c := testcluster.New(b, 3, testcluster.Options{ProductionTiming: true})
-		old := c.WaitLeader()
-		survivor := benchClient(c.Followers()[0])
-		b.StartTimer()
-		start := time.Now()
-		c.Stop(old)
-		deadline := start.Add(60 * time.Second)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, err := survivor.TagNode(ctx, api.DefaultNamespace, c.Followers()[0].Name, "failover")
-			cancel()
-			if err == nil {
-				break
+	for _, how := range []string{"crash", "graceful"} {
+		b.Run(how, func(b *testing.B) {
+			var took []time.Duration
+			for range b.N {
+				b.StopTimer()
+				c := testcluster.New(b, 3, testcluster.Options{ProductionTiming: true})
+				old := c.WaitLeader()
+				survivor := benchClient(c, c.Followers()[0])
+				b.StartTimer()
+				start := time.Now()
+				if how == "crash" {
+					c.Crash(old)
+				} else {
+					c.Stop(old)
+				}
+				deadline := start.Add(60 * time.Second)
+				for {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					_, err := survivor.TagNode(ctx, api.DefaultNamespace, c.Followers()[0].Name, "failover")
+					cancel()
+					if err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatalf("no write accepted 60 s after the leader stopped: %v", err)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				took = append(took, time.Since(start))
+				b.StopTimer()
+				c.Close()
 			}
-			if time.Now().After(deadline) {
-				b.Fatalf("no write accepted 60 s after the leader stopped: %v", err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		took = append(took, time.Since(start))
-		b.StopTimer()
-		c.Close()
+			b.ReportMetric(ms(percentile(took, 0.5)), "failover-p50-ms")
+			b.ReportMetric(ms(slices.Max(took)), "failover-max-ms")
+			b.ReportMetric(0, "ns/op")
+		})
 	}
-	b.ReportMetric(ms(percentile(took, 0.5)), "failover-p50-ms")
-	b.ReportMetric(ms(slices.Max(took)), "failover-max-ms")
-	b.ReportMetric(0, "ns/op")
 }
 
-func plainHTTP() *http.Client { return &http.Client{Transport: &http.Transport{}} }
+// peerHTTP is a client that calls internal routes as peer m does.
+func peerHTTP(m *testcluster.Member) *http.Client {
+	return &http.Client{Transport: tokenTransport{m: m}}
+}
+
+type tokenTransport struct{ m *testcluster.Member }
+
+func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	tok, err := t.m.Peer.PeerToken()
+	if err != nil {
+		return nil, err
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return http.DefaultTransport.RoundTrip(r)
+}

@@ -117,7 +117,7 @@ func BenchmarkImageTransfer(b *testing.B) {
 	for range b.N {
 		_, _ = dst.Peer.Images().RemoveUnused(img.Digest, func(string) bool { return false }) // fetch it afresh
 		start := time.Now()
-		if err := dst.Peer.Images().Fetch(context.Background(), plainHTTP(), img.Digest, []string{"http://" + a.Peer.APIAddr()}); err != nil {
+		if err := dst.Peer.Images().Fetch(context.Background(), peerHTTP(dst), img.Digest, []string{"http://" + a.Peer.APIAddr()}); err != nil {
 			b.Fatal(err)
 		}
 		peer += time.Since(start)

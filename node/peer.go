@@ -56,6 +56,7 @@ type Peer struct {
 	// failures counts the passes in a row that failed to recreate or start
 	// a VM that ran before.
 	failures map[string]int
+	halt     bool // Halt: stop without hand-over or snapshot
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins
@@ -207,6 +208,15 @@ func (p *Peer) Close() error {
 	return p.closeParts()
 }
 
+// Halt stops the peer the way a crash would: no hand-over of leadership, no
+// snapshot of its state; the others must elect and the restart replays.
+func (p *Peer) Halt() error {
+	p.halt = true
+	p.cancel()
+	p.wg.Wait()
+	return p.closeParts()
+}
+
 func (p *Peer) closeParts() error {
 	p.cancel()
 	var errs []error
@@ -220,7 +230,7 @@ func (p *Peer) closeParts() error {
 		errs = append(errs, p.gossip.Shutdown())
 	}
 	if p.store != nil {
-		errs = append(errs, p.store.Close())
+		errs = append(errs, p.store.Close(!p.halt))
 	}
 	return errors.Join(errs...)
 }

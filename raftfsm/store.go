@@ -330,12 +330,14 @@ func (s *Store) HandOver(ctx context.Context) error {
 	return s.wait(ctx, s.raft.LeadershipTransfer())
 }
 
-// Close snapshots the state (so that a restart serves it at once, before
-// hearing from a leader), stops Raft and closes the log. It does not leave
-// the cluster.
-func (s *Store) Close() error {
-	if err := s.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		s.log.Warn("snapshot on close", "err", err)
+// Close stops Raft and closes the log, after a snapshot of the state when
+// snapshot is set (so that a restart replays little). It does not leave the
+// cluster.
+func (s *Store) Close(snapshot bool) error {
+	if snapshot {
+		if err := s.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			s.log.Warn("snapshot on close", "err", err)
+		}
 	}
 	err := s.raft.Shutdown().Error()
 	s.raft.DeregisterObserver(s.obs)

@@ -214,12 +214,18 @@ func (c *Cluster) Stop(m *Member) {
 	m.Peer = nil
 }
 
-// Crash stops a peer as a crash would leave it: without the snapshot a
-// graceful stop writes, so that on restart its replica holds only what its
-// snapshots had (none here) until the leader brings it up to date.
+// Crash stops a peer as a crash would: no hand-over of leadership and no
+// snapshot, so that on restart its replica holds only what its snapshots had
+// (none here: they are removed) until the leader brings it up to date.
 func (c *Cluster) Crash(m *Member) {
 	c.tb.Helper()
-	c.Stop(m)
+	if m.Peer == nil {
+		return
+	}
+	if err := m.Peer.Halt(); err != nil {
+		c.tb.Logf("halt %s: %v", m.Name, err)
+	}
+	m.Peer = nil
 	snaps := filepath.Join(m.DataDir, "raft", "snapshots")
 	if err := os.RemoveAll(snaps); err != nil {
 		c.tb.Fatal(err)

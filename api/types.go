@@ -58,6 +58,9 @@ type Node struct {
 	Phase             string   `json:"phase"`
 	Tags              []string `json:"svcTags"`
 	Arch              string   `json:"arch"`
+	// CPUOvercommit is how many vCPUs the node offers per CPU: allocatableCpu
+	// counts vCPUs.
+	CPUOvercommit float64 `json:"cpuOvercommit"`
 }
 
 // TagRequest is the body of the node tag and untag calls.

@@ -8,14 +8,16 @@ import (
 // Report is what a peer tells every other peer about itself. It travels as
 // memberlist node metadata, so its JSON must stay under 512 bytes.
 type Report struct {
-	Addr        string `json:"ip"`
-	APIAddr     string `json:"api"`
-	RaftAddr    string `json:"raft"`
-	Arch        string `json:"arch"`
-	Version     string `json:"ver"`
-	CPU         int    `json:"cpu"`
-	MemoryBytes int64  `json:"mem"`
-	GPU         int    `json:"gpu"`
+	Addr     string `json:"ip"`
+	APIAddr  string `json:"api"`
+	RaftAddr string `json:"raft"`
+	Arch     string `json:"arch"`
+	Version  string `json:"ver"`
+	// CPU is what the peer offers: its CPUs times Overcommit.
+	CPU         int     `json:"cpu"`
+	Overcommit  float64 `json:"oc,omitempty"`
+	MemoryBytes int64   `json:"mem"`
+	GPU         int     `json:"gpu"`
 	// HasState is true when the peer started with Raft state in its data dir;
 	// a new cluster is only bootstrapped by peers that have none.
 	HasState bool `json:"st,omitempty"`

@@ -28,6 +28,7 @@ func NodeToAPI(n raftfsm.NodeView) api.Node {
 		Phase:             n.Phase,
 		Tags:              append([]string{}, n.Tags...),
 		Arch:              n.Arch,
+		CPUOvercommit:     max(n.CPUOvercommit, 1),
 	}
 }
 

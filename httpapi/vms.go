@@ -271,6 +271,7 @@ func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error)
 	}
 	var cfg raftfsm.VMConfig
 	if r.VMConfig != "" {
+		zeroIsUnset(&r)
 		if err := api.ValidateName("vmConfig", r.VMConfig, api.MaxVMConfigLen); err != nil {
 			return nil, field("vmConfig", "%s", err)
 		}
@@ -408,6 +409,23 @@ func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error)
 		}
 	}
 	return plan, nil
+}
+
+// zeroIsUnset drops the zero values of a deploy body with a VM config:
+// published clients send "memory": 0.0, "cpu": 0 and false flags for what
+// the user did not give, and the config's values must stand.
+func zeroIsUnset(r *api.DeployRequest) {
+	if r.CPU != nil && *r.CPU == 0 {
+		r.CPU = nil
+	}
+	if r.Memory != nil && *r.Memory == 0 {
+		r.Memory = nil
+	}
+	for _, b := range []**bool{&r.TagRequired, &r.GPUPassthrough, &r.NetBoost, &r.LegacyIO} {
+		if *b != nil && !**b {
+			*b = nil
+		}
+	}
 }
 
 func first(vals ...string) string {

@@ -35,10 +35,12 @@ type Config struct {
 	BootstrapExpect int
 	// Join lists gossip addresses (host:port) of running peers.
 	Join []string
-	// Capacity is what the peer offers to VMs.
-	Capacity raftfsm.Capacity
-	Arch     string
-	Version  string
+	// Capacity is what the peer offers to VMs; its CPUs are multiplied by
+	// CPUOvercommit (vCPUs per CPU, default 1) in what the peer reports.
+	Capacity      raftfsm.Capacity
+	CPUOvercommit float64
+	Arch          string
+	Version       string
 
 	// Local selects short gossip timeouts for peers on one host.
 	Local bool
@@ -97,6 +99,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Version == "" {
 		c.Version = "dev"
+	}
+	if c.CPUOvercommit < 1 {
+		c.CPUOvercommit = 1
 	}
 	if c.ReconcileInterval <= 0 {
 		c.ReconcileInterval = time.Second

@@ -260,6 +260,7 @@ func facts(m gossip.Member) raftfsm.NodeFacts {
 	return raftfsm.NodeFacts{
 		Addr: r.Addr, APIAddr: r.APIAddr, RaftAddr: r.RaftAddr, GossipAddr: m.GossipAddr,
 		Arch: r.Arch, Version: r.Version, Capacity: raftfsm.Capacity{CPU: r.CPU, MemoryBytes: r.MemoryBytes, GPU: r.GPU},
+		CPUOvercommit: r.Overcommit,
 	}
 }
 

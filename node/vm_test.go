@@ -548,3 +548,35 @@ func TestVM_start_failure_of_a_vm_that_ran_is_retried(t *testing.T) {
 		return nil
 	})
 }
+
+// Published Orka 3 clients send zero values with a vmConfig for every field
+// the user did not give: the config's values must stand.
+func TestVM_config_values_survive_a_body_of_zero_values(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "cfg", Image: "tiny", CPU: 2, Memory: 1.5, LegacyIO: true, NetBoost: true}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"vmConfig":"cfg","name":"orka","memory":0.0,"legacyIO":false,"netBoost":false,"gpuPassthrough":false,"tagRequired":false}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+m.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/vms", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+cl.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("deploy: %d", resp.StatusCode)
+	}
+	vm, err := cl.GetVM(ctx(t), ns, "orka")
+	if err != nil || vm.Memory != "1.5Gi" || vm.CPU != 2 || !vm.LegacyIO {
+		t.Fatalf("vm %+v %v", vm, err)
+	}
+	spec, _ := m.Fake.Spec(hypervisor.DomainName(m.Name, ns, "orka"))
+	if !spec.LegacyIO || spec.MemoryMiB != 1536 {
+		t.Fatalf("domain spec %+v", spec)
+	}
+}

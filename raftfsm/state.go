@@ -95,6 +95,8 @@ type NodeFacts struct {
 	Arch       string   `json:"arch"`
 	Version    string   `json:"version"`
 	Capacity   Capacity `json:"capacity"`
+	// CPUOvercommit is how many vCPUs the node offers per CPU (0: 1).
+	CPUOvercommit float64 `json:"cpuOvercommit,omitempty"`
 }
 
 // Node is one peer of the cluster as the replicated state knows it. Its facts

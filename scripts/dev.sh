@@ -4,9 +4,9 @@
 #   scripts/dev.sh up     # used by 'make run'
 #   scripts/dev.sh down   # used by 'make stop'
 # It uploads build/mini-linux.qcow2 (make image) as image mini-linux.
-# Settings: SVC_DEV_API_PORT (default 8080), SVC_DEV_DIR (default .dev),
-# SVC_DEV_CPU (CPUs offered to VMs; default 4 per host CPU, so that a small
-# machine can run a few default 3-CPU VMs side by side).
+# Settings: SVC_DEV_API_PORT (default 8080), SVC_DEV_DIR (default .dev).
+# 'svc agent --dev' offers 4 vCPUs per CPU (--cpu-overcommit), so that a small
+# machine runs the default 3-CPU VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=bin/svc
@@ -23,7 +23,7 @@ up)
   if running; then
     echo "a dev peer is already running (pid $(cat "$pidfile"))"
   else
-    setsid "$bin" agent --dev --data-dir "$dir/data" --api-port "$port" --cpu "${SVC_DEV_CPU:-$(($(nproc) * 4))}" \
+    setsid "$bin" agent --dev --data-dir "$dir/data" --api-port "$port" \
       --raft-port "${SVC_DEV_RAFT_PORT:-7000}" --gossip-port "${SVC_DEV_GOSSIP_PORT:-7946}" \
       >"$dir/agent.out" 2>"$dir/agent.log" </dev/null &
     echo $! >"$pidfile"

@@ -46,7 +46,11 @@ type agentFlags struct {
 	maxConns        int
 	maxConnsClient  int
 	hypervisor      string
+	cpuOvercommit   float64
 }
+
+// devCPUOvercommit is --dev's default --cpu-overcommit.
+const devCPUOvercommit = 4
 
 // Default ports.
 const (
@@ -96,6 +100,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many peers have met (1 with --dev)")
 	f.StringSliceVar(&a.join, "join", nil, "gossip addresses host:port of running peers, retried until one answers")
 	f.IntVar(&a.cpu, "cpu", 0, "CPUs offered to VMs (default: the host's minus 1)")
+	f.Float64Var(&a.cpuOvercommit, "cpu-overcommit", 1, "vCPUs offered per CPU (1 to 64; default 4 with --dev, so that a small machine runs the default 3-CPU VM)")
 	f.StringVar(&a.memory, "memory", "", "memory offered to VMs, e.g. 16G; a bare number is GiB (default: the host's minus 10% or 1 GiB)")
 	f.IntVar(&a.gpu, "gpu", -1, "GPUs offered to VMs (default: the host's non-boot display controllers)")
 	f.BoolVar(&a.dev, "dev", false, "a single-peer cluster on loopback in a local data dir, for trying svc out")
@@ -203,6 +208,9 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		if !fs.Changed("bootstrap-expect") {
 			cfg.BootstrapExpect = 1
 		}
+		if !fs.Changed("cpu-overcommit") {
+			a.cpuOvercommit = devCPUOvercommit
+		}
 		cfg.Local = true
 	}
 	if cfg.Name == "" {
@@ -243,7 +251,10 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Capacity = capacity
+	if a.cpuOvercommit < 1 || a.cpuOvercommit > 64 {
+		return cfg, fmt.Errorf("--cpu-overcommit %g: give 1 to 64 vCPUs per CPU", a.cpuOvercommit)
+	}
+	cfg.Capacity, cfg.CPUOvercommit = capacity, a.cpuOvercommit
 	switch a.hypervisor {
 	case "fake":
 		cfg.Driver = hypervisor.NewFake(hypervisor.DomainPrefix(cfg.Name))

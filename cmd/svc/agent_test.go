@@ -68,6 +68,7 @@ func TestPeerConfig_cases(t *testing.T) {
 		{name: "bad memory", args: []string{"--dev", "--name", "a", "--memory", "lots"}, wantErr: "--memory"},
 		{name: "negative cpu", args: []string{"--dev", "--name", "a", "--cpu", "-2"}, wantErr: "--cpu"},
 		{name: "bad domain type", args: []string{"--dev", "--name", "a", "--domain-type", "xen"}, wantErr: "--domain-type"},
+		{name: "overcommit under 1", args: []string{"--dev", "--name", "a", "--cpu-overcommit", "0.5"}, wantErr: "--cpu-overcommit"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -92,7 +93,8 @@ func TestPeerConfig_cases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Bind != "127.0.0.1" || cfg.BootstrapExpect != 1 || !cfg.Local || cfg.Capacity.CPU < 1 || cfg.Driver == nil || !filepath.IsAbs(cfg.DataDir) {
+			if cfg.Bind != "127.0.0.1" || cfg.BootstrapExpect != 1 || !cfg.Local || cfg.Capacity.CPU < 1 || cfg.Driver == nil || !filepath.IsAbs(cfg.DataDir) ||
+				cfg.CPUOvercommit != devCPUOvercommit {
 				t.Fatalf("dev config %+v", cfg)
 			}
 		})

@@ -282,3 +282,74 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 		return fmt.Errorf("nodes:\n%s", out)
 	})
 }
+
+// 'svc agent --dev' alone is a cluster that deploys the default VM (3 CPUs,
+// 2 GiB) on a small machine: --dev offers 4 vCPUs per CPU, and the node
+// record says so.
+func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	image := guest.RequireLibvirt(t)
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	const ip = "127.0.250.2" // this test's own address and peer name on the shared libvirtd
+	ports := freePortsOn(t, ip, 4)
+	a := &agentProc{name: "e2e-dev", api: "http://" + ip + ":" + strconv.Itoa(ports[0]), logFile: filepath.Join(dir, "agent.log")}
+	lf, err := os.Create(a.logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cmd = exec.Command(bin, "agent", "--dev", "--name", a.name, "--bind", ip, "--data-dir", filepath.Join(dir, "data"),
+		"--api-port", strconv.Itoa(ports[0]), "--raft-port", strconv.Itoa(ports[1]), "--gossip-port", strconv.Itoa(ports[2]), "--tls-port", strconv.Itoa(ports[3]))
+	a.cmd.Stdout, a.cmd.Stderr = lf, lf
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = lf.Close()
+	t.Cleanup(func() {
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+		_ = a.cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(a.logFile)
+			t.Logf("--- agent log:\n%s", b)
+		}
+	})
+	var token []byte
+	if err := testcluster.Poll(context.Background(), 60*time.Second, func() error {
+		token, err = os.ReadFile(filepath.Join(dir, "data", "admin.token"))
+		return err
+	}); err != nil {
+		t.Fatalf("no admin token: %v", err)
+	}
+	t.Setenv("SVC_TOKEN", strings.TrimSpace(string(token)))
+	var node api.Node
+	if err := testcluster.Poll(context.Background(), 60*time.Second, func() error {
+		out, err := cli(t, bin, a.api, "node", "list", "-o", "json")
+		if err != nil {
+			return err
+		}
+		var nodes api.List[api.Node]
+		if err := json.Unmarshal([]byte(out), &nodes); err != nil || len(nodes.Items) != 1 || nodes.Items[0].Phase != api.PhaseReady {
+			return fmt.Errorf("nodes %s (%v)", out, err)
+		}
+		node = nodes.Items[0]
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if node.CPUOvercommit != 4 || node.AllocatableCPU < api.DefaultCPU {
+		t.Fatalf("a --dev node offers %d vCPUs at overcommit %g", node.AllocatableCPU, node.CPUOvercommit)
+	}
+	if out, err := cli(t, bin, a.api, "image", "upload", image, "--name", "mini-linux", "-q"); err != nil {
+		t.Fatalf("image upload: %v %s", err, out)
+	}
+	out, err := cli(t, bin, a.api, "vm", "deploy", "--image", "mini-linux", "--name", "bare")
+	if err != nil || !strings.Contains(out, "Running") {
+		t.Fatalf("a bare deploy on 'svc agent --dev': %v\n%s", err, out)
+	}
+	if out, err := cli(t, bin, a.api, "vm", "delete", "bare"); err != nil {
+		t.Fatalf("vm delete: %v %s", err, out)
+	}
+}

@@ -13,6 +13,7 @@ import (
 // and leaves s unchanged. The index names what a command creates (a user's
 // or service account's UID): the same on every replica, never reused.
 func (s *State) apply(index uint64, c Command) (any, error) {
+	s.ix() // derived before the command changes anything it covers
 	switch c.Type &^ FlagIgnorable {
 	case TypeInit:
 		return applyBody(c, s.applyInit)
@@ -182,12 +183,8 @@ func (s *State) applyNodeSetNamespace(c NodeSetNamespace) (any, error) {
 	if _, ok := s.Namespaces[c.Namespace]; !ok {
 		return nil, ruleErr(ErrNotFound, "namespace %q not found", c.Namespace)
 	}
-	if n.Namespace != c.Namespace {
-		for _, vm := range s.VMs {
-			if vm.Node == n.Name {
-				return nil, ruleErr(ErrConflict, "node %q still hosts VMs of namespace %q", n.Name, n.Namespace)
-			}
-		}
+	if n.Namespace != c.Namespace && len(s.ix().nodeVMs[n.Name]) > 0 {
+		return nil, ruleErr(ErrConflict, "node %q still hosts VMs of namespace %q", n.Name, n.Namespace)
 	}
 	n.Namespace = c.Namespace
 	return n.clone(), nil
@@ -213,10 +210,8 @@ func (s *State) applyNamespaceDelete(c NamespaceDelete) (any, error) {
 	if c.Name == api.DefaultNamespace {
 		return nil, ruleErr(ErrConflict, "namespace %q cannot be deleted", c.Name)
 	}
-	for _, vm := range s.VMs {
-		if vm.Namespace == c.Name {
-			return nil, ruleErr(ErrConflict, "namespace %q still has VMs", c.Name)
-		}
+	if s.ix().nsVMs[c.Name] > 0 {
+		return nil, ruleErr(ErrConflict, "namespace %q still has VMs", c.Name)
 	}
 	for _, n := range s.Nodes {
 		if n.Namespace == c.Name {
@@ -241,11 +236,13 @@ func (s *State) applyNamespaceDelete(c NamespaceDelete) (any, error) {
 	for k, v := range s.Images {
 		if v.Namespace == c.Name {
 			delete(s.Images, k)
+			s.ix().dropDigest(v.Digest)
 		}
 	}
 	for k, v := range s.ISOs {
 		if v.Namespace == c.Name {
 			delete(s.ISOs, k)
+			s.ix().dropDigest(v.Digest)
 		}
 	}
 	return nil, nil

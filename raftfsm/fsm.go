@@ -123,6 +123,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if sf.State == nil {
 		sf.State = NewState()
 	}
+	sf.State.idx = buildIndex(sf.State)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.state = sf.State
@@ -197,7 +198,7 @@ type NodeView struct {
 func (f *FSM) Nodes() []NodeView {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	used := f.state.usage()
+	used := f.state.ix().used
 	out := make([]NodeView, 0, len(f.state.Nodes))
 	for _, n := range f.state.Nodes {
 		out = append(out, NodeView{Node: *n.clone(), Used: used[n.Name]})
@@ -226,7 +227,7 @@ func (f *FSM) Node(name string) (NodeView, bool) {
 	if !ok {
 		return NodeView{}, false
 	}
-	return NodeView{Node: *n.clone(), Used: f.state.usage()[name]}, true
+	return NodeView{Node: *n.clone(), Used: f.state.ix().used[name]}, true
 }
 
 // Namespace returns one namespace.

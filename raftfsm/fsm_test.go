@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ func applyAll(t testing.TB, f *FSM, cmds ...[]byte) Result {
 // roundTrip snapshots f and restores the snapshot into a fresh FSM.
 func roundTrip(t testing.TB, f *FSM) *FSM {
 	t.Helper()
+	checkIndex(t, f)
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +59,60 @@ func roundTrip(t testing.TB, f *FSM) *FSM {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// checkIndex fails when the index Apply maintained differs from one derived
+// afresh from the state.
+func checkIndex(t testing.TB, f *FSM) {
+	t.Helper()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	got, want := f.state.ix(), buildIndex(f.state)
+	shape := func(x *index) string {
+		nodes := map[string][]string{}
+		for n, vms := range x.nodeVMs {
+			for k := range vms {
+				nodes[n] = append(nodes[n], k)
+			}
+			slices.Sort(nodes[n])
+		}
+		for n, vms := range nodes {
+			if len(vms) == 0 {
+				delete(nodes, n)
+			}
+		}
+		trim := func(m map[string]int) map[string]int {
+			out := map[string]int{}
+			for k, v := range m {
+				if v != 0 {
+					out[k] = v
+				}
+			}
+			return out
+		}
+		used := map[string]Usage{}
+		for n, u := range x.used {
+			if u != (Usage{}) {
+				used[n] = u
+			}
+		}
+		ports := map[string][]int{}
+		for n, ps := range x.ports {
+			for p := range ps {
+				ports[n] = append(ports[n], p)
+			}
+			slices.Sort(ports[n])
+		}
+		for n, ps := range ports {
+			if len(ps) == 0 {
+				delete(ports, n)
+			}
+		}
+		return fmt.Sprint(nodes, used, ports, trim(x.nsVMs), trim(x.digests))
+	}
+	if g, w := shape(got), shape(want); g != w {
+		t.Fatalf("the maintained index differs from the state's:\n%s\n%s", g, w)
+	}
 }
 
 type memSink struct{ bytes.Buffer }

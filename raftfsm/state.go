@@ -31,6 +31,9 @@ type State struct {
 	SigningKey []byte `json:"signingKey,omitempty"`
 	// Cert is the certificate every peer serves HTTPS with.
 	Cert *Cert `json:"cert,omitempty"`
+
+	// idx is derived from the above (see index); never serialized.
+	idx *index
 }
 
 // User is a person an admin named (by minting a token or binding them).
@@ -162,17 +165,4 @@ type Usage struct {
 	CPU         int   `json:"cpu"`
 	MemoryBytes int64 `json:"memoryBytes"`
 	GPU         int   `json:"gpu"`
-}
-
-// usage sums the VMs placed on each node.
-func (s *State) usage() map[string]Usage {
-	out := map[string]Usage{}
-	for _, vm := range s.VMs {
-		u := out[vm.Node]
-		u.CPU += vm.CPU
-		u.MemoryBytes += vm.MemoryBytes
-		u.GPU += vm.GPU
-		out[vm.Node] = u
-	}
-	return out
 }

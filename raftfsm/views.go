@@ -1,7 +1,6 @@
 package raftfsm
 
 import (
-	"maps"
 	"slices"
 	"strings"
 )
@@ -25,10 +24,8 @@ func (f *FSM) VMsOnNode(node string) []VM {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var out []VM
-	for _, vm := range f.state.VMs {
-		if vm.Node == node {
-			out = append(out, *vm.clone())
-		}
+	for _, vm := range f.state.ix().nodeVMs[node] {
+		out = append(out, *vm.clone())
 	}
 	slices.SortFunc(out, func(a, b VM) int { return strings.Compare(key(a.Namespace, a.Name), key(b.Namespace, b.Name)) })
 	return out
@@ -136,7 +133,7 @@ func (f *FSM) BlobsHeldBy(node string) []Blob {
 func (f *FSM) PortsInUse(node string) map[int]bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return maps.Clone(f.state.portsInUse(node))
+	return f.state.ix().portsOn(node)
 }
 
 // SigningKey returns the cluster's token key seed (nil before Init).

@@ -81,19 +81,6 @@ type BlobDropHolder struct {
 	Node   string `json:"node"`
 }
 
-// portsInUse returns the node ports held by the VMs on node.
-func (s *State) portsInUse(node string) map[int]bool {
-	used := map[int]bool{}
-	for _, vm := range s.VMs {
-		if vm.Node == node {
-			for _, p := range vm.Ports() {
-				used[p] = true
-			}
-		}
-	}
-	return used
-}
-
 func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 	vm := c.VM.clone()
 	if err := api.ValidateName("VM name", vm.Name, api.MaxNameLen); err != nil {
@@ -113,11 +100,11 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 	if !ok || n.Namespace != vm.Namespace {
 		return nil, ruleErr(ErrNotFound, "node %q not found in namespace %q", vm.Node, vm.Namespace)
 	}
-	u := s.usage()[vm.Node]
+	u := s.ix().used[vm.Node]
 	if u.CPU+vm.CPU > n.Capacity.CPU || u.MemoryBytes+vm.MemoryBytes > n.Capacity.MemoryBytes || u.GPU+vm.GPU > n.Capacity.GPU {
 		return nil, ruleErr(ErrNoRoom, "node %s no longer has room for vm %s", vm.Node, vm.Name)
 	}
-	used := s.portsInUse(vm.Node)
+	used := s.ix().ports[vm.Node]
 	seen := map[int]bool{}
 	for _, p := range vm.Ports() {
 		if p <= 0 || p > 65535 || used[p] || seen[p] {
@@ -132,6 +119,7 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 	vm.RevertGen, vm.ObservedRevertGen = 0, 0
 	vm.UID = index
 	s.VMs[k] = vm
+	s.ix().addVM(k, vm)
 	return vm.clone(), nil
 }
 
@@ -213,6 +201,7 @@ func (s *State) applyVMDelete(c VMDelete) (any, error) {
 		return nil, ruleErr(ErrNotFound, "vm %q of that incarnation is gone (another VM has the name now)", c.Name)
 	}
 	delete(s.VMs, key(c.Namespace, c.Name))
+	s.ix().removeVM(key(c.Namespace, c.Name), vm)
 	return nil, nil
 }
 
@@ -257,6 +246,7 @@ func (s *State) applyImageCreate(c ImageCreate) (any, error) {
 		return nil, ruleErr(ErrAlreadyExists, "image %q already exists in namespace %q", img.Name, img.Namespace)
 	}
 	s.Images[k] = &img
+	s.ix().digests[img.Digest]++
 	b, ok := s.Blobs[img.Digest]
 	if !ok {
 		b = &Blob{Digest: img.Digest, SizeBytes: img.SizeBytes, Holders: []string{}}
@@ -295,21 +285,4 @@ func (s *State) applyBlobDropHolder(c BlobDropHolder) (any, error) {
 }
 
 // blobInUse reports whether an image, an ISO or a VM references digest.
-func (s *State) blobInUse(digest string) bool {
-	for _, img := range s.Images {
-		if img.Digest == digest {
-			return true
-		}
-	}
-	for _, iso := range s.ISOs {
-		if iso.Digest == digest {
-			return true
-		}
-	}
-	for _, vm := range s.VMs {
-		if vm.ImageDigest == digest {
-			return true
-		}
-	}
-	return false
-}
+func (s *State) blobInUse(digest string) bool { return s.ix().digests[digest] > 0 }

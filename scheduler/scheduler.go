@@ -74,18 +74,71 @@ func ValidStrategy(s string) bool {
 	return s == "" || s == StrategyDefault || s == StrategyMostAllocated
 }
 
-// fits is the allocation-free test behind Fits.
-func fits(n *Node, r *Request) bool {
-	if n.Namespace != r.Namespace || !n.Ready || (r.Node != "" && n.Name != r.Node) ||
-		(r.Arch != "" && n.Arch != "" && n.Arch != r.Arch) ||
-		n.FreeCPU < r.CPU || n.FreeMemory < r.Memory || n.FreeGPU < r.GPU {
-		return false
+// check is one rule a node must meet to take a VM, in one place for both
+// uses: ok is the allocation-free test placement runs on every node, why
+// explains a failure for the answer when no node fits (as Nomad's
+// feasibility checks do). A new rule is a new entry.
+type check struct {
+	name string
+	// applies, when set, says whether the check can fail for r at all;
+	// placement runs only the checks that apply.
+	applies func(r *Request) bool
+	ok      func(n *Node, r *Request) bool
+	why     func(n *Node, r *Request) string
+}
+
+// checks are run in order; the first that fails names the node's reason.
+var checks = [...]check{
+	{"namespace", nil, func(n *Node, r *Request) bool { return n.Namespace == r.Namespace },
+		func(n *Node, _ *Request) string { return fmt.Sprintf("dedicated to namespace %s", n.Namespace) }},
+	{"ready", nil, func(n *Node, _ *Request) bool { return n.Ready },
+		func(*Node, *Request) string { return "NOT READY" }},
+	{"pinned", func(r *Request) bool { return r.Node != "" }, func(n *Node, r *Request) bool { return n.Name == r.Node },
+		func(_ *Node, r *Request) string { return "not the requested node " + r.Node }},
+	{"arch", func(r *Request) bool { return r.Arch != "" }, func(n *Node, r *Request) bool { return n.Arch == "" || n.Arch == r.Arch },
+		func(n *Node, r *Request) string { return fmt.Sprintf("arch %s, the image needs %s", n.Arch, r.Arch) }},
+	{"tag", func(r *Request) bool { return r.Tag != "" && r.TagRequired }, func(n *Node, r *Request) bool { return slices.Contains(n.Tags, r.Tag) },
+		func(_ *Node, r *Request) string { return "no tag " + r.Tag }},
+	{"cpu", nil, func(n *Node, r *Request) bool { return n.FreeCPU >= r.CPU },
+		func(n *Node, r *Request) string {
+			return fmt.Sprintf("not enough CPU (%d free, %d needed)", n.FreeCPU, r.CPU)
+		}},
+	{"memory", nil, func(n *Node, r *Request) bool { return n.FreeMemory >= r.Memory },
+		func(n *Node, r *Request) string {
+			return fmt.Sprintf("not enough memory (%s free, %s needed)", gib(n.FreeMemory), gib(r.Memory))
+		}},
+	{"gpu", func(r *Request) bool { return r.GPU > 0 }, func(n *Node, r *Request) bool { return n.FreeGPU >= r.GPU },
+		func(n *Node, r *Request) string {
+			return fmt.Sprintf("not enough GPUs (%d free, %d needed)", n.FreeGPU, r.GPU)
+		}},
+	{"ports", func(r *Request) bool { return len(r.HostPorts) > 0 }, func(n *Node, r *Request) bool { return takenPort(n, r) == 0 },
+		func(n *Node, r *Request) string { return fmt.Sprintf("port %d is taken", takenPort(n, r)) }},
+}
+
+// applying returns the checks that can fail for r.
+func applying(r *Request) []*check {
+	out := make([]*check, 0, len(checks))
+	for i := range checks {
+		if c := &checks[i]; c.applies == nil || c.applies(r) {
+			out = append(out, c)
+		}
 	}
-	if r.Tag != "" && r.TagRequired && !slices.Contains(n.Tags, r.Tag) {
-		return false
-	}
+	return out
+}
+
+// takenPort returns a node port r reserves that n's VMs hold, or 0.
+func takenPort(n *Node, r *Request) int {
 	for _, p := range r.HostPorts {
 		if n.UsedPorts[p] {
+			return p
+		}
+	}
+	return 0
+}
+
+func fits(n *Node, r *Request, cs []*check) bool {
+	for _, c := range cs {
+		if !c.ok(n, r) {
 			return false
 		}
 	}
@@ -94,27 +147,9 @@ func fits(n *Node, r *Request) bool {
 
 // Fits returns "" when n can take r, or why it cannot.
 func Fits(n Node, r Request) string {
-	switch {
-	case n.Namespace != r.Namespace:
-		return fmt.Sprintf("dedicated to namespace %s", n.Namespace)
-	case !n.Ready:
-		return "NOT READY"
-	case r.Node != "" && n.Name != r.Node:
-		return "not the requested node " + r.Node
-	case r.Arch != "" && n.Arch != "" && n.Arch != r.Arch:
-		return fmt.Sprintf("arch %s, the image needs %s", n.Arch, r.Arch)
-	case r.Tag != "" && r.TagRequired && !slices.Contains(n.Tags, r.Tag):
-		return "no tag " + r.Tag
-	case n.FreeCPU < r.CPU:
-		return fmt.Sprintf("not enough CPU (%d free, %d needed)", n.FreeCPU, r.CPU)
-	case n.FreeMemory < r.Memory:
-		return fmt.Sprintf("not enough memory (%s free, %s needed)", gib(n.FreeMemory), gib(r.Memory))
-	case n.FreeGPU < r.GPU:
-		return fmt.Sprintf("not enough GPUs (%d free, %d needed)", n.FreeGPU, r.GPU)
-	}
-	for _, p := range r.HostPorts {
-		if n.UsedPorts[p] {
-			return fmt.Sprintf("port %d is taken", p)
+	for _, c := range applying(&r) {
+		if !c.ok(&n, &r) {
+			return c.why(&n, &r)
 		}
 	}
 	return ""
@@ -150,9 +185,10 @@ func Place(nodes []Node, r Request) (string, error) {
 		bestTag   bool
 	)
 	packs := r.Strategy == StrategyMostAllocated
+	cs := applying(&r)
 	for i := range nodes {
 		n := &nodes[i]
-		if !fits(n, &r) {
+		if !fits(n, &r, cs) {
 			continue
 		}
 		score := room(*n, r)

@@ -193,7 +193,8 @@ func BenchmarkPlace_10000_nodes(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "placements/s")
 }
 
-// fits and Fits must agree on every node and request.
+// fits (the checks that apply to a request) and Fits (all of them) must
+// agree on every node and request.
 func TestFits_agrees_with_reasons(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 5000 {
@@ -206,7 +207,7 @@ func TestFits_agrees_with_reasons(t *testing.T) {
 			req.HostPorts = []int{8080}
 			nodes[0].UsedPorts[8080] = r.IntN(2) == 0
 		}
-		if got, why := fits(&nodes[0], &req), Fits(nodes[0], req); got != (why == "") {
+		if got, why := fits(&nodes[0], &req, applying(&req)), Fits(nodes[0], req); got != (why == "") {
 			t.Fatalf("fits=%v but Fits=%q for %+v / %+v", got, why, nodes[0], req)
 		}
 	}

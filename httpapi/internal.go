@@ -12,28 +12,13 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-// peerApplicable are the commands a peer may propose through the leader on
-// its own behalf: status reports, blob holdings (taken and dropped), images it received, and the
-// users its host's root names (svc admin token, svc admin user remove).
-var peerApplicable = map[raftfsm.Type]bool{
-	raftfsm.TypeVMStatus:       true,
-	raftfsm.TypeBlobAddHolder:  true,
-	raftfsm.TypeBlobDropHolder: true,
-	raftfsm.TypeImageCreate:    true,
-	raftfsm.TypeUserUpsert:     true,
-	raftfsm.TypeUserRemove:     true,
-}
-
-// PeerApplicable reports whether a peer may propose t through the leader.
-func PeerApplicable(t raftfsm.Type) bool { return peerApplicable[t] }
-
 func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req api.ApplyRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
 	t := raftfsm.Type(req.Type)
-	if !peerApplicable[t] {
+	if !t.PeerProposable() {
 		return badRequest("command type %d cannot be proposed by a peer", req.Type)
 	}
 	var body any = json.RawMessage(req.Body)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -18,7 +17,7 @@ import (
 // follower, commands a peer may propose for itself (status reports, blob
 // holdings, images it received) go through the leader's internal endpoint.
 func (p *Peer) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
-	if p.store.IsLeader() || !httpapi.PeerApplicable(t) {
+	if p.store.IsLeader() || !t.PeerProposable() {
 		v, err := p.store.ApplyCommand(ctx, t, body)
 		if err != nil {
 			return nil, fmt.Errorf("apply %s: %w", t, err)

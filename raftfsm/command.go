@@ -78,6 +78,19 @@ func (t Type) String() string {
 	return fmt.Sprintf("type-%d", byte(t&^FlagIgnorable))
 }
 
+// PeerProposable reports whether a peer may propose a command of this type
+// through the leader on its own behalf: status reports, the blobs it holds
+// (taken and dropped), images it received, and the users its host's root
+// names (svc admin token, svc admin user remove). Every other command comes
+// from an authorized API call on the leader.
+func (t Type) PeerProposable() bool {
+	switch t {
+	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove:
+		return true
+	}
+	return false
+}
+
 // Known reports whether this version of the FSM knows the type.
 func (t Type) Known() bool {
 	_, ok := typeNames[t&^FlagIgnorable]

@@ -230,29 +230,6 @@ func (f *FSM) Node(name string) (NodeView, bool) {
 	return NodeView{Node: *n.clone(), Used: f.state.ix().used[name]}, true
 }
 
-// Namespace returns one namespace.
-func (f *FSM) Namespace(name string) (Namespace, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	ns, ok := f.state.Namespaces[name]
-	if !ok {
-		return Namespace{}, false
-	}
-	return *ns, true
-}
-
-// Namespaces returns every namespace sorted by name.
-func (f *FSM) Namespaces() []Namespace {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	out := make([]Namespace, 0, len(f.state.Namespaces))
-	for _, ns := range f.state.Namespaces {
-		out = append(out, *ns)
-	}
-	slices.SortFunc(out, func(a, b Namespace) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
 // Dump returns the JSON of the whole state, for tests and debugging.
 func (f *FSM) Dump() ([]byte, error) {
 	f.mu.RLock()

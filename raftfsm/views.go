@@ -5,105 +5,102 @@ import (
 	"strings"
 )
 
-// VMs returns the VMs of a namespace ("" for every namespace), sorted.
-func (f *FSM) VMs(ns string) []VM {
+// record is a kind of record the state holds in a map: the views return
+// copies of records, sorted by their keys, so that readers never share
+// memory with the state.
+type record[T any] interface {
+	*T
+	clone() *T
+	sortKey() string
+}
+
+func (vm *VM) sortKey() string             { return key(vm.Namespace, vm.Name) }
+func (c *VMConfig) sortKey() string        { return key(c.Namespace, c.Name) }
+func (img *Image) sortKey() string         { return key(img.Namespace, img.Name) }
+func (sa *ServiceAccount) sortKey() string { return key(sa.Namespace, sa.Name) }
+func (ns *Namespace) sortKey() string      { return ns.Name }
+func (b *Blob) sortKey() string            { return b.Digest }
+func (u *User) sortKey() string            { return u.Name }
+
+func (img *Image) clone() *Image { c := *img; return &c }
+func (sa *ServiceAccount) clone() *ServiceAccount {
+	c := *sa
+	return &c
+}
+func (ns *Namespace) clone() *Namespace { c := *ns; return &c }
+func (b *Blob) clone() *Blob {
+	c := *b
+	c.Holders = slices.Clone(b.Holders)
+	return &c
+}
+func (u *User) clone() *User { c := *u; return &c }
+
+// list returns copies of the records of one map of the state that keep
+// accepts (all when keep is nil), sorted by key, under the read lock.
+func list[T any, P record[T]](f *FSM, records func(*State) map[string]*T, keep func(P) bool) []T {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var out []VM
-	for _, vm := range f.state.VMs {
-		if ns == "" || vm.Namespace == ns {
-			out = append(out, *vm.clone())
+	var out []T
+	for _, r := range records(f.state) {
+		if keep == nil || keep(r) {
+			out = append(out, *P(r).clone())
 		}
 	}
-	slices.SortFunc(out, func(a, b VM) int { return strings.Compare(key(a.Namespace, a.Name), key(b.Namespace, b.Name)) })
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(P(&a).sortKey(), P(&b).sortKey()) })
 	return out
+}
+
+// get returns a copy of one record.
+func get[T any, P record[T]](f *FSM, records func(*State) map[string]*T, k string) (T, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r, ok := records(f.state)[k]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return *P(r).clone(), true
+}
+
+func vms(s *State) map[string]*VM                         { return s.VMs }
+func vmConfigs(s *State) map[string]*VMConfig             { return s.VMConfigs }
+func images(s *State) map[string]*Image                   { return s.Images }
+func blobs(s *State) map[string]*Blob                     { return s.Blobs }
+func users(s *State) map[string]*User                     { return s.Users }
+func serviceAccounts(s *State) map[string]*ServiceAccount { return s.ServiceAccounts }
+func namespaces(s *State) map[string]*Namespace           { return s.Namespaces }
+
+// VMs returns the VMs of a namespace ("" for every namespace), sorted.
+func (f *FSM) VMs(ns string) []VM {
+	return list(f, vms, func(vm *VM) bool { return ns == "" || vm.Namespace == ns })
 }
 
 // VMsOnNode returns the VMs placed on a node, sorted.
 func (f *FSM) VMsOnNode(node string) []VM {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []VM
-	for _, vm := range f.state.ix().nodeVMs[node] {
-		out = append(out, *vm.clone())
-	}
-	slices.SortFunc(out, func(a, b VM) int { return strings.Compare(key(a.Namespace, a.Name), key(b.Namespace, b.Name)) })
-	return out
+	return list(f, func(s *State) map[string]*VM { return s.ix().nodeVMs[node] }, nil)
 }
 
 // VM returns one VM.
-func (f *FSM) VM(ns, name string) (VM, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	vm, ok := f.state.VMs[key(ns, name)]
-	if !ok {
-		return VM{}, false
-	}
-	return *vm.clone(), true
-}
+func (f *FSM) VM(ns, name string) (VM, bool) { return get(f, vms, key(ns, name)) }
 
 // VMConfigs returns the VM configs of a namespace, sorted.
 func (f *FSM) VMConfigs(ns string) []VMConfig {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []VMConfig
-	for _, c := range f.state.VMConfigs {
-		if c.Namespace == ns {
-			out = append(out, *c.clone())
-		}
-	}
-	slices.SortFunc(out, func(a, b VMConfig) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return list(f, vmConfigs, func(c *VMConfig) bool { return c.Namespace == ns })
 }
 
 // VMConfig returns one VM config.
-func (f *FSM) VMConfig(ns, name string) (VMConfig, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	c, ok := f.state.VMConfigs[key(ns, name)]
-	if !ok {
-		return VMConfig{}, false
-	}
-	return *c.clone(), true
-}
+func (f *FSM) VMConfig(ns, name string) (VMConfig, bool) { return get(f, vmConfigs, key(ns, name)) }
 
 // Images returns the images of a namespace, sorted.
 func (f *FSM) Images(ns string) []Image {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []Image
-	for _, img := range f.state.Images {
-		if img.Namespace == ns {
-			out = append(out, *img)
-		}
-	}
-	slices.SortFunc(out, func(a, b Image) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return list(f, images, func(img *Image) bool { return img.Namespace == ns })
 }
 
 // Image returns one image.
-func (f *FSM) Image(ns, name string) (Image, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	img, ok := f.state.Images[key(ns, name)]
-	if !ok {
-		return Image{}, false
-	}
-	return *img, true
-}
+func (f *FSM) Image(ns, name string) (Image, bool) { return get(f, images, key(ns, name)) }
 
 // Blob returns what the cluster knows of a blob.
-func (f *FSM) Blob(digest string) (Blob, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	b, ok := f.state.Blobs[digest]
-	if !ok {
-		return Blob{}, false
-	}
-	c := *b
-	c.Holders = slices.Clone(b.Holders)
-	return c, true
-}
+func (f *FSM) Blob(digest string) (Blob, bool) { return get(f, blobs, digest) }
 
 // BlobInUse reports whether an image, an ISO or a VM of any namespace
 // references the blob: such a blob must stay on the peers that hold it.
@@ -115,18 +112,7 @@ func (f *FSM) BlobInUse(digest string) bool {
 
 // BlobsHeldBy returns the blobs the state says node holds.
 func (f *FSM) BlobsHeldBy(node string) []Blob {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []Blob
-	for _, b := range f.state.Blobs {
-		if slices.Contains(b.Holders, node) {
-			c := *b
-			c.Holders = slices.Clone(b.Holders)
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, func(a, b Blob) int { return strings.Compare(a.Digest, b.Digest) })
-	return out
+	return list(f, blobs, func(b *Blob) bool { return slices.Contains(b.Holders, node) })
 }
 
 // PortsInUse returns the node ports held by the VMs on node.
@@ -144,40 +130,23 @@ func (f *FSM) SigningKey() []byte {
 }
 
 // User returns one user.
-func (f *FSM) User(name string) (User, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	u, ok := f.state.Users[name]
-	if !ok {
-		return User{}, false
-	}
-	return *u, true
-}
+func (f *FSM) User(name string) (User, bool) { return get(f, users, name) }
 
 // ServiceAccount returns one service account.
 func (f *FSM) ServiceAccount(ns, name string) (ServiceAccount, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	sa, ok := f.state.ServiceAccounts[key(ns, name)]
-	if !ok {
-		return ServiceAccount{}, false
-	}
-	return *sa, true
+	return get(f, serviceAccounts, key(ns, name))
 }
 
 // ServiceAccounts returns the service accounts of a namespace, sorted.
 func (f *FSM) ServiceAccounts(ns string) []ServiceAccount {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	var out []ServiceAccount
-	for _, sa := range f.state.ServiceAccounts {
-		if sa.Namespace == ns {
-			out = append(out, *sa)
-		}
-	}
-	slices.SortFunc(out, func(a, b ServiceAccount) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return list(f, serviceAccounts, func(sa *ServiceAccount) bool { return sa.Namespace == ns })
 }
+
+// Namespace returns one namespace.
+func (f *FSM) Namespace(name string) (Namespace, bool) { return get(f, namespaces, name) }
+
+// Namespaces returns every namespace sorted by name.
+func (f *FSM) Namespaces() []Namespace { return list(f, namespaces, nil) }
 
 // RoleBinding returns the subjects bound to a namespace (empty lists when none).
 func (f *FSM) RoleBinding(ns string) RoleBinding {

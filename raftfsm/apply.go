@@ -13,7 +13,9 @@ import (
 // and leaves s unchanged. The index names what a command creates (a user's
 // or service account's UID): the same on every replica, never reused.
 func (s *State) apply(index uint64, c Command) (any, error) {
-	s.ix() // derived before the command changes anything it covers
+	if s.idx == nil { // a state made without NewState: derive it before the command changes anything
+		s.idx = buildIndex(s)
+	}
 	switch c.Type &^ FlagIgnorable {
 	case TypeInit:
 		return applyBody(c, s.applyInit)

@@ -34,13 +34,9 @@ func buildIndex(s *State) *index {
 	return x
 }
 
-// ix returns the state's index, deriving it on first use.
-func (s *State) ix() *index {
-	if s.idx == nil {
-		s.idx = buildIndex(s)
-	}
-	return s.idx
-}
+// ix returns the state's index. NewState and Restore make it; readers never
+// do (they hold only the read lock).
+func (s *State) ix() *index { return s.idx }
 
 func (x *index) addVM(k string, vm *VM) {
 	if x.nodeVMs[vm.Node] == nil {

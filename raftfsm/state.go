@@ -62,7 +62,7 @@ type Blob struct {
 
 // NewState returns an empty, uninitialised state.
 func NewState() *State {
-	return &State{
+	s := &State{
 		Namespaces:      map[string]*Namespace{},
 		Nodes:           map[string]*Node{},
 		VMs:             map[string]*VM{},
@@ -74,6 +74,8 @@ func NewState() *State {
 		Blobs:           map[string]*Blob{},
 		Users:           map[string]*User{},
 	}
+	s.idx = buildIndex(s)
+	return s
 }
 
 // Namespace isolates VMs, configs, images and nodes.

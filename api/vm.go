@@ -17,6 +17,26 @@ const (
 	StatusUnknown = "Unknown"
 )
 
+// Schedulers a deploy or VM config may name.
+const (
+	// SchedulerDefault spreads load: the node with the most room left wins.
+	SchedulerDefault = "default"
+	// SchedulerMostAllocated packs: the node with the least room left wins.
+	SchedulerMostAllocated = "most-allocated"
+)
+
+// ValidScheduler reports whether s names a scheduler ("" is the default).
+func ValidScheduler(s string) bool {
+	return s == "" || s == SchedulerDefault || s == SchedulerMostAllocated
+}
+
+// Node port ranges svc allocates VM ports from: VNC screens, and the SSH and
+// screen-sharing forwards. reservedPorts may not use them.
+const (
+	VNCPortMin, VNCPortMax         = 5900, 6899
+	ForwardPortMin, ForwardPortMax = 20000, 29999
+)
+
 // Deploy defaults.
 const (
 	DefaultCPU       = 3

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -10,32 +9,6 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/raftfsm"
 )
-
-// NodeToAPI converts a node of the replicated state to its API record.
-func NodeToAPI(n raftfsm.NodeView) api.Node {
-	avail := func(total, used int) int { return max(total-used, 0) }
-	return api.Node{
-		Name:              n.Name,
-		Namespace:         n.Namespace,
-		NodeIP:            n.Addr,
-		AvailableCPU:      avail(n.Capacity.CPU, n.Used.CPU),
-		AvailableMemory:   FormatDecimalG(max(n.Capacity.MemoryBytes-n.Used.MemoryBytes, 0)),
-		AvailableGPU:      avail(n.Capacity.GPU, n.Used.GPU),
-		AllocatableCPU:    n.Capacity.CPU,
-		AllocatableMemory: FormatDecimalG(n.Capacity.MemoryBytes),
-		AllocatableGPU:    n.Capacity.GPU,
-		NodeType:          api.NodeTypeWorker,
-		Phase:             n.Phase,
-		Tags:              append([]string{}, n.Tags...),
-		Arch:              n.Arch,
-		CPUOvercommit:     max(n.CPUOvercommit, 1),
-	}
-}
-
-// FormatDecimalG formats bytes as decimal gigabytes with two decimals ("128.00G").
-func FormatDecimalG(bytes int64) string {
-	return fmt.Sprintf("%.2fG", float64(bytes)/1e9)
-}
 
 func (s *Server) requireNamespace(ns string) error {
 	if _, ok := s.b.FSM().Namespace(ns); !ok {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -55,6 +54,9 @@ type Backend interface {
 	IsPeer(ip string) bool
 	// PeerToken is this peer's token for calls to other peers.
 	PeerToken() (string, error)
+	// Place chooses a node, ports and a name for a VM and records it; it
+	// runs on the leader.
+	Place(ctx context.Context, p Placement) (raftfsm.VM, error)
 }
 
 // Gate decides whether this peer may reach a remote address (tests).
@@ -90,7 +92,6 @@ type Server struct {
 	authn   *auth.Authenticator
 	metrics *httpMetrics
 	conns   *connLimiter
-	placing sync.Mutex // placements take turns on the leader
 }
 
 // Route is one registered endpoint.

@@ -79,6 +79,20 @@ func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any,
 }
 func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
 func (b *fakeBackend) CaughtUp() bool                     { return true }
+
+// Place puts every VM on n1 at fixed ports.
+func (b *fakeBackend) Place(ctx context.Context, p Placement) (raftfsm.VM, error) {
+	vm := p.VM
+	if p.NamePrefix != "" {
+		vm.Name = p.NamePrefix + "-fake1"
+	}
+	vm.Node, vm.IP, vm.VNCPort, vm.SSHPort, vm.ScreensharePort = "n1", "10.1.0.1", 5900, 20000, 20001
+	v, err := b.Apply(ctx, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: vm})
+	if err != nil {
+		return vm, err
+	}
+	return *v.(*raftfsm.VM), nil
+}
 func (b *fakeBackend) PeerToken() (string, error) {
 	tok, _, err := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindPeer, Name: "n1"}, auth.PeerTTL, time.Now())
 	return tok, err

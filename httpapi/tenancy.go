@@ -21,11 +21,6 @@ func (s *Server) apply(ctx context.Context, t raftfsm.Type, body any) (any, erro
 	return s.b.Apply(ctx, t, body)
 }
 
-func namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
-	created := ns.CreatedAt
-	return api.Namespace{Name: ns.Name, CreatedAt: &created}
-}
-
 func (s *Server) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	items := []api.Namespace{}
 	for _, ns := range s.b.FSM().Namespaces() {

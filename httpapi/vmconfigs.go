@@ -9,7 +9,6 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/raftfsm"
-	"github.com/svc-project/svc/scheduler"
 )
 
 func (s *Server) listVMConfigs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
@@ -59,7 +58,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 	if req.Memory < 0 || req.Memory > maxMemoryGiB {
 		return field("memory", "%g GiB is not between 0 (the default) and %d", req.Memory, maxMemoryGiB)
 	}
-	if !scheduler.ValidStrategy(req.Scheduler) {
+	if !api.ValidScheduler(req.Scheduler) {
 		return field("scheduler", "%q is not default or most-allocated", req.Scheduler)
 	}
 	if req.Tag != "" {

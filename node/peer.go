@@ -39,6 +39,7 @@ type Peer struct {
 	// with this peer's token; plainHTTP without one.
 	peerHTTP, plainHTTP *http.Client
 	caught              caughtUp
+	placer              placer
 	metrics             *peerMetrics
 	sync                indexSync
 

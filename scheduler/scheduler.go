@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/svc-project/svc/api"
 )
 
-// Strategies.
+// Strategies (the schedulers a deploy names).
 const (
 	// StrategyDefault spreads load: the node with the most room left wins.
-	StrategyDefault = "default"
+	StrategyDefault = api.SchedulerDefault
 	// StrategyMostAllocated packs: the node with the least room left wins.
-	StrategyMostAllocated = "most-allocated"
+	StrategyMostAllocated = api.SchedulerMostAllocated
 )
 
 // Node is what placement knows of a node.
@@ -67,11 +69,6 @@ func (e *NoFitError) Error() string {
 		parts[i] = r.Node + ": " + r.Reason
 	}
 	return "no node can take the VM: " + strings.Join(parts, "; ")
-}
-
-// ValidStrategy reports whether s names a strategy ("" is the default).
-func ValidStrategy(s string) bool {
-	return s == "" || s == StrategyDefault || s == StrategyMostAllocated
 }
 
 // check is one rule a node must meet to take a VM, in one place for both

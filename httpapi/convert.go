@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// The records of the replicated state as the API shows them.
+
+// NodeToAPI converts a node of the replicated state to its API record.
+func NodeToAPI(n raftfsm.NodeView) api.Node {
+	avail := func(total, used int) int { return max(total-used, 0) }
+	return api.Node{
+		Name:              n.Name,
+		Namespace:         n.Namespace,
+		NodeIP:            n.Addr,
+		AvailableCPU:      avail(n.Capacity.CPU, n.Used.CPU),
+		AvailableMemory:   FormatDecimalG(max(n.Capacity.MemoryBytes-n.Used.MemoryBytes, 0)),
+		AvailableGPU:      avail(n.Capacity.GPU, n.Used.GPU),
+		AllocatableCPU:    n.Capacity.CPU,
+		AllocatableMemory: FormatDecimalG(n.Capacity.MemoryBytes),
+		AllocatableGPU:    n.Capacity.GPU,
+		NodeType:          api.NodeTypeWorker,
+		Phase:             n.Phase,
+		Tags:              append([]string{}, n.Tags...),
+		Arch:              n.Arch,
+		CPUOvercommit:     max(n.CPUOvercommit, 1),
+	}
+}
+
+// FormatDecimalG formats bytes as decimal gigabytes with two decimals ("128.00G").
+func FormatDecimalG(bytes int64) string {
+	return fmt.Sprintf("%.2fG", float64(bytes)/1e9)
+}
+
+func namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
+	created := ns.CreatedAt
+	return api.Namespace{Name: ns.Name, CreatedAt: &created}
+}
+
+// vmToAPI converts a VM of the replicated state to its API record. A VM on a
+// node that is NOT READY shows status Unknown.
+func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
+	status := vm.Status
+	if n, ok := s.b.FSM().Node(vm.Node); !ok || n.Phase != api.PhaseReady {
+		status = api.StatusUnknown
+	}
+	meta := vm.CustomMetadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return api.VM{
+		Name: vm.Name, Node: vm.Node, Memory: api.FormatGi(vm.MemoryBytes), IP: vm.IP,
+		SSH: vm.SSHPort, VNC: vm.VNCPort, VNCPassword: vm.VNCPassword, Screenshare: vm.ScreensharePort, Status: status,
+		CPU: vm.CPU, DeployDate: vm.CreatedAt, Image: vm.Image, GPUPassthrough: vm.GPUPassthrough,
+		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,
+		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),
+		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{},
+	}
+}
+
+func vmConfigToAPI(c raftfsm.VMConfig) api.VMConfig {
+	created := c.CreatedAt
+	return api.VMConfig{
+		Name: c.Name, Image: c.Image, CPU: c.CPU, Memory: c.MemoryGiB, Scheduler: c.Scheduler,
+		Tag: c.Tag, TagRequired: c.TagRequired, Node: c.Node, GPUPassthrough: c.GPUPassthrough,
+		ISO: c.ISO, NetBoost: c.NetBoost, LegacyIO: c.LegacyIO, DisplayWidth: c.Display.Width,
+		DisplayHeight: c.Display.Height, DisplayDPI: c.Display.DPI, CustomMetadata: c.CustomMetadata,
+		Owner: c.Owner, CreatedAt: &created,
+	}
+}
+
+func imageToAPI(img raftfsm.Image) api.Image {
+	return api.Image{
+		Name: img.Name, Description: img.Description, Type: img.Arch, Size: api.FormatSize(img.VirtualSize),
+		SpaceUsed: api.FormatSize(img.SizeBytes), Digest: img.Digest, SourceType: img.SourceType,
+		Source: img.Source, State: "Ready", Owner: img.Owner, CreatedAt: img.CreatedAt,
+	}
+}
+
+func formatReservedPorts(ps []raftfsm.PortMap) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = strconv.Itoa(p.Host) + ":" + strconv.Itoa(p.Guest)
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,266 @@
+package httpapi
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Placement is a validated deploy for the leader to place (Backend.Place):
+// the VM to create, and the constraints on its node.
+type Placement struct {
+	// VM is the VM to create; its node, address, ports and password are the
+	// leader's to choose. Its name is empty when NamePrefix is set.
+	VM raftfsm.VM
+	// NamePrefix, when set, makes the leader name the VM "<prefix>-" and 5
+	// random characters.
+	NamePrefix string
+	// Arch is the architecture the image needs ("" for any).
+	Arch string
+	// Node pins the VM to one node.
+	Node string
+	// Tag prefers (or, with TagRequired, requires) nodes carrying it.
+	Tag         string
+	TagRequired bool
+	// Scheduler is api.SchedulerDefault or api.SchedulerMostAllocated.
+	Scheduler string
+}
+
+// deployPlan is a validated deploy: what to place, how long to wait for it,
+// and what to warn the caller of.
+type deployPlan struct {
+	Placement
+	timeout  time.Duration
+	warnings []string
+}
+
+// Limits of deploy fields.
+const (
+	maxCPU       = 256
+	maxMemoryGiB = 4096
+	// A deploy waits at least a minute for Running: shorter, a healthy VM
+	// could be removed again for being slow to start.
+	minTimeoutMins = 1
+	maxTimeoutMins = 24 * 60
+	maxDisplay     = 16384
+)
+
+// planDeploy validates a deploy request field by field (400 naming the field,
+// 404 for a missing image, config or node) and merges it over its VM config.
+func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error) {
+	fsm := s.b.FSM()
+	field := func(name, format string, args ...any) error {
+		return badRequest("field %q: %s", name, fmt.Sprintf(format, args...))
+	}
+	var cfg raftfsm.VMConfig
+	if r.VMConfig != "" {
+		zeroIsUnset(&r)
+		if err := api.ValidateName("vmConfig", r.VMConfig, api.MaxVMConfigLen); err != nil {
+			return nil, field("vmConfig", "%s", err)
+		}
+		c, ok := fsm.VMConfig(ns, r.VMConfig)
+		if !ok {
+			return nil, notFound("vmconfig %q not found in namespace %q", r.VMConfig, ns)
+		}
+		cfg = c
+	}
+	image := first(r.Image, cfg.Image)
+	if image == "" {
+		return nil, field("image", "image or vmConfig is required")
+	}
+	plan := &deployPlan{timeout: api.DefaultTimeoutMinutes * time.Minute}
+	switch {
+	case r.Name == "" || r.ShouldGenerateName:
+		plan.NamePrefix = first(r.Name, "vm")
+		if err := api.ValidateName("name", plan.NamePrefix, api.MaxNameLen-6); err != nil {
+			return nil, field("name", "%s", err)
+		}
+	default:
+		if err := api.ValidateName("name", r.Name, api.MaxNameLen); err != nil {
+			return nil, field("name", "%s", err)
+		}
+	}
+	cpu := firstPositive(cfg.CPU, api.DefaultCPU)
+	if r.CPU != nil {
+		if *r.CPU < 1 || *r.CPU > maxCPU {
+			return nil, field("cpu", "%d is not between 1 and %d", *r.CPU, maxCPU)
+		}
+		cpu = *r.CPU
+	}
+	memGiB := cfg.MemoryGiB
+	if r.Memory != nil {
+		if *r.Memory < 0 || *r.Memory > maxMemoryGiB {
+			return nil, field("memory", "%g GiB is not between 0 (the default) and %d", *r.Memory, maxMemoryGiB)
+		}
+		memGiB = *r.Memory
+	}
+	if memGiB == 0 {
+		memGiB = api.DefaultMemoryGiB
+	}
+	strategy := first(r.Scheduler, cfg.Scheduler, api.SchedulerDefault)
+	if !api.ValidScheduler(strategy) {
+		return nil, field("scheduler", "%q is not default or most-allocated", strategy)
+	}
+	tag := first(r.Tag, cfg.Tag)
+	if tag != "" {
+		if err := api.ValidateTag(tag); err != nil {
+			return nil, field("tag", "%s", err)
+		}
+	}
+	tagRequired := pick(r.TagRequired, cfg.TagRequired)
+	if tagRequired && tag == "" {
+		return nil, field("tagRequired", "needs a tag")
+	}
+	reserved, err := parseReservedPorts(r.ReservedPorts)
+	if err != nil {
+		return nil, field("reservedPorts", "%s", err)
+	}
+	if r.Timeout != nil {
+		if *r.Timeout < minTimeoutMins || *r.Timeout > maxTimeoutMins {
+			return nil, field("timeout", "%g minutes is not between %d and %d", *r.Timeout, minTimeoutMins, maxTimeoutMins)
+		}
+		plan.timeout = time.Duration(*r.Timeout * float64(time.Minute))
+	}
+	meta := cfg.CustomMetadata
+	if r.CustomMetadata != nil {
+		meta = r.CustomMetadata
+	}
+	if len(meta) > api.MaxMetadata {
+		return nil, field("customMetadata", "%d entries, at most %d", len(meta), api.MaxMetadata)
+	}
+	for k, v := range meta {
+		if k == "" || len(k) > 63 || len(v) > 1024 {
+			return nil, field("customMetadata", "keys must be 1-63 characters and values at most 1024 (%q)", k)
+		}
+	}
+	display := cfg.Display
+	for _, d := range []struct {
+		name string
+		v    *int
+		dst  *int
+	}{{"displayWidth", r.DisplayWidth, &display.Width}, {"displayHeight", r.DisplayHeight, &display.Height}, {"displayDpi", r.DisplayDPI, &display.DPI}} {
+		if d.v == nil {
+			continue
+		}
+		if *d.v < 0 || *d.v > maxDisplay {
+			return nil, field(d.name, "%d is not between 0 and %d", *d.v, maxDisplay)
+		}
+		*d.dst = *d.v
+	}
+	node := first(r.Node, cfg.Node)
+	if node != "" {
+		if n, ok := fsm.Node(node); !ok || n.Namespace != ns {
+			return nil, notFound("node %q not found in namespace %q", node, ns)
+		}
+	}
+	if strings.Contains(image, "/") {
+		return nil, field("image", "%q is a registry reference; deploying from a registry is not supported by this version: upload the image first", image)
+	}
+	img, ok := fsm.Image(ns, image)
+	if !ok {
+		return nil, notFound("image %q not found in namespace %q", image, ns)
+	}
+	iso := first(r.ISO, cfg.ISO)
+	if iso != "" {
+		return nil, notFound("iso %q not found in namespace %q", iso, ns)
+	}
+	gpu := pick(r.GPUPassthrough, cfg.GPUPassthrough)
+	vm := raftfsm.VM{
+		Name: r.Name, Namespace: ns, Image: img.Name, ImageDigest: img.Digest, ImageFormat: img.Format, VMConfig: cfg.Name,
+		VMOptions: raftfsm.VMOptions{
+			CPU: cpu, MemoryBytes: int64(memGiB * (1 << 30)), GPUPassthrough: gpu,
+			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost),
+			Display: display, CustomMetadata: meta,
+		},
+		ReservedPorts: reserved,
+	}
+	if gpu {
+		vm.GPU = 1
+	}
+	plan.VM, plan.Arch, plan.Node, plan.Tag, plan.TagRequired, plan.Scheduler = vm, img.Arch, node, tag, tagRequired, strategy
+	for _, rp := range reserved {
+		if rp.Guest == 22 || rp.Guest == 5900 {
+			plan.warnings = append(plan.warnings, fmt.Sprintf("guest port %d is already forwarded (ssh or screenshare); %d:%d forwards it again", rp.Guest, rp.Host, rp.Guest))
+		}
+		if rp.Host < 1024 {
+			plan.warnings = append(plan.warnings, fmt.Sprintf("node port %d is privileged; it works only where the hypervisor may bind it", rp.Host))
+		}
+	}
+	return plan, nil
+}
+
+// zeroIsUnset drops the zero values of a deploy body with a VM config:
+// published clients send "memory": 0.0, "cpu": 0 and false flags for what
+// the user did not give, and the config's values must stand.
+func zeroIsUnset(r *api.DeployRequest) {
+	if r.CPU != nil && *r.CPU == 0 {
+		r.CPU = nil
+	}
+	if r.Memory != nil && *r.Memory == 0 {
+		r.Memory = nil
+	}
+	for _, b := range []**bool{&r.TagRequired, &r.GPUPassthrough, &r.NetBoost, &r.LegacyIO} {
+		if *b != nil && !**b {
+			*b = nil
+		}
+	}
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func firstPositive(vals ...int) int {
+	for _, v := range vals {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+func pick(v *bool, dflt bool) bool {
+	if v != nil {
+		return *v
+	}
+	return dflt
+}
+
+// parseReservedPorts reads "8080:80,2222:22" (node:guest).
+func parseReservedPorts(s string) ([]raftfsm.PortMap, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > api.MaxReservedPorts {
+		return nil, fmt.Errorf("%d pairs, at most %d", len(parts), api.MaxReservedPorts)
+	}
+	var out []raftfsm.PortMap
+	seen := map[int]bool{}
+	for _, part := range parts {
+		host, guest, ok := strings.Cut(strings.TrimSpace(part), ":")
+		h, err1 := strconv.Atoi(host)
+		g, err2 := strconv.Atoi(guest)
+		if !ok || err1 != nil || err2 != nil || h < 1 || h > 65535 || g < 1 || g > 65535 {
+			return nil, fmt.Errorf("%q is not node:guest with ports 1-65535 (e.g. \"8080:80,2222:22\")", part)
+		}
+		if seen[h] {
+			return nil, fmt.Errorf("node port %d is given twice", h)
+		}
+		if (h >= api.VNCPortMin && h <= api.VNCPortMax) || (h >= api.ForwardPortMin && h <= api.ForwardPortMax) {
+			return nil, fmt.Errorf("node port %d is in a range svc allocates itself (%d-%d, %d-%d)", h, api.VNCPortMin, api.VNCPortMax, api.ForwardPortMin, api.ForwardPortMax)
+		}
+		seen[h] = true
+		out = append(out, raftfsm.PortMap{Host: h, Guest: g})
+	}
+	return out, nil
+}

@@ -1,0 +1,137 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/scheduler"
+)
+
+// placer places VMs on the leader. Placements take turns (a few
+// milliseconds each), so that concurrent deploys do not pick the same room
+// and ports; Apply still checks both.
+type placer struct {
+	mu sync.Mutex
+}
+
+// placeAttempts bounds how often a VM that lost its room or its generated
+// name to a concurrent placement (a leader change) is placed again.
+const placeAttempts = 8
+
+// Place chooses a node for p (the scheduler), its ports, its VNC password and
+// its name when p asks for one, and records the VM through Raft. It runs on
+// the leader; a refusal is a rule error (no node fits: Conflict).
+func (p *Peer) Place(ctx context.Context, pl httpapi.Placement) (raftfsm.VM, error) {
+	p.placer.mu.Lock()
+	defer p.placer.mu.Unlock()
+	req := scheduler.Request{
+		Namespace: pl.VM.Namespace, CPU: pl.VM.CPU, Memory: pl.VM.MemoryBytes, GPU: pl.VM.GPU, Arch: pl.Arch,
+		Node: pl.Node, Tag: pl.Tag, TagRequired: pl.TagRequired, Strategy: pl.Scheduler,
+	}
+	for _, rp := range pl.VM.ReservedPorts {
+		req.HostPorts = append(req.HostPorts, rp.Host)
+	}
+	var lastErr error
+	for range placeAttempts {
+		vm := pl.VM
+		if pl.NamePrefix != "" {
+			vm.Name = generateName(pl.NamePrefix)
+		}
+		node, err := scheduler.Place(p.schedulerNodes(), req)
+		if err != nil {
+			return vm, raftfsm.NewRuleError(raftfsm.ErrConflict, err.Error())
+		}
+		n, _ := p.FSM().Node(node)
+		vm.Node, vm.IP, vm.Arch = node, n.Addr, n.Arch
+		vm.VNCPort, vm.SSHPort, vm.ScreensharePort, err = allocatePorts(p.FSM().PortsInUse(node), vm.ReservedPorts)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		vm.CreatedAt = time.Now().UTC().Truncate(time.Second)
+		vm.VNCPassword = randomString(vncPasswordAlphabet, 8)
+		v, err := p.store.ApplyCommand(ctx, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: vm})
+		switch {
+		case err == nil:
+			if created, ok := v.(*raftfsm.VM); ok {
+				return *created, nil // with its UID
+			}
+			return vm, nil
+		case errors.Is(err, raftfsm.ErrNoRoom), pl.NamePrefix != "" && errors.Is(err, raftfsm.ErrAlreadyExists):
+			lastErr = err
+			continue
+		}
+		return vm, err
+	}
+	return pl.VM, raftfsm.NewRuleError(raftfsm.ErrConflict, fmt.Sprintf("could not place the VM after %d attempts: %v", placeAttempts, lastErr))
+}
+
+// schedulerNodes turns the replica's nodes into the scheduler's view.
+func (p *Peer) schedulerNodes() []scheduler.Node {
+	views := p.FSM().Nodes()
+	out := make([]scheduler.Node, 0, len(views))
+	for _, n := range views {
+		out = append(out, scheduler.Node{
+			Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Arch: n.Arch, Tags: n.Tags,
+			TotalCPU: n.Capacity.CPU, FreeCPU: n.Capacity.CPU - n.Used.CPU,
+			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - n.Used.MemoryBytes,
+			TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - n.Used.GPU,
+			UsedPorts: p.FSM().PortsInUse(n.Name),
+		})
+	}
+	return out
+}
+
+// allocatePorts picks the lowest free VNC port and two forward ports (SSH,
+// screen sharing) on a node, avoiding used and reserved ports.
+func allocatePorts(used map[int]bool, reserved []raftfsm.PortMap) (vnc, ssh, screen int, err error) {
+	taken := map[int]bool{}
+	for port := range used {
+		taken[port] = true
+	}
+	for _, r := range reserved {
+		taken[r.Host] = true
+	}
+	next := func(lo, hi int) int {
+		for port := lo; port <= hi; port++ {
+			if !taken[port] {
+				taken[port] = true
+				return port
+			}
+		}
+		return 0
+	}
+	vnc = next(api.VNCPortMin, api.VNCPortMax)
+	ssh, screen = next(api.ForwardPortMin, api.ForwardPortMax), next(api.ForwardPortMin, api.ForwardPortMax)
+	if vnc == 0 || ssh == 0 || screen == 0 {
+		return 0, 0, 0, fmt.Errorf("%w: the node has no free VM ports", raftfsm.ErrNoRoom)
+	}
+	return vnc, ssh, screen, nil
+}
+
+const (
+	nameAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	// vncPasswordAlphabet makes VNC passwords: VNC authentication uses 8
+	// characters, so each carries as much as a typable character can.
+	vncPasswordAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
+)
+
+// generateName appends '-' and 5 random lowercase letters or digits to prefix.
+func generateName(prefix string) string { return prefix + "-" + randomString(nameAlphabet, 5) }
+
+// randomString returns n random characters of alphabet.
+func randomString(alphabet string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}

@@ -19,8 +19,9 @@ import (
 	"github.com/svc-project/svc/api"
 )
 
-// serveOn starts s on a loopback listener until the test ends.
-func serveOn(t *testing.T, s *Server) string {
+// serveOn starts s on a loopback listener until the test ends or stop is
+// called, and returns its address.
+func serveOn(t *testing.T, s *Server) (addr string, stop func()) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,8 +33,10 @@ func serveOn(t *testing.T, s *Server) string {
 		defer close(done)
 		_ = s.Serve(ctx, l, nil)
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return l.Addr().String()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return l.Addr().String(), stop
 }
 
 // rawConn is a client connection that speaks HTTP/1.1 by hand.
@@ -91,7 +94,7 @@ func TestConns_reclaimed_by_their_deadlines(t *testing.T) {
 	lim := Limits{IdleTimeout: 500 * time.Millisecond, HeaderTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond,
 		UploadIdleTimeout: 500 * time.Millisecond, MaxConns: 5000, MaxConnsPerClient: 2000}
 	s := New(Config{Backend: newFakeBackend(t, true), Limits: lim})
-	addr := serveOn(t, s)
+	addr, _ := serveOn(t, s)
 	tok := adminToken(t)
 
 	idle := make([]*rawConn, 1000)
@@ -193,7 +196,7 @@ func TestConns_limits_per_client_and_in_all(t *testing.T) {
 				b.peerAddr = "127.0.0.1"
 			}
 			s := New(Config{Backend: b, Limits: c.limits})
-			addr := serveOn(t, s)
+			addr, _ := serveOn(t, s)
 			for i := range 5 {
 				conn := dialRaw(t, addr)
 				fmt.Fprintf(conn, "GET /api/v1/cluster-info HTTP/1.1\r\nHost: svc\r\n\r\n")

@@ -10,11 +10,31 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/julienschmidt/httprouter"
+
 	"github.com/svc-project/svc/api"
 )
 
-// forwarder sends requests that must run on the leader there, over kept-alive
-// connections, and streams the answer back unchanged.
+// Target says where a route's request runs.
+type Target int
+
+// Targets.
+const (
+	// Here runs a request on the peer that receives it (reads from its
+	// replica, uploads to its disk).
+	Here Target = iota
+	// Leader runs it on the leader: a follower forwards it.
+	Leader
+	// VMHost runs it on the peer that hosts the path's VM (work on its disk
+	// or screen): any other peer forwards it.
+	VMHost
+)
+
+func (t Target) String() string { return [...]string{"here", "leader", "vm-host"}[t] }
+
+// forwarder sends a request that must run on another peer there, over
+// kept-alive connections, and streams the answer back unchanged. A request
+// is forwarded at most once.
 type forwarder struct {
 	s     *Server
 	tr    *http.Transport
@@ -23,7 +43,7 @@ type forwarder struct {
 
 type ctxKey int
 
-const leaderAddrKey ctxKey = 0
+const targetAddrKey ctxKey = 0
 
 func newForwarder(s *Server) *forwarder {
 	f := &forwarder{s: s}
@@ -42,7 +62,7 @@ func newForwarder(s *Server) *forwarder {
 	f.proxy = &httputil.ReverseProxy{
 		Transport: f.tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			addr, _ := pr.In.Context().Value(leaderAddrKey).(string)
+			addr, _ := pr.In.Context().Value(targetAddrKey).(string)
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = addr
 			pr.Out.Host = addr
@@ -58,12 +78,12 @@ func newForwarder(s *Server) *forwarder {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			addr, _ := r.Context().Value(leaderAddrKey).(string)
+			addr, _ := r.Context().Value(targetAddrKey).(string)
 			if errors.Is(err, context.Canceled) {
 				return
 			}
 			s.metrics.forwardErrors.Inc()
-			writeError(w, s.log, unavailable("1", "the leader at %s did not answer: %v", addr, err))
+			writeError(w, s.log, unavailable("1", "the peer at %s did not answer: %v", addr, err))
 		},
 	}
 	return f
@@ -82,23 +102,21 @@ func (f *forwarder) awaitIndex(ctx context.Context, header string) {
 	if err != nil {
 		return
 	}
-	fsm := f.s.b.FSM()
-	deadline := time.NewTimer(readYourWrites)
-	defer deadline.Stop()
-	for {
-		changed := fsm.Changed()
-		if fsm.Index() >= want {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			f.s.log.Warn("replica did not catch up with a forwarded write", "want", want, "have", fsm.Index())
-			return
-		case <-ctx.Done():
-			return
-		}
+	ctx, cancel := context.WithTimeout(ctx, readYourWrites)
+	defer cancel()
+	if err := f.s.b.FSM().WaitIndex(ctx, want); err != nil {
+		f.s.log.Warn("replica did not catch up with a forwarded write", "want", want, "have", f.s.b.FSM().Index(), "err", err)
 	}
+}
+
+// forwarded reports whether another peer forwarded r here (a peer proved it:
+// see dropUnprovenForwarding).
+func forwarded(r *http.Request) string { return r.Header.Get(api.HeaderForwardedBy) }
+
+// forward sends r to the peer at addr and writes its answer.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, addr string) {
+	f.s.metrics.forwarded.Inc()
+	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetAddrKey, addr)))
 }
 
 // toLeader forwards r to the leader and returns true when this peer is not
@@ -109,41 +127,45 @@ func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request) bool {
 	if s.b.IsLeader() {
 		return false
 	}
-	if by := r.Header.Get(api.HeaderForwardedBy); by != "" {
+	if by := forwarded(r); by != "" {
 		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but %s is no longer the leader; retry", by, s.b.Name()))
 		return true
 	}
-	name, addr, err := f.waitLeader(r.Context())
+	name, addr, err := s.b.WaitLeader(r.Context())
 	if err != nil {
-		writeError(w, s.log, err)
+		writeError(w, s.log, unavailable("2", "%v", err))
 		return true
 	}
 	if name == s.b.Name() {
 		return false // became leader while waiting
 	}
-	s.metrics.forwarded.Inc()
-	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), leaderAddrKey, addr)))
+	f.forward(w, r, addr)
 	return true
 }
 
-// waitLeader polls for a known leader with an API address, up to LeaderWait.
-func (f *forwarder) waitLeader(ctx context.Context) (string, string, error) {
+// toVMHost forwards r to the peer that hosts the path's VM and returns true
+// when that is another peer (the answer has then been written). A VM this
+// replica does not know is left to the handler (404); a host that is down is
+// a 503 with Retry-After.
+func (f *forwarder) toVMHost(w http.ResponseWriter, r *http.Request, p httprouter.Params) bool {
 	s := f.s
-	deadline := time.Now().Add(s.cfg.LeaderWait)
-	for {
-		if s.b.IsLeader() {
-			return s.b.Name(), "", nil
-		}
-		if name, addr := s.b.LeaderAPI(); name != "" && addr != "" {
-			return name, addr, nil
-		}
-		if time.Now().After(deadline) {
-			return "", "", unavailable("2", "no leader: peer %s cannot reach a quorum of the cluster (waited %s); writes are refused until a leader is elected", s.b.Name(), s.cfg.LeaderWait)
-		}
-		select {
-		case <-ctx.Done():
-			return "", "", errorf(http.StatusServiceUnavailable, api.ReasonServiceUnavailable, "gave up waiting for a leader: %v", ctx.Err())
-		case <-time.After(25 * time.Millisecond):
-		}
+	vm, ok := s.b.FSM().VM(p.ByName("namespace"), p.ByName("vm"))
+	if !ok || vm.Node == s.b.Name() {
+		return false
 	}
+	if by := forwarded(r); by != "" {
+		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but vm %q is on %s; retry", by, vm.Name, vm.Node))
+		return true
+	}
+	if n, ok := s.b.FSM().Node(vm.Node); !ok || n.Phase != api.PhaseReady {
+		writeError(w, s.log, unavailable("5", "vm %q is on peer %s, which is NOT READY", vm.Name, vm.Node))
+		return true
+	}
+	addr := s.b.PeerAPI(vm.Node)
+	if addr == "" {
+		writeError(w, s.log, unavailable("2", "vm %q is on peer %s, whose address is not known here yet", vm.Name, vm.Node))
+		return true
+	}
+	f.forward(w, r, addr)
+	return true
 }

@@ -31,10 +31,10 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 			Name: "svc_http_requests_in_flight", Help: "API requests being answered.",
 		}),
 		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "svc_http_forwarded_total", Help: "Requests this peer forwarded to the leader.",
+			Name: "svc_http_forwarded_total", Help: "Requests this peer forwarded to the leader or to a VM's host.",
 		}),
 		forwardErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "svc_http_forward_errors_total", Help: "Forwarded requests the leader did not answer.",
+			Name: "svc_http_forward_errors_total", Help: "Forwarded requests the leader or a VM's host did not answer.",
 		}),
 		subjectSyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_subject_syncs_total", Help: "Well-signed tokens of a subject this replica did not know, checked again after catching up with the leader.",

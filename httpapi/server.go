@@ -29,9 +29,12 @@ type Backend interface {
 	FSM() *raftfsm.FSM
 	// IsLeader reports whether this peer is the Raft leader.
 	IsLeader() bool
-	// LeaderAPI returns the leader's node name and API address ("host:port"),
-	// empty when no leader is known.
-	LeaderAPI() (name, addr string)
+	// WaitLeader returns the leader's name and API address ("host:port";
+	// empty when this peer leads), waiting a bounded time for one to be
+	// known; the error says why none is.
+	WaitLeader(ctx context.Context) (name, addr string, err error)
+	// PeerAPI returns the API address of a peer, "" when unknown.
+	PeerAPI(name string) string
 	// Apply proposes a command on the leader and returns the FSM's answer.
 	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
 	// VerifyLeader confirms with a quorum that this peer still leads.
@@ -70,8 +73,8 @@ type Config struct {
 	Log     *slog.Logger
 	// Registry receives the HTTP metrics and is served on /metrics.
 	Registry *prometheus.Registry
-	// LeaderWait bounds how long a write waits for a leader to be known
-	// before it is answered 503 (default 5 s).
+	// LeaderWait bounds how long a consistent read waits for the leader's
+	// replica to apply its commit index (default 5 s).
 	LeaderWait time.Duration
 	// WriteTimeout bounds a write's commit on the leader (default 15 s).
 	WriteTimeout time.Duration
@@ -102,8 +105,9 @@ type Route struct {
 	Rule Rule
 	// Write routes change the state.
 	Write bool
-	// Forward routes run on the leader: a follower forwards them.
-	Forward bool
+	// Target says where the request runs (reads with ?consistent=true run
+	// on the leader too).
+	Target Target
 	// Upload routes stream a large body, timed by progress.
 	Upload bool
 }
@@ -155,49 +159,48 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: get, Path: "/api/v1/cluster-info", Rule: RuleOpen}, s.clusterInfo)
 
 	s.handle(Route{Method: get, Path: "/api/v1/namespaces", Rule: RuleAdmin}, s.listNamespaces)
-	s.handle(Route{Method: post, Path: "/api/v1/namespaces", Rule: RuleAdmin, Write: true, Forward: true}, s.createNamespace)
+	s.handle(Route{Method: post, Path: "/api/v1/namespaces", Rule: RuleAdmin, Write: true, Target: Leader}, s.createNamespace)
 	s.handle(Route{Method: get, Path: ns, Rule: RuleAdmin}, s.getNamespace)
-	s.handle(Route{Method: del, Path: ns, Rule: RuleAdmin, Write: true, Forward: true}, s.deleteNamespace)
+	s.handle(Route{Method: del, Path: ns, Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteNamespace)
 	s.handle(Route{Method: get, Path: ns + "/rolebindings", Rule: RuleAdmin}, s.listSubjects)
-	s.handle(Route{Method: post, Path: ns + "/rolebindings/add-subject", Rule: RuleAdmin, Write: true, Forward: true}, s.changeSubjects(true))
-	s.handle(Route{Method: post, Path: ns + "/rolebindings/remove-subject", Rule: RuleAdmin, Write: true, Forward: true}, s.changeSubjects(false))
+	s.handle(Route{Method: post, Path: ns + "/rolebindings/add-subject", Rule: RuleAdmin, Write: true, Target: Leader}, s.changeSubjects(true))
+	s.handle(Route{Method: post, Path: ns + "/rolebindings/remove-subject", Rule: RuleAdmin, Write: true, Target: Leader}, s.changeSubjects(false))
 
 	s.handle(Route{Method: get, Path: ns + "/nodes", Rule: RuleMember}, s.listNodes)
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/tag", Rule: RuleAdmin, Write: true, Forward: true}, s.tagNode(raftfsm.TypeNodeTag))
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/untag", Rule: RuleAdmin, Write: true, Forward: true}, s.tagNode(raftfsm.TypeNodeUntag))
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/namespace", Rule: RuleAdmin, Write: true, Forward: true}, s.setNodeNamespace)
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/tag", Rule: RuleAdmin, Write: true, Target: Leader}, s.tagNode(raftfsm.TypeNodeTag))
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/untag", Rule: RuleAdmin, Write: true, Target: Leader}, s.tagNode(raftfsm.TypeNodeUntag))
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/namespace", Rule: RuleAdmin, Write: true, Target: Leader}, s.setNodeNamespace)
 
 	s.handle(Route{Method: get, Path: ns + "/serviceaccounts", Rule: RuleAdmin}, s.listServiceAccounts)
-	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Forward: true}, s.createServiceAccount)
-	s.handle(Route{Method: del, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Forward: true}, s.deleteServiceAccount)
+	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader}, s.createServiceAccount)
+	s.handle(Route{Method: del, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteServiceAccount)
 	// Signing needs no write: any peer answers.
 	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount/token", Rule: RuleAdmin}, s.serviceAccountToken)
 
 	s.handle(Route{Method: get, Path: ns + "/vms", Rule: RuleMember}, s.listVMs)
-	s.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Forward: true}, s.deployVM)
+	s.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Target: Leader}, s.deployVM)
 	s.handle(Route{Method: get, Path: ns + "/vms/:vm", Rule: RuleMember}, s.getVM)
-	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, Write: true, Forward: true}, s.deleteVM)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, Write: true, Forward: true}, s.execVM)
+	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, Write: true, Target: Leader}, s.deleteVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, Write: true, Target: Leader}, s.execVM)
 
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
-	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Forward: true}, s.createVMConfig)
+	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Target: Leader}, s.createVMConfig)
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember}, s.getVMConfig)
-	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Forward: true}, s.deleteVMConfig)
+	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader}, s.deleteVMConfig)
 
 	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, s.listImages)
 	// Uploads stay on the peer that receives them; only the record goes to the leader.
 	s.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true, Upload: true}, s.uploadImage)
 
-	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Forward: true}, s.uploadCert)
+	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Target: Leader}, s.uploadCert)
 
 	s.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
 	// Open: a restarted peer asks it before it can check any token.
 	s.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RuleOpen}, s.commitIndex)
-	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true, Forward: true}, s.internalApply)
+	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true, Target: Leader}, s.internalApply)
 }
 
-// handle registers a route. Forward routes are forwarded to the leader when
-// this peer is not it; reads with ?consistent=true are too.
+// handle registers a route; its Target decides where a request runs.
 func (s *Server) handle(rt Route, h handler) {
 	s.routes = append(s.routes, rt)
 	mode := bodyWhole
@@ -217,8 +220,13 @@ func (s *Server) handle(rt Route, h handler) {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr))
-		if rt.Forward || (!rt.Write && r.URL.Query().Get("consistent") == "true" && rt.Rule != RuleOpen) {
-			if handled := s.fwd.toLeader(w, r); handled {
+		target := rt.Target
+		if target == Here && !rt.Write && rt.Rule != RuleOpen && r.URL.Query().Get("consistent") == "true" {
+			target = Leader
+		}
+		switch target {
+		case Leader:
+			if s.fwd.toLeader(w, r) {
 				return
 			}
 			if !rt.Write {
@@ -227,8 +235,12 @@ func (s *Server) handle(rt Route, h handler) {
 					return
 				}
 			}
+		case VMHost:
+			if s.fwd.toVMHost(w, r, p) {
+				return
+			}
 		}
-		if rt.Forward && r.Header.Get(api.HeaderForwardedBy) != "" {
+		if rt.Write && forwarded(r) != "" {
 			w = &indexWriter{ResponseWriter: w, fsm: s.b.FSM()}
 		}
 		if err := h(w, r, p); err != nil {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +30,10 @@ type fakeBackend struct {
 	beforeApply func(raftfsm.Type)
 	// peerAddr is the address IsPeer accepts (default 10.1.0.1, node n1's).
 	peerAddr string
+	// name is the node this backend runs as (default n1); peers maps other
+	// peers' names to their API addresses.
+	name  string
+	peers map[string]string
 }
 
 func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
@@ -63,11 +68,22 @@ func (b *fakeBackend) applyAny(_ context.Context, t raftfsm.Type, body any) (any
 	return r.Value, r.Err
 }
 
-func (b *fakeBackend) Images() *imagestore.Store   { return b.images }
-func (b *fakeBackend) Name() string                { return "n1" }
-func (b *fakeBackend) FSM() *raftfsm.FSM           { return b.fsm }
-func (b *fakeBackend) IsLeader() bool              { return b.leader }
-func (b *fakeBackend) LeaderAPI() (string, string) { return "", "" }
+func (b *fakeBackend) Images() *imagestore.Store { return b.images }
+func (b *fakeBackend) Name() string {
+	if b.name == "" {
+		return "n1"
+	}
+	return b.name
+}
+func (b *fakeBackend) FSM() *raftfsm.FSM { return b.fsm }
+func (b *fakeBackend) IsLeader() bool    { return b.leader }
+func (b *fakeBackend) WaitLeader(context.Context) (string, string, error) {
+	if b.leader {
+		return b.Name(), "", nil
+	}
+	return "", "", fmt.Errorf("%w: no leader known", raftfsm.ErrNotLeader)
+}
+func (b *fakeBackend) PeerAPI(name string) string { return b.peers[name] }
 func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
 	if !b.leader {
 		return nil, raftfsm.ErrNotLeader
@@ -232,10 +248,10 @@ func TestServer_route_flags(t *testing.T) {
 	local := map[string]bool{"POST /api/v1/namespaces/:namespace/upload/image": true}
 	for _, r := range s.Routes() {
 		id := r.Method + " " + r.Path
-		if r.Method == http.MethodGet && (r.Write || r.Forward) {
+		if r.Method == http.MethodGet && (r.Write || r.Target != Here) {
 			t.Errorf("%s: a read marked as a write", id)
 		}
-		if r.Write && !r.Forward && !local[id] {
+		if r.Write && r.Target != Leader && !local[id] {
 			t.Errorf("%s: a write that would run on a follower", id)
 		}
 	}

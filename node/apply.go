@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/raftfsm"
@@ -32,36 +31,26 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error 
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", t, err)
 	}
-	deadline := time.Now().Add(p.cfg.LeaderWait)
-	for {
-		name, addr := p.LeaderAPI()
-		if name == p.cfg.Name {
-			_, err := p.store.ApplyCommand(ctx, t, json.RawMessage(b))
-			return err
-		}
-		if addr != "" {
-			cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.peerHTTP} // peerHTTP adds this peer's token
-			h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
-			if err != nil {
-				return fromStatus(err)
-			}
-			// Read-your-writes: the caller's next read here sees the command.
-			if idx, perr := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64); perr == nil {
-				if werr := p.FSM().WaitIndex(ctx, idx); werr != nil {
-					p.cfg.Log.Warn("replica did not catch up with an applied command", "type", t, "index", idx, "err", werr)
-				}
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("apply %s: %w: no leader known", t, raftfsm.ErrNotLeader)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("apply %s: %w", t, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+	name, addr, err := p.WaitLeader(ctx)
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", t, err)
+	}
+	if name == p.cfg.Name {
+		_, err := p.store.ApplyCommand(ctx, t, json.RawMessage(b))
+		return err
+	}
+	cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.peerHTTP} // peerHTTP adds this peer's token
+	h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
+	if err != nil {
+		return fromStatus(err)
+	}
+	// Read-your-writes: the caller's next read here sees the command.
+	if idx, perr := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64); perr == nil {
+		if werr := p.FSM().WaitIndex(ctx, idx); werr != nil {
+			p.cfg.Log.Warn("replica did not catch up with an applied command", "type", t, "index", idx, "err", werr)
 		}
 	}
+	return nil
 }
 
 // fromStatus maps an API error answered by the leader back to the FSM's

@@ -273,7 +273,7 @@ func (p *Peer) API() *httpapi.Server { return p.api }
 // IsLeader reports whether this peer leads the cluster.
 func (p *Peer) IsLeader() bool { return p.store.IsLeader() }
 
-// LeaderAPI returns the leader's name and API address.
+// LeaderAPI returns the leader's name and API address, empty when unknown.
 func (p *Peer) LeaderAPI() (string, string) {
 	_, id := p.store.Leader()
 	if id == "" {
@@ -281,6 +281,38 @@ func (p *Peer) LeaderAPI() (string, string) {
 	}
 	return id, p.apiAddrOf(id)
 }
+
+// ErrNoLeader is wrapped when no leader was known within LeaderWait.
+var ErrNoLeader = fmt.Errorf("%w: no leader", raftfsm.ErrNotLeader)
+
+// WaitLeader returns the leader's name and API address, waiting up to
+// LeaderWait for a leader (and its address) to be known. The address is
+// empty when this peer leads.
+func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
+	timer := time.NewTimer(p.cfg.LeaderWait)
+	defer timer.Stop()
+	for {
+		leaderChanged, gossipChanged := p.store.LeaderChanged(), p.gossip.Changed()
+		if p.IsLeader() {
+			return p.cfg.Name, "", nil
+		}
+		if name, addr := p.LeaderAPI(); name != "" && addr != "" {
+			return name, addr, nil
+		}
+		select {
+		case <-leaderChanged:
+		case <-gossipChanged:
+		case <-timer.C:
+			return "", "", fmt.Errorf("%w: peer %s cannot reach a quorum of the cluster (waited %s); writes are refused until a leader is elected",
+				ErrNoLeader, p.cfg.Name, p.cfg.LeaderWait)
+		case <-ctx.Done():
+			return "", "", fmt.Errorf("waiting for a leader: %w", ctx.Err())
+		}
+	}
+}
+
+// PeerAPI returns the API address of peer name, "" when unknown.
+func (p *Peer) PeerAPI(name string) string { return p.apiAddrOf(name) }
 
 func (p *Peer) apiAddrOf(name string) string {
 	if name == p.cfg.Name {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -66,6 +67,9 @@ type Store struct {
 	m     *storeMetrics
 	obsCh chan raft.Observation
 	obs   *raft.Observer
+
+	mu            sync.Mutex
+	leaderChanged chan struct{} // closed and replaced when the leader changes
 }
 
 // Server is one member of the Raft configuration.
@@ -149,7 +153,8 @@ func OpenStore(cfg StoreConfig, fsm *FSM) (*Store, error) {
 		_ = bolt.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	s := &Store{FSM: fsm, raft: r, bolt: bolt, trans: trans, log: log, id: cfg.ID, addr: string(trans.LocalAddr()), had: had, m: newStoreMetrics()}
+	s := &Store{FSM: fsm, raft: r, bolt: bolt, trans: trans, log: log, id: cfg.ID, addr: string(trans.LocalAddr()), had: had, m: newStoreMetrics(),
+		leaderChanged: make(chan struct{})}
 	s.obsCh = make(chan raft.Observation, 16)
 	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -163,7 +168,19 @@ func OpenStore(cfg StoreConfig, fsm *FSM) (*Store, error) {
 func (s *Store) countLeaderChanges() {
 	for range s.obsCh {
 		s.m.leaderChanges.Inc()
+		s.mu.Lock()
+		close(s.leaderChanged)
+		s.leaderChanged = make(chan struct{})
+		s.mu.Unlock()
 	}
+}
+
+// LeaderChanged returns a channel that is closed when this peer next sees
+// the leader change (or become known).
+func (s *Store) LeaderChanged() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leaderChanged
 }
 
 // ID returns this peer's Raft server id.

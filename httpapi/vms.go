@@ -101,21 +101,21 @@ func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Par
 // waitVM watches the replica until done says the VM is where it should be,
 // done returns an error, the VM disappears or ctx ends.
 func (s *Server) waitVM(ctx context.Context, ns, name string, done func(raftfsm.VM) (bool, error)) (raftfsm.VM, error) {
-	for {
-		changed := s.b.FSM().Changed()
-		vm, ok := s.b.FSM().VM(ns, name)
-		if !ok {
-			return vm, notFound("vm %q was deleted", name)
+	var vm raftfsm.VM
+	var stop error
+	err := s.b.FSM().Wait(ctx, func() bool {
+		var ok bool
+		if vm, ok = s.b.FSM().VM(ns, name); !ok {
+			stop = notFound("vm %q was deleted", name)
+			return true
 		}
-		if ok, err := done(vm); err != nil || ok {
-			return vm, err
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return vm, errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "vm %q is %s, not there yet after waiting: %v", name, vm.Status, ctx.Err())
-		}
+		ok, stop = done(vm)
+		return ok || stop != nil
+	})
+	if err != nil {
+		return vm, errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "vm %q is %s, not there yet after waiting: %v", name, vm.Status, ctx.Err())
 	}
+	return vm, stop
 }
 
 func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {

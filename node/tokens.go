@@ -61,17 +61,7 @@ func (p *Peer) RemoveUser(ctx context.Context, user string) error {
 func (p *Peer) waitFor(ctx context.Context, cond func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	for {
-		changed := p.FSM().Changed()
-		if cond() {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the replica: %w", ctx.Err())
-		}
-	}
+	return p.FSM().Wait(ctx, cond)
 }
 
 // writeAdminToken gives the first peer of a new cluster an admin token in

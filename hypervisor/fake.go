@@ -23,6 +23,7 @@ type Fake struct {
 	down      bool
 	createErr error
 	startErr  error
+	barrier   *createBarrier
 	domains   map[string]*fakeDomain
 	calls     []string
 	lists     int
@@ -53,6 +54,44 @@ func (f *Fake) SetCreateError(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.createErr = err
+}
+
+// createBarrier holds Creates until n are in progress at once.
+type createBarrier struct {
+	n, arrived int
+	all        chan struct{}
+	timeout    time.Duration
+}
+
+// HoldCreates makes each Create wait until n Creates are in progress at
+// once (then all go on), or fail after timeout: a test that n domains are
+// created in parallel, not one after another.
+func (f *Fake) HoldCreates(n int, timeout time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.barrier = &createBarrier{n: n, all: make(chan struct{}), timeout: timeout}
+}
+
+// waitBarrier blocks a Create at the barrier, if one is set.
+func (f *Fake) waitBarrier(ctx context.Context) error {
+	f.mu.Lock()
+	b := f.barrier
+	if b == nil {
+		f.mu.Unlock()
+		return nil
+	}
+	if b.arrived++; b.arrived == b.n {
+		close(b.all)
+	}
+	f.mu.Unlock()
+	select {
+	case <-b.all:
+		return nil
+	case <-time.After(b.timeout):
+		return fmt.Errorf("create: only %d of %d creates ran at once", b.arrived, b.n)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // SetStartError makes every Start fail with err (nil: succeed again).
@@ -135,7 +174,10 @@ func (f *Fake) Probe(context.Context) error {
 }
 
 // Create defines and starts a domain.
-func (f *Fake) Create(_ context.Context, s Spec) error {
+func (f *Fake) Create(ctx context.Context, s Spec) error {
+	if err := f.waitBarrier(ctx); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.enter("create", s.Name); err != nil {

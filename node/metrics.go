@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // peerMetrics are the peer's own figures, beside Raft's and the API's.
 type peerMetrics struct {
 	reconcilePasses *prometheus.CounterVec
+	vmRuns          *prometheus.CounterVec
 	caughtUp        prometheus.GaugeFunc
 }
 
@@ -13,6 +14,10 @@ func newPeerMetrics(p *Peer) *peerMetrics {
 		reconcilePasses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "svc_vm_reconcile_passes_total",
 			Help: "Passes of the VM reconciler, by result: done, failed, or waiting (the replica has not caught up since the start, so it touched nothing).",
+		}, []string{"result"}),
+		vmRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_vm_worker_runs_total",
+			Help: "Runs of the per-VM workers that converge domains, by result: ok, retry (tried again on the next pass) or failed (the VM is Failed).",
 		}, []string{"result"}),
 		caughtUp: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "svc_replica_caught_up",
@@ -24,6 +29,6 @@ func newPeerMetrics(p *Peer) *peerMetrics {
 			return 0
 		}),
 	}
-	p.reg.MustRegister(m.reconcilePasses, m.caughtUp)
+	p.reg.MustRegister(m.reconcilePasses, m.vmRuns, m.caughtUp)
 	return m
 }

@@ -52,12 +52,8 @@ type Peer struct {
 	leaderReady bool      // this term's barrier has been applied
 	errCh       chan error
 	nudged      map[string]time.Time
-	problem     string           // why this node takes no VMs ("" when it does)
-	reverted    map[string]int64 // revert generation done per VM, until the state says so
-	// failures counts the passes in a row that failed to recreate or start
-	// a VM that ran before.
-	failures map[string]int
-	halt     bool // Halt: stop without hand-over or snapshot
+	problem     string // why this node takes no VMs ("" when it does)
+	halt        bool   // Halt: stop without hand-over or snapshot
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins
@@ -134,7 +130,7 @@ func Start(cfg Config) (*Peer, error) {
 	p.goRun(p.leaderLoop)
 	p.goRun(p.rememberPeersLoop)
 	p.goRun(p.healthLoop)
-	p.goRun(p.reconcileLoop)
+	p.goRun(newReconciler(p).run)
 	p.goRun(p.blobGCLoop)
 	ok = true
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),

@@ -1,0 +1,230 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// stopGrace is how long a guest gets to shut down over ACPI before it is
+// forced off.
+const stopGrace = 20 * time.Second
+
+// maxFailures is how many runs in a row may fail to recreate or start a VM
+// that ran before (libvirt restarting, a domain removed behind the peer's
+// back, files in flux) before it is Failed. A new VM that cannot start fails
+// at once, so that its deploy answers.
+const maxFailures = 5
+
+// errRetry marks a failure the next run tries again.
+var errRetry = errors.New("will retry")
+
+// observation is what a pass saw of a VM's domain, and when its listing began.
+type observation struct {
+	state  hypervisor.State
+	exists bool
+	listed time.Time
+}
+
+// vmWorker converges one VM's domain to what the replicated state wants, on
+// its own goroutine, each time a pass hands it an observation. It owns the
+// VM's bookkeeping: the revert generation it carried out and its failures
+// in a row.
+type vmWorker struct {
+	p                *Peer
+	ns, name, domain string
+	kick             chan struct{}
+	cancel           context.CancelFunc
+	done             chan struct{}
+	reverted         int64     // worker goroutine only
+	failures         int       // worker goroutine only
+	settled          time.Time // worker goroutine only: end of its last change
+	mu               sync.Mutex
+	latest           observation
+}
+
+// observe hands the worker the latest observation and wakes it.
+func (w *vmWorker) observe(o observation) {
+	w.mu.Lock()
+	w.latest = o
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default: // a run is already due; it reads the latest observation
+	}
+}
+
+// stop ends the worker and waits, at most wait, for a run in progress.
+func (w *vmWorker) stop(wait time.Duration) {
+	w.cancel()
+	select {
+	case <-w.done:
+	case <-time.After(wait):
+		w.p.cfg.Log.Warn("a VM worker did not stop in time", "vm", w.ns+"/"+w.name)
+	}
+}
+
+func (w *vmWorker) loop(ctx context.Context) {
+	defer close(w.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kick:
+		}
+		w.mu.Lock()
+		o := w.latest
+		w.mu.Unlock()
+		if o.listed.Before(w.settled) {
+			continue // listed before this worker's last change: the next pass tells
+		}
+		vm, ok := w.p.FSM().VM(w.ns, w.name)
+		if !ok {
+			continue // deleted: the pass stops this worker
+		}
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		w.run(rctx, vm, o)
+		cancel()
+	}
+}
+
+// run converges the VM once and reports what happened.
+func (w *vmWorker) run(ctx context.Context, vm raftfsm.VM, o observation) {
+	p, key := w.p, w.ns+"/"+w.name
+	err := w.converge(ctx, vm, o.state, o.exists)
+	result := "ok"
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return
+	case errors.Is(err, hypervisor.ErrNotFound):
+		// It vanished since the listing: the next pass recreates it.
+		p.cfg.Log.Info("domain vanished while reconciling", "vm", key)
+		result = "retry"
+	case errors.Is(err, errRetry):
+		p.cfg.Log.Warn("starting vm failed; trying again", "vm", key, "err", err)
+		result = "retry"
+	default:
+		p.cfg.Log.Warn("vm failed", "vm", key, "err", err)
+		w.report(ctx, vm, raftfsm.VMFailed, err.Error(), vm.ObservedRevertGen)
+		result = "failed"
+	}
+	p.metrics.vmRuns.WithLabelValues(result).Inc()
+}
+
+// converge brings the VM's domain to what the user wants and reports the
+// status it reached.
+func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.State, exists bool) error {
+	p, key, name := w.p, w.ns+"/"+w.name, w.domain
+	if vm.Status == raftfsm.VMFailed {
+		return nil // stays as it is until the user acts (start, revert, delete)
+	}
+	if st == hypervisor.StateStopping {
+		return nil // the guest is shutting down; look again next pass
+	}
+	changed := false // the domain was changed: listings from before are stale
+	defer func() {
+		if changed {
+			w.settled = time.Now()
+		}
+	}()
+	revert := vm.RevertGen > vm.ObservedRevertGen && w.reverted < vm.RevertGen
+	note := ""
+	if revert || !exists {
+		if err := p.ensureBlob(ctx, vm.ImageDigest); err != nil {
+			return err
+		}
+		spec := p.specFor(vm, name)
+		changed = true
+		if revert {
+			p.cfg.Log.Info("reverting vm", "vm", key)
+			if err := p.driver.Revert(ctx, spec); err != nil {
+				return fmt.Errorf("revert: %w", err)
+			}
+			w.reverted = vm.RevertGen
+		} else {
+			if vm.Status != raftfsm.VMPending {
+				note = "the domain was missing and has been recreated"
+				p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
+			}
+			if err := p.driver.Create(ctx, spec); err != nil {
+				return w.retryOrFail(vm, fmt.Errorf("create: %w", err))
+			}
+		}
+		st = hypervisor.StateRunning
+	}
+	var err error
+	switch vm.Desired {
+	case raftfsm.VMRunning:
+		switch st {
+		case hypervisor.StatePaused:
+			changed, err = true, p.driver.Resume(ctx, name)
+		case hypervisor.StateRunning:
+		default:
+			changed = true
+			if err := p.driver.Start(ctx, name); err != nil {
+				return w.retryOrFail(vm, err)
+			}
+		}
+		st = hypervisor.StateRunning
+	case raftfsm.VMStopped:
+		if st != hypervisor.StateShutoff {
+			changed, err = true, p.driver.Stop(ctx, name, stopGrace)
+			st = hypervisor.StateShutoff
+		}
+	case raftfsm.VMSuspended:
+		if st == hypervisor.StateRunning {
+			changed, err = true, p.driver.Suspend(ctx, name)
+			st = hypervisor.StatePaused
+		}
+	}
+	if err != nil {
+		return err
+	}
+	w.failures = 0
+	status := map[hypervisor.State]string{
+		hypervisor.StateRunning: raftfsm.VMRunning, hypervisor.StatePaused: raftfsm.VMSuspended,
+		hypervisor.StateShutoff: raftfsm.VMStopped,
+	}[st]
+	if status == "" {
+		return fmt.Errorf("the domain is %s", st)
+	}
+	// A note stays until the status changes.
+	msg := note
+	if msg == "" && status == vm.Status {
+		msg = vm.ErrorMessage
+	}
+	gen := max(vm.ObservedRevertGen, w.reverted)
+	if status != vm.Status || msg != vm.ErrorMessage || gen != vm.ObservedRevertGen {
+		w.report(ctx, vm, status, msg, gen)
+	}
+	return nil
+}
+
+// retryOrFail returns err marked for a retry while a VM that ran before has
+// failed fewer than maxFailures runs in a row.
+func (w *vmWorker) retryOrFail(vm raftfsm.VM, err error) error {
+	if vm.Status != raftfsm.VMPending {
+		if w.failures++; w.failures < maxFailures {
+			return fmt.Errorf("%w: %v", errRetry, err)
+		}
+	}
+	return err
+}
+
+// report records the VM's status through the leader.
+func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string, gen int64) {
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_, err := w.p.Apply(rctx, raftfsm.TypeVMStatus, raftfsm.VMStatus{
+		Namespace: vm.Namespace, Name: vm.Name, Node: w.p.cfg.Name, Status: status, ErrorMessage: msg, ObservedRevertGen: gen,
+	})
+	if err != nil && !errors.Is(err, raftfsm.ErrNotFound) {
+		w.p.cfg.Log.Warn("report vm status", "vm", vm.Namespace+"/"+vm.Name, "status", status, "err", err)
+	}
+}

@@ -36,9 +36,10 @@ func (t Target) String() string { return [...]string{"here", "leader", "vm-host"
 // kept-alive connections, and streams the answer back unchanged. A request
 // is forwarded at most once.
 type forwarder struct {
-	s     *Server
-	tr    *http.Transport
-	proxy *httputil.ReverseProxy
+	s       *Server
+	tr      *http.Transport
+	proxy   *httputil.ReverseProxy
+	pending *pendingWrites
 }
 
 type ctxKey int
@@ -46,7 +47,7 @@ type ctxKey int
 const targetAddrKey ctxKey = 0
 
 func newForwarder(s *Server) *forwarder {
-	f := &forwarder{s: s}
+	f := &forwarder{s: s, pending: newPendingWrites()}
 	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
 	f.tr = &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -74,7 +75,9 @@ func newForwarder(s *Server) *forwarder {
 		},
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
-			f.awaitIndex(resp.Request.Context(), resp.Header.Get(api.HeaderIndex))
+			if idx, err := strconv.ParseUint(resp.Header.Get(api.HeaderIndex), 10, 64); err == nil {
+				f.pending.note(resp.Request.Header.Get("Authorization"), idx, s.b.FSM())
+			}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -90,24 +93,6 @@ func newForwarder(s *Server) *forwarder {
 }
 
 func (f *forwarder) close() { f.tr.CloseIdleConnections() }
-
-// readYourWrites bounds the wait for the local replica to catch up with a
-// forwarded write.
-const readYourWrites = 5 * time.Second
-
-// awaitIndex waits until the local replica has applied the leader's index
-// (a header value), so that the caller's next read here sees its write.
-func (f *forwarder) awaitIndex(ctx context.Context, header string) {
-	want, err := strconv.ParseUint(header, 10, 64)
-	if err != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, readYourWrites)
-	defer cancel()
-	if err := f.s.b.FSM().WaitIndex(ctx, want); err != nil {
-		f.s.log.Warn("replica did not catch up with a forwarded write", "want", want, "have", f.s.b.FSM().Index(), "err", err)
-	}
-}
 
 // forwarded reports whether another peer forwarded r here (a peer proved it:
 // see dropUnprovenForwarding).

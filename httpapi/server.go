@@ -221,6 +221,12 @@ func (s *Server) handle(rt Route, h handler) {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr))
 		target := rt.Target
+		if target == Here && rt.Rule != RuleOpen {
+			// The caller's last write through this peer shows in what it reads here.
+			if err := s.fwd.pending.await(r.Context(), r.Header.Get("Authorization"), s.b.FSM()); err != nil {
+				s.log.Warn("replica did not catch up with the caller's write", "err", err)
+			}
+		}
 		if target == Here && !rt.Write && rt.Rule != RuleOpen && r.URL.Query().Get("consistent") == "true" {
 			target = Leader
 		}

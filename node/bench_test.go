@@ -31,9 +31,10 @@ func benchClient(c *testcluster.Cluster, m *testcluster.Member) *api.Client {
 
 // BenchmarkTagWrite sends tag writes one at a time, alternately to the leader
 // and to a follower (which forwards them), over the real HTTP API of a
-// 3-peer cluster, and reports the latency of each path and their ratio.
+// 3-peer cluster with production Raft timings, and reports the latency of
+// each path and their ratio.
 func BenchmarkTagWrite(b *testing.B) {
-	c := testcluster.New(b, 3, testcluster.Options{})
+	c := testcluster.New(b, 3, testcluster.Options{ProductionTiming: true})
 	leader := c.WaitLeader()
 	follower := c.Followers()[0]
 	lc, fc := benchClient(c, leader), benchClient(c, follower)

@@ -374,3 +374,30 @@ func statusErr(err error) *api.StatusError {
 	}
 	return se
 }
+
+// A write through a follower is answered as soon as the leader applied it,
+// yet a read with the same token through the same follower, on a new
+// connection, right after the write returned, sees it (production Raft
+// timings: the follower learns the commit index only with the next
+// heartbeat, a tenth of a second later).
+func TestCluster_read_your_writes_through_a_follower(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{ProductionTiming: true})
+	c.WaitLeader()
+	f := c.Followers()[0]
+	token := c.Client(f).Token
+	fresh := func() *api.Client { // a new connection for every call
+		cl := api.NewClient("http://"+f.Peer.APIAddr(), token)
+		cl.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		return cl
+	}
+	for i := range 20 {
+		tag := fmt.Sprintf("ryw-%d", i)
+		if _, err := fresh().TagNode(ctx(t), api.DefaultNamespace, f.Name, tag); err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := fresh().ListNodes(ctx(t), api.DefaultNamespace, false)
+		if err != nil || !hasTag(nodes, f.Name, tag) {
+			t.Fatalf("write %d not seen by the next read: %v", i, err)
+		}
+	}
+}

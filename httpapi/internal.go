@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -25,9 +24,7 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 	if len(req.Body) == 0 || !json.Valid(req.Body) {
 		return badRequest("field \"body\": a JSON object is required")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-	defer cancel()
-	if _, err := s.b.Apply(ctx, t, body); err != nil {
+	if _, err := s.apply(r.Context(), t, body); err != nil {
 		return err
 	}
 	// The proposing peer waits for its replica to reach this index.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -45,9 +44,7 @@ func (s *Server) tagNode(t raftfsm.Type) handler {
 		if err := s.requireNamespace(ns); err != nil {
 			return err
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-		defer cancel()
-		if _, err := s.b.Apply(ctx, t, raftfsm.NodeTag{Namespace: ns, Name: name, Tag: req.Tag}); err != nil {
+		if _, err := s.apply(r.Context(), t, raftfsm.NodeTag{Namespace: ns, Name: name, Tag: req.Tag}); err != nil {
 			return err
 		}
 		n, ok := s.b.FSM().Node(name)

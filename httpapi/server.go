@@ -161,7 +161,8 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: get, Path: "/api/v1/namespaces", Rule: RuleAdmin}, s.listNamespaces)
 	s.handle(Route{Method: post, Path: "/api/v1/namespaces", Rule: RuleAdmin, Write: true, Target: Leader}, s.createNamespace)
 	s.handle(Route{Method: get, Path: ns, Rule: RuleAdmin}, s.getNamespace)
-	s.handle(Route{Method: del, Path: ns, Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteNamespace)
+	s.handle(Route{Method: del, Path: ns, Rule: RuleAdmin, Write: true, Target: Leader},
+		s.deleter(raftfsm.TypeNamespaceDelete, "namespace", func(_, name string) any { return raftfsm.NamespaceDelete{Name: name} }))
 	s.handle(Route{Method: get, Path: ns + "/rolebindings", Rule: RuleAdmin}, s.listSubjects)
 	s.handle(Route{Method: post, Path: ns + "/rolebindings/add-subject", Rule: RuleAdmin, Write: true, Target: Leader}, s.changeSubjects(true))
 	s.handle(Route{Method: post, Path: ns + "/rolebindings/remove-subject", Rule: RuleAdmin, Write: true, Target: Leader}, s.changeSubjects(false))
@@ -173,20 +174,23 @@ func (s *Server) routesV1() {
 
 	s.handle(Route{Method: get, Path: ns + "/serviceaccounts", Rule: RuleAdmin}, s.listServiceAccounts)
 	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader}, s.createServiceAccount)
-	s.handle(Route{Method: del, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteServiceAccount)
+	s.handle(Route{Method: del, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader},
+		s.deleter(raftfsm.TypeSADelete, "serviceaccount", func(ns, name string) any { return raftfsm.SADelete{Namespace: ns, Name: name} }))
 	// Signing needs no write: any peer answers.
 	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount/token", Rule: RuleAdmin}, s.serviceAccountToken)
 
 	s.handle(Route{Method: get, Path: ns + "/vms", Rule: RuleMember}, s.listVMs)
 	s.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Target: Leader}, s.deployVM)
 	s.handle(Route{Method: get, Path: ns + "/vms/:vm", Rule: RuleMember}, s.getVM)
-	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, Write: true, Target: Leader}, s.deleteVM)
+	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, Write: true, Target: Leader},
+		s.deleter(raftfsm.TypeVMDelete, "vm", func(ns, name string) any { return raftfsm.VMDelete{Namespace: ns, Name: name} }))
 	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, Write: true, Target: Leader}, s.execVM)
 
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
 	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Target: Leader}, s.createVMConfig)
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember}, s.getVMConfig)
-	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader}, s.deleteVMConfig)
+	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader},
+		s.deleter(raftfsm.TypeVMConfigDelete, "vmconfig", func(ns, name string) any { return raftfsm.VMConfigDelete{Namespace: ns, Name: name} }))
 
 	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, s.listImages)
 	// Uploads stay on the peer that receives them; only the record goes to the leader.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -14,12 +13,6 @@ import (
 	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/raftfsm"
 )
-
-func (s *Server) apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
-	defer cancel()
-	return s.b.Apply(ctx, t, body)
-}
 
 func (s *Server) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	items := []api.Namespace{}
@@ -52,14 +45,6 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request, _ httpr
 		return err
 	}
 	writeJSON(w, http.StatusCreated, api.Namespace{Name: req.Name, CreatedAt: &now})
-	return nil
-}
-
-func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	if _, err := s.apply(r.Context(), raftfsm.TypeNamespaceDelete, raftfsm.NamespaceDelete{Name: p.ByName("namespace")}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -154,14 +139,6 @@ func (s *Server) createServiceAccount(w http.ResponseWriter, r *http.Request, p 
 		return err
 	}
 	writeJSON(w, http.StatusCreated, api.ServiceAccount{Name: name, Namespace: ns, CreatedAt: now})
-	return nil
-}
-
-func (s *Server) deleteServiceAccount(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	if _, err := s.apply(r.Context(), raftfsm.TypeSADelete, raftfsm.SADelete{Namespace: p.ByName("namespace"), Name: p.ByName("serviceaccount")}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

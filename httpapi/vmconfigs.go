@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -102,9 +101,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 		Owner:     owner(r.Context()),
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-	defer cancel()
-	v, err := s.b.Apply(ctx, raftfsm.TypeVMConfigCreate, raftfsm.VMConfigCreate{Config: cfg})
+	v, err := s.apply(r.Context(), raftfsm.TypeVMConfigCreate, raftfsm.VMConfigCreate{Config: cfg})
 	if err != nil {
 		return err
 	}
@@ -112,19 +109,5 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 		cfg = *c
 	}
 	writeJSON(w, http.StatusCreated, vmConfigToAPI(cfg))
-	return nil
-}
-
-func (s *Server) deleteVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	ns, name := p.ByName("namespace"), p.ByName("vmconfig")
-	if err := s.requireNamespace(ns); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-	defer cancel()
-	if _, err := s.b.Apply(ctx, raftfsm.TypeVMConfigDelete, raftfsm.VMConfigDelete{Namespace: ns, Name: name}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

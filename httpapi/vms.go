@@ -41,20 +41,6 @@ func (s *Server) getVM(w http.ResponseWriter, _ *http.Request, p httprouter.Para
 	return nil
 }
 
-func (s *Server) deleteVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	ns, name := p.ByName("namespace"), p.ByName("vm")
-	if err := s.requireNamespace(ns); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-	defer cancel()
-	if _, err := s.b.Apply(ctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: ns, Name: name}); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
 func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("vm")
 	var req api.ExecRequest
@@ -69,9 +55,7 @@ func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Par
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-	v, err := s.b.Apply(actx, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: ns, Name: name, Action: req.Action})
-	cancel()
+	v, err := s.apply(r.Context(), raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: ns, Name: name, Action: req.Action})
 	if err != nil {
 		return err
 	}

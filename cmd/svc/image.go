@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,30 +15,9 @@ import (
 
 func newImageCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "image", Short: "List and upload disk images"}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the images of the namespace",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.clientFor()
-			if err != nil {
-				return err
-			}
-			imgs, err := cl.ListImages(cmd.Context(), g.namespace)
-			if err != nil {
-				return err
-			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), api.List[api.Image]{Items: imgs})
-			}
-			rows := make([][]string, 0, len(imgs))
-			for _, i := range imgs {
-				rows = append(rows, []string{i.Name, i.Size, i.SpaceUsed, i.Type, i.SourceType, i.Digest[:19], i.Description})
-			}
-			return printTable(cmd.OutOrStdout(), []string{"NAME", "SIZE", "USED", "TYPE", "SOURCE", "DIGEST", "DESCRIPTION"}, rows)
-		},
-	}
-	list.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	list := newListCmd(g, "List the images of the namespace",
+		func(ctx context.Context, cl *api.Client) ([]api.Image, error) { return cl.ListImages(ctx, g.namespace) },
+		printImages)
 
 	var name string
 	var quiet bool
@@ -85,4 +65,12 @@ func newImageCmd(g *globals) *cobra.Command {
 	upload.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	cmd.AddCommand(list, upload)
 	return cmd
+}
+
+func printImages(w io.Writer, imgs []api.Image) error {
+	rows := make([][]string, 0, len(imgs))
+	for _, i := range imgs {
+		rows = append(rows, []string{i.Name, i.Size, i.SpaceUsed, i.Type, i.SourceType, i.Digest[:min(len(i.Digest), 19)], i.Description})
+	}
+	return printTable(w, []string{"NAME", "SIZE", "USED", "TYPE", "SOURCE", "DIGEST", "DESCRIPTION"}, rows)
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -13,40 +15,11 @@ import (
 func newNodeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "List and tag the cluster's nodes"}
 	var consistent bool
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the nodes of a namespace with their free and total resources",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.clientFor()
-			if err != nil {
-				return err
-			}
-			nodes, err := cl.ListNodes(cmd.Context(), g.namespace, consistent)
-			if err != nil {
-				return err
-			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), api.List[api.Node]{Items: nodes})
-			}
-			rows := make([][]string, 0, len(nodes))
-			for _, n := range nodes {
-				tags := strings.Join(n.Tags, ",")
-				if tags == "" {
-					tags = "-"
-				}
-				rows = append(rows, []string{
-					n.Name, n.Phase, n.NodeIP, n.Arch,
-					strconv.Itoa(n.AvailableCPU) + "/" + strconv.Itoa(n.AllocatableCPU),
-					n.AvailableMemory + "/" + n.AllocatableMemory,
-					strconv.Itoa(n.AvailableGPU) + "/" + strconv.Itoa(n.AllocatableGPU),
-					tags,
-				})
-			}
-			return printTable(cmd.OutOrStdout(), []string{"NAME", "PHASE", "IP", "ARCH", "CPU", "MEMORY", "GPU", "TAGS"}, rows)
+	list := newListCmd(g, "List the nodes of a namespace with their free and total resources",
+		func(ctx context.Context, cl *api.Client) ([]api.Node, error) {
+			return cl.ListNodes(ctx, g.namespace, consistent)
 		},
-	}
-	list.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+		printNodes)
 	list.Flags().BoolVar(&consistent, "consistent", false, "read through the leader instead of the local replica")
 
 	tag := newTagCmd(g, "tag", "Add a tag to a node", false)
@@ -80,4 +53,22 @@ func newTagCmd(g *globals, use, short string, remove bool) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func printNodes(w io.Writer, nodes []api.Node) error {
+	rows := make([][]string, 0, len(nodes))
+	for _, n := range nodes {
+		tags := strings.Join(n.Tags, ",")
+		if tags == "" {
+			tags = "-"
+		}
+		rows = append(rows, []string{
+			n.Name, n.Phase, n.NodeIP, n.Arch,
+			strconv.Itoa(n.AvailableCPU) + "/" + strconv.Itoa(n.AllocatableCPU),
+			n.AvailableMemory + "/" + n.AllocatableMemory,
+			strconv.Itoa(n.AvailableGPU) + "/" + strconv.Itoa(n.AllocatableGPU),
+			tags,
+		})
+	}
+	return printTable(w, []string{"NAME", "PHASE", "IP", "ARCH", "CPU", "MEMORY", "GPU", "TAGS"}, rows)
 }

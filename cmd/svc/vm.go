@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -144,27 +145,9 @@ func printVMs(w io.Writer, vms []api.VM) error {
 }
 
 func newVMListCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the VMs of the namespace (all users')",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.clientFor()
-			if err != nil {
-				return err
-			}
-			vms, err := cl.ListVMs(cmd.Context(), g.namespace)
-			if err != nil {
-				return err
-			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), api.List[api.VM]{Items: vms})
-			}
-			return printVMs(cmd.OutOrStdout(), vms)
-		},
-	}
-	cmd.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
-	return cmd
+	return newListCmd(g, "List the VMs of the namespace (all users')",
+		func(ctx context.Context, cl *api.Client) ([]api.VM, error) { return cl.ListVMs(ctx, g.namespace) },
+		printVMs)
 }
 
 func newVMGetCmd(g *globals) *cobra.Command {

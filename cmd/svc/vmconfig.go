@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -42,26 +43,11 @@ func newVMConfigCmd(g *globals) *cobra.Command {
 	create.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	o.bind(create.Flags())
 
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the VM configs of the namespace",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.clientFor()
-			if err != nil {
-				return err
-			}
-			cs, err := cl.ListVMConfigs(cmd.Context(), g.namespace)
-			if err != nil {
-				return err
-			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), api.List[api.VMConfig]{Items: cs})
-			}
-			return printVMConfigs(cmd.OutOrStdout(), cs)
+	list := newListCmd(g, "List the VM configs of the namespace",
+		func(ctx context.Context, cl *api.Client) ([]api.VMConfig, error) {
+			return cl.ListVMConfigs(ctx, g.namespace)
 		},
-	}
-	list.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+		printVMConfigs)
 
 	get := &cobra.Command{
 		Use:   "get NAME",

@@ -1,0 +1,36 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// apply proposes a command through the backend, bounded by WriteTimeout.
+func (s *Server) apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	return s.b.Apply(ctx, t, body)
+}
+
+// deleter answers DELETE of a record named by the path parameter param: the
+// namespace must exist (when the path has one), the command comes from the
+// namespace and the name, and the answer is 204.
+func (s *Server) deleter(t raftfsm.Type, param string, body func(ns, name string) any) handler {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+		ns, name := p.ByName("namespace"), p.ByName(param)
+		if param != "namespace" {
+			if err := s.requireNamespace(ns); err != nil {
+				return err
+			}
+		}
+		if _, err := s.apply(r.Context(), t, body(ns, name)); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+}

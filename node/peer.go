@@ -66,7 +66,7 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	cfg.Log = cfg.Log.With("peer", cfg.Name)
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, problem: "hypervisor not checked yet", caught: caughtUp{ch: make(chan struct{})}}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}}
 	p.plainHTTP = &http.Client{Transport: p.peerTransport()}
 	p.peerHTTP = &http.Client{Transport: peerAuth{base: p.peerTransport(), p: p}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -98,6 +98,9 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The first report others see is true: a report corrected right after
+	// the join has to travel by gossip, which can take a push/pull round.
+	p.problem = p.probeHypervisor()
 	p.gossip, err = gossip.New(gossip.Config{
 		Name: cfg.Name, Bind: cfg.Bind, Port: cfg.GossipPort, Local: cfg.Local, Gate: cfg.Gate,
 		Report: p.report(), Log: cfg.Log.With("part", "gossip"),

@@ -61,23 +61,26 @@ func (p *Peer) healthLoop() {
 	tick := time.NewTicker(p.cfg.HealthInterval)
 	defer tick.Stop()
 	for {
-		problem := ""
-		if p.driver == nil {
-			problem = "no hypervisor driver"
-		} else {
-			ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
-			if err := p.driver.Probe(ctx); err != nil {
-				problem = "hypervisor does not answer: " + err.Error()
-			}
-			cancel()
-		}
-		p.setProblem(problem)
+		p.setProblem(p.probeHypervisor())
 		select {
 		case <-p.ctx.Done():
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// probeHypervisor returns why this node cannot take VMs ("" when it can).
+func (p *Peer) probeHypervisor() string {
+	if p.driver == nil {
+		return "no hypervisor driver"
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	if err := p.driver.Probe(ctx); err != nil {
+		return "hypervisor does not answer: " + err.Error()
+	}
+	return ""
 }
 
 func (p *Peer) setProblem(problem string) {

@@ -51,6 +51,18 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyBlobAddHolder)
 	case TypeBlobDropHolder:
 		return applyBody(c, s.applyBlobDropHolder)
+	case TypeImageCopy:
+		return applyBody(c, s.applyImageCopy)
+	case TypeImageDescribe:
+		return applyBody(c, s.applyImageDescribe)
+	case TypeImageDelete:
+		return applyBody(c, s.applyImageDelete)
+	case TypeVMImageOp:
+		return applyBody(c, func(b VMImageOp) (any, error) { return s.applyVMImageOp(index, b) })
+	case TypeVMImageOpDone:
+		return applyBody(c, s.applyVMImageOpDone)
+	case TypeVMImageOpFailed:
+		return applyBody(c, s.applyVMImageOpFailed)
 	case TypeUserUpsert:
 		return applyBody(c, func(b UserUpsert) (any, error) { return s.applyUserUpsert(index, b) })
 	case TypeUserRemove:

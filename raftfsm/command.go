@@ -41,6 +41,12 @@ const (
 	TypeCertSet          Type = 23
 	TypeSigningKeySet    Type = 24
 	TypeBlobDropHolder   Type = 25
+	TypeImageCopy        Type = 26
+	TypeImageDescribe    Type = 27
+	TypeImageDelete      Type = 28
+	TypeVMImageOp        Type = 29
+	TypeVMImageOpDone    Type = 30
+	TypeVMImageOpFailed  Type = 31
 )
 
 var typeNames = map[Type]string{
@@ -69,6 +75,12 @@ var typeNames = map[Type]string{
 	TypeCertSet:          "cert-set",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
+	TypeImageCopy:        "image-copy",
+	TypeImageDescribe:    "image-describe",
+	TypeImageDelete:      "image-delete",
+	TypeVMImageOp:        "vm-image-op",
+	TypeVMImageOpDone:    "vm-image-op-done",
+	TypeVMImageOpFailed:  "vm-image-op-failed",
 }
 
 func (t Type) String() string {
@@ -80,12 +92,14 @@ func (t Type) String() string {
 
 // PeerProposable reports whether a peer may propose a command of this type
 // through the leader on its own behalf: status reports, the blobs it holds
-// (taken and dropped), images it received, and the users its host's root
-// names (svc admin token, svc admin user remove). Every other command comes
+// (taken and dropped), images and ISOs it received, the outcome of a commit
+// or save it carried out, and the users its host's root names (svc admin
+// token, svc admin user remove). Every other command comes
 // from an authorized API call on the leader.
 func (t Type) PeerProposable() bool {
 	switch t {
-	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove:
+	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove,
+		TypeVMImageOpDone, TypeVMImageOpFailed:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/svc-project/svc/api"
@@ -26,6 +27,12 @@ func fuzzSeeds(f *testing.F) {
 		imageCmd(f, "mini2", "n1"),
 		mustEncode(f, TypeBlobAddHolder, BlobAddHolder{Digest: "sha256:aa", Node: "n2"}),
 		mustEncode(f, TypeBlobDropHolder, BlobDropHolder{Digest: "sha256:aa", Node: "n1"}),
+		mustEncode(f, TypeImageCopy, ImageCopy{Namespace: api.DefaultNamespace, Name: "mini", NewName: "mini9"}),
+		mustEncode(f, TypeImageDescribe, ImageDescribe{Namespace: api.DefaultNamespace, Name: "mini", Description: "d"}),
+		mustEncode(f, TypeImageDelete, ImageDelete{Kind: KindISO, Namespace: api.DefaultNamespace, Name: "mini"}),
+		mustEncode(f, TypeVMImageOp, VMImageOp{Namespace: api.DefaultNamespace, VM: "a", Kind: OpSave, Image: "s"}),
+		mustEncode(f, TypeVMImageOpDone, VMImageOpDone{Namespace: api.DefaultNamespace, VM: "a", ID: 5, Node: "n1", Digest: "sha256:" + strings.Repeat("b", 64), SizeBytes: 1}),
+		mustEncode(f, TypeVMImageOpFailed, VMImageOpFailed{Namespace: api.DefaultNamespace, VM: "a", ID: 5, Node: "n1", Error: "e"}),
 		mustEncode(f, TypeUserUpsert, UserUpsert{Name: "alice", Admin: true}),
 		mustEncode(f, TypeUserRemove, UserRemove{Name: "alice"}),
 		mustEncode(f, TypeSACreate, SACreate{Namespace: api.DefaultNamespace, Name: "ci"}),

@@ -26,10 +26,10 @@ func buildIndex(s *State) *index {
 		x.addVM(k, vm)
 	}
 	for _, img := range s.Images {
-		x.digests[img.Digest]++
+		x.addDigest(img.Digest)
 	}
 	for _, iso := range s.ISOs {
-		x.digests[iso.Digest]++
+		x.addDigest(iso.Digest)
 	}
 	return x
 }
@@ -53,7 +53,8 @@ func (x *index) addVM(k string, vm *VM) {
 		x.ports[vm.Node][p] = true
 	}
 	x.nsVMs[vm.Namespace]++
-	x.digests[vm.ImageDigest]++
+	x.addDigest(vm.ImageDigest)
+	x.addDigest(vm.ISODigest)
 }
 
 func (x *index) removeVM(k string, vm *VM) {
@@ -68,9 +69,21 @@ func (x *index) removeVM(k string, vm *VM) {
 	}
 	x.nsVMs[vm.Namespace]--
 	x.dropDigest(vm.ImageDigest)
+	x.dropDigest(vm.ISODigest)
+}
+
+// addDigest counts a reference to a blob ("" is no blob: an image whose
+// save has not finished).
+func (x *index) addDigest(d string) {
+	if d != "" {
+		x.digests[d]++
+	}
 }
 
 func (x *index) dropDigest(d string) {
+	if d == "" {
+		return
+	}
 	if x.digests[d]--; x.digests[d] <= 0 {
 		delete(x.digests, d)
 	}

@@ -16,10 +16,11 @@ type State struct {
 
 	// The following are keyed by "namespace/name" and filled by later
 	// capabilities (VMs, images, tenancy); they are part of every snapshot.
-	VMs             map[string]*VM             `json:"vms"`
-	VMConfigs       map[string]*VMConfig       `json:"vmConfigs"`
-	Images          map[string]*Image          `json:"images"`
-	ISOs            map[string]*ISO            `json:"isos"`
+	VMs       map[string]*VM       `json:"vms"`
+	VMConfigs map[string]*VMConfig `json:"vmConfigs"`
+	Images    map[string]*Image    `json:"images"`
+	// ISOs are installer images, kept as Image records (no arch or format).
+	ISOs            map[string]*Image          `json:"isos"`
 	ServiceAccounts map[string]*ServiceAccount `json:"serviceAccounts"`
 	// RoleBindings is keyed by namespace.
 	RoleBindings map[string]*RoleBinding `json:"roleBindings"`
@@ -68,7 +69,7 @@ func NewState() *State {
 		VMs:             map[string]*VM{},
 		VMConfigs:       map[string]*VMConfig{},
 		Images:          map[string]*Image{},
-		ISOs:            map[string]*ISO{},
+		ISOs:            map[string]*Image{},
 		ServiceAccounts: map[string]*ServiceAccount{},
 		RoleBindings:    map[string]*RoleBinding{},
 		Blobs:           map[string]*Blob{},
@@ -135,15 +136,6 @@ func (n *Node) HasTag(tag string) bool {
 		}
 	}
 	return false
-}
-
-// ISO is an installer image known to the cluster.
-type ISO struct {
-	Name      string    `json:"name"`
-	Namespace string    `json:"namespace"`
-	Digest    string    `json:"digest"`
-	SizeBytes int64     `json:"sizeBytes"`
-	CreatedAt time.Time `json:"createdAt"`
 }
 
 // ServiceAccount is a non-human subject of a namespace.

@@ -65,6 +65,7 @@ func get[T any, P record[T]](f *FSM, records func(*State) map[string]*T, k strin
 func vms(s *State) map[string]*VM                         { return s.VMs }
 func vmConfigs(s *State) map[string]*VMConfig             { return s.VMConfigs }
 func images(s *State) map[string]*Image                   { return s.Images }
+func isos(s *State) map[string]*Image                     { return s.ISOs }
 func blobs(s *State) map[string]*Blob                     { return s.Blobs }
 func users(s *State) map[string]*User                     { return s.Users }
 func serviceAccounts(s *State) map[string]*ServiceAccount { return s.ServiceAccounts }
@@ -98,6 +99,14 @@ func (f *FSM) Images(ns string) []Image {
 
 // Image returns one image.
 func (f *FSM) Image(ns, name string) (Image, bool) { return get(f, images, key(ns, name)) }
+
+// ISOs returns the ISOs of a namespace, sorted.
+func (f *FSM) ISOs(ns string) []Image {
+	return list(f, isos, func(img *Image) bool { return img.Namespace == ns })
+}
+
+// ISO returns one ISO.
+func (f *FSM) ISO(ns, name string) (Image, bool) { return get(f, isos, key(ns, name)) }
 
 // Blob returns what the cluster knows of a blob.
 func (f *FSM) Blob(digest string) (Blob, bool) { return get(f, blobs, digest) }

@@ -50,9 +50,11 @@ type VM struct {
 	Image       string `json:"image"`
 	ImageDigest string `json:"imageDigest"`
 	ImageFormat string `json:"imageFormat"`
-	Arch        string `json:"arch"`
-	VMConfig    string `json:"vmConfig,omitempty"`
-	Owner       string `json:"owner,omitempty"`
+	// ISODigest is the content of the ISO (VMOptions.ISO) attached as a CD-ROM.
+	ISODigest string `json:"isoDigest,omitempty"`
+	Arch      string `json:"arch"`
+	VMConfig  string `json:"vmConfig,omitempty"`
+	Owner     string `json:"owner,omitempty"`
 	VMOptions
 
 	// Node address and ports, stamped by the leader.
@@ -69,6 +71,8 @@ type VM struct {
 	UID       uint64 `json:"uid,omitempty"`
 	Desired   string `json:"desired"`
 	RevertGen int64  `json:"revertGen"`
+	// PendingOp is a commit or save its host is carrying out.
+	PendingOp *ImageOp `json:"pendingOp,omitempty"`
 
 	Status            string    `json:"status"`
 	ErrorMessage      string    `json:"errorMessage,omitempty"`
@@ -89,6 +93,10 @@ func (vm *VM) clone() *VM {
 	c := *vm
 	c.ReservedPorts = slices.Clone(vm.ReservedPorts)
 	c.CustomMetadata = maps.Clone(vm.CustomMetadata)
+	if vm.PendingOp != nil {
+		op := *vm.PendingOp
+		c.PendingOp = &op
+	}
 	return &c
 }
 
@@ -114,8 +122,15 @@ func (c *VMConfig) clone() *VMConfig {
 	return &d
 }
 
-// Image is a disk image of a namespace: a name bound to a content digest,
-// and the nodes that hold the blob.
+// Image states: Updating while a commit or save writes its new content.
+const (
+	ImageReady    = "Ready"
+	ImageUpdating = "Updating"
+	ImageFailed   = "Failed"
+)
+
+// Image is a disk image (or an ISO) of a namespace: a name bound to a
+// content digest; which nodes hold the blob is the Blob record's.
 type Image struct {
 	Name        string    `json:"name"`
 	Namespace   string    `json:"namespace"`
@@ -129,6 +144,14 @@ type Image struct {
 	Source      string    `json:"source,omitempty"`
 	Owner       string    `json:"owner,omitempty"`
 	CreatedAt   time.Time `json:"createdAt"`
+	// State is "" (Ready: records from before states), ImageReady,
+	// ImageUpdating or ImageFailed; ErrorMessage says why the last commit or
+	// save failed (the content before it is intact).
+	State        string `json:"state,omitempty"`
+	ErrorMessage string `json:"errorMessage,omitempty"`
 }
+
+// Usable reports whether a VM can start from the image: it has content.
+func (img *Image) Usable() bool { return img.Digest != "" }
 
 func key(ns, name string) string { return ns + "/" + name }

@@ -62,12 +62,6 @@ type VMConfigDelete struct {
 	Name      string `json:"name"`
 }
 
-// ImageCreate records an image whose blob one node holds.
-type ImageCreate struct {
-	Image  Image  `json:"image"`
-	Holder string `json:"holder"`
-}
-
 // BlobAddHolder records that a node now holds a blob.
 type BlobAddHolder struct {
 	Digest string `json:"digest"`
@@ -114,6 +108,11 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 	}
 	if _, ok := s.Images[key(vm.Namespace, vm.Image)]; !ok {
 		return nil, ruleErr(ErrNotFound, "image %q not found in namespace %q", vm.Image, vm.Namespace)
+	}
+	if vm.ISO != "" {
+		if _, ok := s.ISOs[key(vm.Namespace, vm.ISO)]; !ok {
+			return nil, ruleErr(ErrNotFound, "iso %q not found in namespace %q", vm.ISO, vm.Namespace)
+		}
 	}
 	vm.Status, vm.Desired, vm.ErrorMessage = VMPending, VMRunning, ""
 	vm.RevertGen, vm.ObservedRevertGen = 0, 0
@@ -216,6 +215,11 @@ func (s *State) applyVMConfigCreate(c VMConfigCreate) (any, error) {
 	if _, ok := s.Images[key(cfg.Namespace, cfg.Image)]; !ok {
 		return nil, ruleErr(ErrNotFound, "image %q not found in namespace %q", cfg.Image, cfg.Namespace)
 	}
+	if cfg.ISO != "" {
+		if _, ok := s.ISOs[key(cfg.Namespace, cfg.ISO)]; !ok {
+			return nil, ruleErr(ErrNotFound, "iso %q not found in namespace %q", cfg.ISO, cfg.Namespace)
+		}
+	}
 	k := key(cfg.Namespace, cfg.Name)
 	if _, ok := s.VMConfigs[k]; ok {
 		return nil, ruleErr(ErrAlreadyExists, "vmconfig %q already exists in namespace %q", cfg.Name, cfg.Namespace)
@@ -231,33 +235,6 @@ func (s *State) applyVMConfigDelete(c VMConfigDelete) (any, error) {
 	}
 	delete(s.VMConfigs, k)
 	return nil, nil
-}
-
-func (s *State) applyImageCreate(c ImageCreate) (any, error) {
-	img := c.Image
-	if img.Name == "" || img.Digest == "" {
-		return nil, ruleErr(ErrInvalid, "image name and digest must not be empty")
-	}
-	if _, ok := s.Namespaces[img.Namespace]; !ok {
-		return nil, ruleErr(ErrNotFound, "namespace %q not found", img.Namespace)
-	}
-	k := key(img.Namespace, img.Name)
-	if _, ok := s.Images[k]; ok {
-		return nil, ruleErr(ErrAlreadyExists, "image %q already exists in namespace %q", img.Name, img.Namespace)
-	}
-	s.Images[k] = &img
-	s.ix().digests[img.Digest]++
-	b, ok := s.Blobs[img.Digest]
-	if !ok {
-		b = &Blob{Digest: img.Digest, SizeBytes: img.SizeBytes, Holders: []string{}}
-		s.Blobs[img.Digest] = b
-	}
-	if c.Holder != "" && !slices.Contains(b.Holders, c.Holder) {
-		b.Holders = append(b.Holders, c.Holder)
-		slices.Sort(b.Holders)
-	}
-	cp := img
-	return &cp, nil
 }
 
 func (s *State) applyBlobAddHolder(c BlobAddHolder) (any, error) {

@@ -1,0 +1,206 @@
+package raftfsm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/svc-project/svc/api"
+)
+
+// Kinds of disk artifacts: the image and ISO commands serve both.
+const (
+	KindImage = "image"
+	KindISO   = "iso"
+)
+
+// ImageCreate records an image (or, with Kind KindISO, an ISO) whose blob
+// one node holds.
+type ImageCreate struct {
+	Kind   string `json:"kind,omitempty"` // "" is an image
+	Image  Image  `json:"image"`
+	Holder string `json:"holder"`
+}
+
+// ImageCopy gives an image's (or ISO's) content a second name. The copy
+// keeps the description unless one is given.
+type ImageCopy struct {
+	Kind        string    `json:"kind,omitempty"`
+	Namespace   string    `json:"namespace"`
+	Name        string    `json:"name"`
+	NewName     string    `json:"newName"`
+	Description *string   `json:"description,omitempty"`
+	Owner       string    `json:"owner,omitempty"`
+	Time        time.Time `json:"time"`
+}
+
+// ImageDescribe sets an image's (or ISO's) description.
+type ImageDescribe struct {
+	Kind        string `json:"kind,omitempty"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// ImageDelete removes an image's (or ISO's) name; its blob goes when nothing
+// references it.
+type ImageDelete struct {
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// MaxDescription bounds an image's or ISO's description.
+const MaxDescription = 4096
+
+// artifacts returns the map and the word for a kind.
+func (s *State) artifacts(kind string) (map[string]*Image, string, error) {
+	switch kind {
+	case "", KindImage:
+		return s.Images, KindImage, nil
+	case KindISO:
+		return s.ISOs, KindISO, nil
+	}
+	return nil, "", ruleErr(ErrInvalid, "unknown kind %q", kind)
+}
+
+func (s *State) artifact(kind, ns, name string) (*Image, map[string]*Image, string, error) {
+	m, word, err := s.artifacts(kind)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	img, ok := m[key(ns, name)]
+	if !ok {
+		return nil, m, word, ruleErr(ErrNotFound, "%s %q not found in namespace %q", word, name, ns)
+	}
+	return img, m, word, nil
+}
+
+// addArtifact records a new image or ISO under its name.
+func (s *State) addArtifact(m map[string]*Image, word string, img *Image) error {
+	if err := api.ValidateImageName(word+" name", img.Name); err != nil {
+		return ruleErr(ErrInvalid, "%s", err.Error())
+	}
+	if len(img.Description) > MaxDescription {
+		return ruleErr(ErrInvalid, "description is over %d bytes", MaxDescription)
+	}
+	if _, ok := s.Namespaces[img.Namespace]; !ok {
+		return ruleErr(ErrNotFound, "namespace %q not found", img.Namespace)
+	}
+	k := key(img.Namespace, img.Name)
+	if _, ok := m[k]; ok {
+		return ruleErr(ErrAlreadyExists, "%s %q already exists in namespace %q", word, img.Name, img.Namespace)
+	}
+	m[k] = img
+	s.ix().addDigest(img.Digest)
+	return nil
+}
+
+func (s *State) applyImageCreate(c ImageCreate) (any, error) {
+	m, word, err := s.artifacts(c.Kind)
+	if err != nil {
+		return nil, err
+	}
+	img := c.Image
+	if img.Digest == "" {
+		return nil, ruleErr(ErrInvalid, "%s digest must not be empty", word)
+	}
+	img.State, img.ErrorMessage = ImageReady, ""
+	if err := s.addArtifact(m, word, &img); err != nil {
+		return nil, err
+	}
+	s.holdBlob(img.Digest, img.SizeBytes, c.Holder)
+	cp := img
+	return &cp, nil
+}
+
+// holdBlob records that node holds a blob (creating its record).
+func (s *State) holdBlob(digest string, size int64, node string) {
+	b, ok := s.Blobs[digest]
+	if !ok {
+		b = &Blob{Digest: digest, SizeBytes: size, Holders: []string{}}
+		s.Blobs[digest] = b
+	}
+	if node != "" && !slices.Contains(b.Holders, node) {
+		b.Holders = append(b.Holders, node)
+		slices.Sort(b.Holders)
+	}
+}
+
+func (s *State) applyImageCopy(c ImageCopy) (any, error) {
+	src, m, word, err := s.artifact(c.Kind, c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !src.Usable() {
+		return nil, ruleErr(ErrConflict, "%s %q has no content yet (%s)", word, c.Name, src.State)
+	}
+	cp := *src
+	cp.Name, cp.SourceType, cp.Source, cp.Owner, cp.CreatedAt = c.NewName, "local", c.Name, c.Owner, c.Time
+	cp.State, cp.ErrorMessage = ImageReady, ""
+	if c.Description != nil {
+		cp.Description = *c.Description
+	}
+	if err := s.addArtifact(m, word, &cp); err != nil {
+		return nil, err
+	}
+	out := cp
+	return &out, nil
+}
+
+func (s *State) applyImageDescribe(c ImageDescribe) (any, error) {
+	img, _, _, err := s.artifact(c.Kind, c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Description) > MaxDescription {
+		return nil, ruleErr(ErrInvalid, "description is over %d bytes", MaxDescription)
+	}
+	img.Description = c.Description
+	out := *img
+	return &out, nil
+}
+
+// usersOf names, at most five, the VM configs and VMs of a namespace that
+// use an image (or ISO) by name.
+func (s *State) usersOf(kind, ns, name string) []string {
+	uses := func(image, iso string) bool {
+		if kind == KindISO {
+			return iso == name
+		}
+		return image == name
+	}
+	var out []string
+	for _, c := range s.VMConfigs {
+		if c.Namespace == ns && uses(c.Image, c.ISO) {
+			out = append(out, "vmconfig "+c.Name)
+		}
+	}
+	for _, vm := range s.VMs {
+		if vm.Namespace == ns && uses(vm.Image, vm.ISO) {
+			out = append(out, "vm "+vm.Name)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("%d more", len(out)-5))
+	}
+	return out
+}
+
+func (s *State) applyImageDelete(c ImageDelete) (any, error) {
+	img, m, word, err := s.artifact(c.Kind, c.Namespace, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if img.State == ImageUpdating {
+		return nil, ruleErr(ErrConflict, "%s %q is being updated by a commit or save", word, c.Name)
+	}
+	if users := s.usersOf(c.Kind, c.Namespace, c.Name); len(users) > 0 {
+		return nil, ruleErr(ErrConflict, "%s %q is in use by %s", word, c.Name, strings.Join(users, ", "))
+	}
+	delete(m, key(c.Namespace, c.Name))
+	s.ix().dropDigest(img.Digest)
+	return nil, nil
+}

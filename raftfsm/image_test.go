@@ -1,0 +1,218 @@
+package raftfsm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/svc-project/svc/api"
+)
+
+// steps applies commands one after another at rising indexes and checks
+// each one's error kind; after every step the index and a snapshot round
+// trip are checked.
+type step struct {
+	name string
+	cmd  []byte
+	// lazy builds the command when the step runs (it may depend on earlier steps).
+	lazy    func() []byte
+	wantErr error
+	check   func(t *testing.T, f *FSM)
+}
+
+func runSteps(t *testing.T, steps []step) *FSM {
+	t.Helper()
+	f := NewFSM(nil)
+	applyAll(t, f, vmSetup(t)...)
+	idx := f.Index()
+	for _, s := range steps {
+		idx++
+		if s.lazy != nil {
+			s.cmd = s.lazy()
+		}
+		c, err := Decode(s.cmd)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		r := f.ApplyCommand(idx, c)
+		if !errors.Is(r.Err, s.wantErr) || (s.wantErr == nil && r.Err != nil) {
+			t.Fatalf("%s: err = %v, want %v", s.name, r.Err, s.wantErr)
+		}
+		if s.check != nil {
+			s.check(t, f)
+		}
+		roundTrip(t, f)
+	}
+	return f
+}
+
+const digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+func TestImage_copy_describe_delete(t *testing.T) {
+	ns := api.DefaultNamespace
+	desc := "copied"
+	runSteps(t, []step{
+		{name: "copy", cmd: mustEncode(t, TypeImageCopy, ImageCopy{Namespace: ns, Name: "mini", NewName: "mini2", Time: t0}), check: func(t *testing.T, f *FSM) {
+			img, ok := f.Image(ns, "mini2")
+			src, _ := f.Image(ns, "mini")
+			if !ok || img.Digest != src.Digest || img.SourceType != "local" || img.Source != "mini" || img.State != ImageReady {
+				t.Fatalf("copy %+v", img)
+			}
+		}},
+		{name: "copy over a name", cmd: mustEncode(t, TypeImageCopy, ImageCopy{Namespace: ns, Name: "mini", NewName: "mini2"}), wantErr: ErrAlreadyExists},
+		{name: "copy with a description", cmd: mustEncode(t, TypeImageCopy, ImageCopy{Namespace: ns, Name: "mini", NewName: "mini3", Description: &desc}), check: func(t *testing.T, f *FSM) {
+			if img, _ := f.Image(ns, "mini3"); img.Description != "copied" {
+				t.Fatalf("copy %+v", img)
+			}
+		}},
+		{name: "copy of nothing", cmd: mustEncode(t, TypeImageCopy, ImageCopy{Namespace: ns, Name: "nope", NewName: "x"}), wantErr: ErrNotFound},
+		{name: "copy to a bad name", cmd: mustEncode(t, TypeImageCopy, ImageCopy{Namespace: ns, Name: "mini", NewName: "a/b"}), wantErr: ErrInvalid},
+		{name: "describe", cmd: mustEncode(t, TypeImageDescribe, ImageDescribe{Namespace: ns, Name: "mini2", Description: "hello"}), check: func(t *testing.T, f *FSM) {
+			if img, _ := f.Image(ns, "mini2"); img.Description != "hello" {
+				t.Fatalf("%+v", img)
+			}
+		}},
+		{name: "describe too long", cmd: mustEncode(t, TypeImageDescribe, ImageDescribe{Namespace: ns, Name: "mini2", Description: strings.Repeat("x", MaxDescription+1)}), wantErr: ErrInvalid},
+		{name: "a vm config uses it", cmd: mustEncode(t, TypeVMConfigCreate, VMConfigCreate{Config: VMConfig{Name: "cfg", Namespace: ns, Image: "mini2"}})},
+		{name: "delete while a config uses it", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Namespace: ns, Name: "mini2"}), wantErr: ErrConflict},
+		{name: "config gone", cmd: mustEncode(t, TypeVMConfigDelete, VMConfigDelete{Namespace: ns, Name: "cfg"})},
+		{name: "delete", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Namespace: ns, Name: "mini2"}), check: func(t *testing.T, f *FSM) {
+			if _, ok := f.Image(ns, "mini2"); ok || !f.BlobInUse("sha256:aa") {
+				t.Fatal("the name stayed, or the content another name has was dropped")
+			}
+		}},
+		{name: "delete the last names", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Namespace: ns, Name: "mini3"})},
+		{name: "delete the original", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Namespace: ns, Name: "mini"}), check: func(t *testing.T, f *FSM) {
+			if f.BlobInUse("sha256:aa") {
+				t.Fatal("a blob nothing names is still in use")
+			}
+		}},
+	})
+}
+
+func TestISO_create_attach_delete(t *testing.T) {
+	ns := api.DefaultNamespace
+	iso := Image{Name: "installer.iso", Namespace: ns, Digest: digestB, SizeBytes: 100}
+	vm := func() []byte {
+		return mustEncode(t, TypeVMCreate, VMCreate{VM: VM{Name: "inst", Namespace: ns, Node: "n1", Image: "mini", ImageDigest: "sha256:aa",
+			VMOptions: VMOptions{CPU: 1, MemoryBytes: 1 << 30, ISO: "installer.iso"}, ISODigest: digestB, SSHPort: 22001, VNCPort: 5901, ScreensharePort: 22002}})
+	}
+	runSteps(t, []step{
+		{name: "a vm needs the iso to exist", cmd: vm(), wantErr: ErrNotFound},
+		{name: "create", cmd: mustEncode(t, TypeImageCreate, ImageCreate{Kind: KindISO, Image: iso, Holder: "n1"}), check: func(t *testing.T, f *FSM) {
+			if got := f.ISOs(ns); len(got) != 1 || got[0].Name != "installer.iso" || !f.BlobInUse(digestB) {
+				t.Fatalf("isos %+v", got)
+			}
+			if _, ok := f.Image(ns, "installer.iso"); ok {
+				t.Fatal("an ISO listed as an image")
+			}
+		}},
+		{name: "twice", cmd: mustEncode(t, TypeImageCreate, ImageCreate{Kind: KindISO, Image: iso, Holder: "n1"}), wantErr: ErrAlreadyExists},
+		{name: "attached to a vm", cmd: vm()},
+		{name: "delete while a vm uses it", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Kind: KindISO, Namespace: ns, Name: "installer.iso"}), wantErr: ErrConflict},
+		{name: "vm gone", cmd: mustEncode(t, TypeVMDelete, VMDelete{Namespace: ns, Name: "inst"})},
+		{name: "delete", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Kind: KindISO, Namespace: ns, Name: "installer.iso"}), check: func(t *testing.T, f *FSM) {
+			if len(f.ISOs(ns)) != 0 || f.BlobInUse(digestB) {
+				t.Fatal("still there")
+			}
+		}},
+		{name: "unknown kind", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Kind: "floppy", Namespace: ns, Name: "x"}), wantErr: ErrInvalid},
+	})
+}
+
+// A commit moves the image's name to the new content, restarts the VM on
+// it and leaves other VMs on the old content; a save makes a new image; a
+// failure keeps the old content; reports of an operation not under way are
+// refused.
+func TestVMImageOp_commit_save_fail(t *testing.T) {
+	ns := api.DefaultNamespace
+	desc := "after commit"
+	op := func(kind, image string) []byte {
+		return mustEncode(t, TypeVMImageOp, VMImageOp{Namespace: ns, VM: "a", Kind: kind, Image: image, Description: &desc, Time: t0})
+	}
+	var opID uint64
+	noteOp := func(t *testing.T, f *FSM) {
+		vm, _ := f.VM(ns, "a")
+		if vm.PendingOp == nil {
+			t.Fatal("no operation under way")
+		}
+		opID = vm.PendingOp.ID
+	}
+	done := func(id func() uint64, node string) func() []byte {
+		return func() []byte {
+			return mustEncode(t, TypeVMImageOpDone, VMImageOpDone{Namespace: ns, VM: "a", ID: id(), Node: node, Digest: digestB, SizeBytes: 9, VirtualSize: 99, Format: "qcow2"})
+		}
+	}
+	var revertGen int64
+	runSteps(t, []step{
+		{name: "vm a", cmd: vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)},
+		{name: "vm b", cmd: vmCreateCmd(t, "b", "n1", 1, 1<<30, 22011)},
+		{name: "commit", cmd: op(OpCommit, ""), check: func(t *testing.T, f *FSM) {
+			noteOp(t, f)
+			if img, _ := f.Image(ns, "mini"); img.State != ImageUpdating || img.Digest != "sha256:aa" || img.Description != desc {
+				t.Fatalf("image %+v", img)
+			}
+			vm, _ := f.VM(ns, "a")
+			revertGen = vm.RevertGen
+		}},
+		{name: "a second one while the first runs", cmd: op(OpSave, "other"), wantErr: ErrConflict},
+		{name: "the image cannot go meanwhile", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Namespace: ns, Name: "mini"}), wantErr: ErrConflict},
+		{name: "a report from another node", lazy: done(func() uint64 { return opID }, "n9"), wantErr: ErrConflict},
+		{name: "a report of another operation", lazy: done(func() uint64 { return opID + 100 }, "n1"), wantErr: ErrNotFound},
+		{name: "done", lazy: done(func() uint64 { return opID }, "n1"), check: func(t *testing.T, f *FSM) {
+			img, _ := f.Image(ns, "mini")
+			a, _ := f.VM(ns, "a")
+			b, _ := f.VM(ns, "b")
+			if img.State != ImageReady || img.Digest != digestB || img.VirtualSize != 99 {
+				t.Fatalf("image %+v", img)
+			}
+			if a.ImageDigest != digestB || a.PendingOp != nil || a.RevertGen != revertGen+1 {
+				t.Fatalf("the committed vm %+v", a)
+			}
+			if b.ImageDigest != "sha256:aa" || !f.BlobInUse("sha256:aa") {
+				t.Fatalf("another vm lost its content: %+v", b)
+			}
+			if blob, ok := f.Blob(digestB); !ok || blob.Holders[0] != "n1" {
+				t.Fatalf("blob %+v", blob)
+			}
+		}},
+		{name: "done twice", lazy: done(func() uint64 { return opID }, "n1"), wantErr: ErrNotFound},
+		{name: "save over a taken name", cmd: op(OpSave, "mini"), wantErr: ErrAlreadyExists},
+		{name: "save to a bad name", cmd: op(OpSave, "a/b"), wantErr: ErrInvalid},
+		{name: "save", cmd: op(OpSave, "saved"), check: func(t *testing.T, f *FSM) {
+			noteOp(t, f)
+			if img, ok := f.Image(ns, "saved"); !ok || img.State != ImageUpdating || img.Usable() || img.SourceType != "vm" || img.Source != "a" {
+				t.Fatalf("saved %+v", img)
+			}
+		}},
+		{name: "a failure report of no operation", cmd: mustEncode(t, TypeVMImageOpFailed, VMImageOpFailed{Namespace: ns, VM: "a", ID: 0, Node: "n1", Error: "x"}), wantErr: ErrNotFound},
+		{name: "the save fails", lazy: func() []byte {
+			return mustEncode(t, TypeVMImageOpFailed, VMImageOpFailed{Namespace: ns, VM: "a", ID: opID, Node: "n1", Error: "disk full"})
+		}, check: func(t *testing.T, f *FSM) {
+			img, _ := f.Image(ns, "saved")
+			if vm, _ := f.VM(ns, "a"); img.State != ImageFailed || vm.PendingOp != nil || !strings.Contains(img.ErrorMessage, "disk full") {
+				t.Fatalf("saved %+v", img)
+			}
+		}},
+	})
+	// The failure names the operation it ends.
+	f := runSteps(t, []step{
+		{name: "vm a", cmd: vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)},
+		{name: "commit", cmd: op(OpCommit, ""), check: noteOp},
+	})
+	r := f.ApplyCommand(f.Index()+1, mustDecode(t, mustEncode(t, TypeVMImageOpFailed, VMImageOpFailed{Namespace: ns, VM: "a", ID: opID, Node: "n1", Error: "disk full"})))
+	img, _ := f.Image(ns, "mini")
+	vm, _ := f.VM(ns, "a")
+	if r.Err != nil || img.State != ImageFailed || !strings.Contains(img.ErrorMessage, "disk full") || img.Digest != "sha256:aa" || vm.PendingOp != nil {
+		t.Fatalf("after a failure: %v, image %+v, vm op %+v", r.Err, img, vm.PendingOp)
+	}
+}
+
+func mustDecode(t testing.TB, b []byte) Command {
+	t.Helper()
+	c, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

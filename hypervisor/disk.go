@@ -26,3 +26,14 @@ func createOverlay(ctx context.Context, base, baseFormat, path string) error {
 	}
 	return nil
 }
+
+// exportDisk writes the overlay at path, flattened onto its base, to dst as
+// a standalone qcow2 (what a commit or save keeps).
+func exportDisk(ctx context.Context, path, dst string) error {
+	out, err := exec.CommandContext(ctx, "qemu-img", "convert", "-q", "-W", "-O", "qcow2", path, dst).CombinedOutput()
+	if err != nil {
+		_ = os.Remove(dst)
+		return fmt.Errorf("qemu-img convert: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -80,6 +80,9 @@ type Driver interface {
 	Revert(ctx context.Context, s Spec) error
 	// Delete forces the domain off, undefines it and removes its disk.
 	Delete(ctx context.Context, name string) error
+	// Export writes the domain's disk, its overlay flattened onto its base,
+	// to dst as a standalone qcow2. The domain must be shut off.
+	Export(ctx context.Context, name, dst string) error
 	// List returns the domains of this peer.
 	List(ctx context.Context) ([]Domain, error)
 	// DiskPath returns the path of a domain's overlay disk.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -19,14 +20,16 @@ var ErrUnavailable = errors.New("hypervisor unavailable")
 type Fake struct {
 	prefix string
 
-	mu        sync.Mutex
-	down      bool
-	createErr error
-	startErr  error
-	barrier   *createBarrier
-	domains   map[string]*fakeDomain
-	calls     []string
-	lists     int
+	mu         sync.Mutex
+	down       bool
+	createErr  error
+	startErr   error
+	barrier    *createBarrier
+	exports    int
+	exportHold <-chan struct{}
+	domains    map[string]*fakeDomain
+	calls      []string
+	lists      int
 }
 
 type fakeDomain struct {
@@ -297,6 +300,63 @@ func (f *Fake) List(context.Context) ([]Domain, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// HoldExports makes every Export wait until release is closed (or its
+// context ends): a test can stop a peer in the middle of a commit.
+func (f *Fake) HoldExports(release <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.exportHold = release
+}
+
+// Exports returns how many Exports were started.
+func (f *Fake) Exports() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.exports
+}
+
+// Export writes the base image's bytes followed by a line that names the
+// domain and its disk generation, so that each commit has content of its own
+// that qemu-img still reads as the base's format.
+func (f *Fake) Export(ctx context.Context, name, dst string) error {
+	f.mu.Lock()
+	if err := f.enter("export", name); err != nil {
+		f.mu.Unlock()
+		return err
+	}
+	f.exports++
+	hold := f.exportHold
+	d, err := f.get(name)
+	if err == nil && d.state != StateShutoff {
+		err = fmt.Errorf("export %s: the domain is %s, not shut off", name, d.state)
+	}
+	var spec Spec
+	var gen int
+	if err == nil {
+		spec, gen = d.spec, d.disk
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	base, err := os.ReadFile(spec.BaseImage)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", name, err)
+	}
+	trailer := fmt.Sprintf("\nsvc fake disk of %s, generation %d, exported at %d\n", name, gen, time.Now().UnixNano())
+	if err := os.WriteFile(dst, append(base, trailer...), 0o600); err != nil {
+		return fmt.Errorf("export %s: %w", name, err)
+	}
+	return nil
 }
 
 // DiskPath is a made-up path.

@@ -392,6 +392,23 @@ func (d *Libvirt) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
+// Export writes the shut-off domain's disk flattened to dst.
+func (d *Libvirt) Export(ctx context.Context, name, dst string) error {
+	if err := d.checkName(name); err != nil {
+		return err
+	}
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st, err := d.state(ctx, dom); err != nil {
+		return err
+	} else if st != StateShutoff {
+		return fmt.Errorf("export %s: the domain is %s, not shut off", name, st)
+	}
+	return exportDisk(ctx, d.DiskPath(name), dst)
+}
+
 func (d *Libvirt) undefine(ctx context.Context, dom libvirt.Domain) error {
 	_, err := do(ctx, d, "undefine "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) {
 		return struct{}{}, l.DomainUndefineFlags(dom, libvirt.DomainUndefineManagedSave|libvirt.DomainUndefineSnapshotsMetadata|libvirt.DomainUndefineNvram)

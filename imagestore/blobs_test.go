@@ -136,3 +136,30 @@ func TestStore_Lease_of_a_missing_blob(t *testing.T) {
 		t.Fatal("leased a blob the store lacks")
 	}
 }
+
+func TestStore_StageFile_takes_a_file_in_place(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	p, err := s.TempPath("export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("exported disk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.StageFile(context.Background(), p)
+	if err != nil || st.Digest != digestOf([]byte("exported disk")) || st.Size != 13 {
+		t.Fatalf("staged %+v %v", st, err)
+	}
+	l, err := st.Commit()
+	if err != nil || !s.Has(l.Digest()) {
+		t.Fatalf("commit: %v", err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatal("the staged file is still in the staging directory")
+	}
+	outside := filepath.Join(t.TempDir(), "x")
+	_ = os.WriteFile(outside, []byte("x"), 0o600)
+	if _, err := s.StageFile(context.Background(), outside); err == nil {
+		t.Fatal("staged a file outside the staging directory")
+	}
+}

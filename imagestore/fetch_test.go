@@ -194,3 +194,35 @@ func TestInspect_qcow2(t *testing.T) {
 		t.Fatalf("a text file: %+v %v", info, err)
 	}
 }
+
+func TestCheckISO_cases(t *testing.T) {
+	if _, err := exec.LookPath("genisoimage"); err != nil {
+		if os.Getenv("SVC_REQUIRE_LIBVIRT") == "1" {
+			t.Fatal("genisoimage missing")
+		}
+		t.Skip("genisoimage missing")
+	}
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hi"), 0o600)
+	iso := filepath.Join(t.TempDir(), "a.iso")
+	if out, err := exec.Command("genisoimage", "-quiet", "-o", iso, dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	short := filepath.Join(t.TempDir(), "short")
+	_ = os.WriteFile(short, []byte("not an iso"), 0o600)
+	zeros := filepath.Join(t.TempDir(), "zeros")
+	_ = os.WriteFile(zeros, make([]byte, 64<<10), 0o600)
+	cases := []struct {
+		name string
+		path string
+		ok   bool
+	}{{"an ISO", iso, true}, {"a short text", short, false}, {"zeros", zeros, false}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckISO(c.path)
+			if (err == nil) != c.ok || (!c.ok && !errors.Is(err, ErrNotAnISO)) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 )
 
@@ -55,6 +58,43 @@ func CheckDisk(info Info, size int64) error {
 	}
 	if info.BackingFile != "" {
 		return fmt.Errorf("%w: it has a backing file (%s); upload a standalone image (qemu-img convert)", ErrNotADisk, info.BackingFile)
+	}
+	return nil
+}
+
+// CreateEmpty writes an empty qcow2 disk of virtualSize bytes at path.
+func CreateEmpty(ctx context.Context, path string, virtualSize int64) error {
+	out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", path, strconv.FormatInt(virtualSize, 10)).CombinedOutput()
+	if err != nil {
+		_ = os.Remove(path)
+		return fmt.Errorf("qemu-img create: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// ErrNotAnISO is wrapped when a file is not an ISO 9660 image.
+var ErrNotAnISO = errors.New("not an ISO 9660 image")
+
+// isoMagicOffset is where an ISO 9660 image's primary volume descriptor says
+// "CD001": byte 1 of sector 16 (of 2048 bytes).
+const isoMagicOffset = 16*2048 + 1
+
+// CheckISO accepts an ISO 9660 image: a volume descriptor at sector 16.
+func CheckISO(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("check ISO: %w", err)
+	}
+	defer f.Close()
+	magic := make([]byte, 5)
+	if _, err := f.ReadAt(magic, isoMagicOffset); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: the file is too short", ErrNotAnISO)
+		}
+		return fmt.Errorf("check ISO: %w", err)
+	}
+	if string(magic) != "CD001" {
+		return fmt.Errorf("%w: no volume descriptor at sector 16", ErrNotAnISO)
 	}
 	return nil
 }

@@ -163,6 +163,28 @@ func (c *Client) sendOnce(req *http.Request, out any) (http.Header, error) {
 	return resp.Header, nil
 }
 
+// stream sends a prepared request with the client's token and returns the
+// answer for the caller to read (an error answer becomes a *StatusError).
+func (c *Client) stream(req *http.Request) (*http.Response, error) {
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, decodeStatus(resp, data)
+	}
+	return resp, nil
+}
+
 // ErrNotStatus is wrapped by the error returned for an error answer that is
 // not a Status body.
 var ErrNotStatus = errors.New("answer is not a Status")

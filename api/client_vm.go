@@ -2,11 +2,9 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 func nsPath(namespace string, parts ...string) string {
@@ -87,14 +85,7 @@ func (c *Client) ListImages(ctx context.Context, namespace string) ([]Image, err
 // UploadImage streams an image of size bytes from r (never holding it in
 // memory) as a raw body and returns the image record.
 func (c *Client) UploadImage(ctx context.Context, namespace, name string, r io.Reader, size int64) (Image, error) {
-	u := strings.TrimRight(c.BaseURL, "/") + nsPath(namespace, "upload", "image") + "?name=" + url.QueryEscape(name)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, r)
-	if err != nil {
-		return Image{}, fmt.Errorf("build request: %w", err)
-	}
-	req.ContentLength = size
-	req.Header.Set("Content-Type", "application/octet-stream")
 	var out Image
-	err = c.send(req, &out)
+	err := c.upload(ctx, nsPath(namespace, "upload", "image"), name, r, size, &out)
 	return out, err
 }

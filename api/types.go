@@ -61,6 +61,9 @@ type Node struct {
 	// CPUOvercommit is how many vCPUs the node offers per CPU: allocatableCpu
 	// counts vCPUs.
 	CPUOvercommit float64 `json:"cpuOvercommit"`
+	// CachedImages are the images of the namespace whose content the node
+	// holds: a first deploy of one of them there starts at once.
+	CachedImages []string `json:"cachedImages"`
 }
 
 // TagRequest is the body of the node tag and untag calls.

@@ -141,6 +141,65 @@ type Image struct {
 	CreatedAt    time.Time `json:"createdAt"`
 }
 
+// ISO is an ISO record: like an image record, without arch.
+type ISO struct {
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Size         string    `json:"size"`
+	SpaceUsed    string    `json:"spaceUsed"`
+	Digest       string    `json:"digest"`
+	SourceType   string    `json:"sourceType"`
+	Source       string    `json:"source"`
+	State        string    `json:"state"`
+	ErrorMessage string    `json:"errorMessage"`
+	Owner        string    `json:"owner"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// Image states.
+const (
+	ImageReady    = "Ready"
+	ImageUpdating = "Updating"
+	ImageFailed   = "Failed"
+)
+
+// GenerateImageRequest is the body of POST .../images: an empty qcow2 disk
+// of a virtual size ("10G", "512M").
+type GenerateImageRequest struct {
+	Name        string `json:"name"`
+	Size        string `json:"size"`
+	Description string `json:"description,omitempty"`
+}
+
+// CopyRequest is the body of POST .../images/{image}/copy and
+// .../isos/{iso}/copy; the copy keeps the description unless one is given.
+type CopyRequest struct {
+	NewName     string  `json:"newName"`
+	Description *string `json:"description,omitempty"`
+}
+
+// DescriptionRequest is the body of POST .../images/{image}/description and
+// .../isos/{iso}/description.
+type DescriptionRequest struct {
+	Description string `json:"description"`
+}
+
+// CommitRequest is the body of POST .../vms/{vm}/commit.
+type CommitRequest struct {
+	Description *string `json:"description,omitempty"`
+}
+
+// SaveRequest is the body of POST .../vms/{vm}/save.
+type SaveRequest struct {
+	ImageName   string  `json:"imageName"`
+	Description *string `json:"description,omitempty"`
+}
+
+// StatusURL answers a commit or save: where to watch the image.
+type StatusURL struct {
+	StatusURL string `json:"statusUrl"`
+}
+
 // FormatGi formats bytes as binary gibibytes: "6Gi", "2.5Gi".
 func FormatGi(bytes int64) string {
 	return strconv.FormatFloat(float64(bytes)/(1<<30), 'f', -1, 64) + "Gi"

@@ -29,6 +29,7 @@ func NodeToAPI(n raftfsm.NodeView) api.Node {
 		Tags:              append([]string{}, n.Tags...),
 		Arch:              n.Arch,
 		CPUOvercommit:     max(n.CPUOvercommit, 1),
+		CachedImages:      []string{},
 	}
 }
 
@@ -78,8 +79,24 @@ func imageToAPI(img raftfsm.Image) api.Image {
 	return api.Image{
 		Name: img.Name, Description: img.Description, Type: img.Arch, Size: api.FormatSize(img.VirtualSize),
 		SpaceUsed: api.FormatSize(img.SizeBytes), Digest: img.Digest, SourceType: img.SourceType,
-		Source: img.Source, State: "Ready", Owner: img.Owner, CreatedAt: img.CreatedAt,
+		Source: img.Source, State: stateOf(img), ErrorMessage: img.ErrorMessage, Owner: img.Owner, CreatedAt: img.CreatedAt,
 	}
+}
+
+func isoToAPI(img raftfsm.Image) api.ISO {
+	return api.ISO{
+		Name: img.Name, Description: img.Description, Size: api.FormatSize(img.SizeBytes),
+		SpaceUsed: api.FormatSize(img.SizeBytes), Digest: img.Digest, SourceType: img.SourceType,
+		Source: img.Source, State: stateOf(img), ErrorMessage: img.ErrorMessage, Owner: img.Owner, CreatedAt: img.CreatedAt,
+	}
+}
+
+// stateOf is a record's state; records from before states are Ready.
+func stateOf(img raftfsm.Image) string {
+	if img.State == "" {
+		return api.ImageReady
+	}
+	return img.State
 }
 
 func formatReservedPorts(ps []raftfsm.PortMap) string {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -164,17 +165,25 @@ func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error)
 	if !ok {
 		return nil, notFound("image %q not found in namespace %q", image, ns)
 	}
+	if !img.Usable() {
+		return nil, errorf(http.StatusConflict, api.ReasonConflict, "image %q has no content yet (%s): its save is under way or failed", image, stateOf(img))
+	}
+	var isoDigest string
 	iso := first(r.ISO, cfg.ISO)
 	if iso != "" {
-		return nil, notFound("iso %q not found in namespace %q", iso, ns)
+		i, ok := fsm.ISO(ns, iso)
+		if !ok {
+			return nil, notFound("iso %q not found in namespace %q", iso, ns)
+		}
+		isoDigest = i.Digest
 	}
 	gpu := pick(r.GPUPassthrough, cfg.GPUPassthrough)
 	vm := raftfsm.VM{
-		Name: r.Name, Namespace: ns, Image: img.Name, ImageDigest: img.Digest, ImageFormat: img.Format, VMConfig: cfg.Name,
+		Name: r.Name, Namespace: ns, Image: img.Name, ImageDigest: img.Digest, ImageFormat: img.Format, VMConfig: cfg.Name, ISODigest: isoDigest,
 		VMOptions: raftfsm.VMOptions{
 			CPU: cpu, MemoryBytes: int64(memGiB * (1 << 30)), GPUPassthrough: gpu,
 			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost),
-			Display: display, CustomMetadata: meta,
+			Display: display, CustomMetadata: meta, ISO: iso,
 		},
 		ReservedPorts: reserved,
 	}

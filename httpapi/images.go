@@ -18,38 +18,47 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-func (s *Server) listImages(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	ns := p.ByName("namespace")
-	if err := s.requireNamespace(ns); err != nil {
-		return err
-	}
-	items := []api.Image{}
-	for _, img := range s.b.FSM().Images(ns) {
-		items = append(items, imageToAPI(img))
-	}
-	writeJSON(w, http.StatusOK, api.List[api.Image]{Items: items})
-	return nil
-}
-
 // uploadImage streams an image into a staging file of this request (never
 // holding it in memory), checks it there, commits it to this peer's blob
 // store and records it through the leader. The body is multipart with a
 // "name" field and the file in "image", or raw bytes with ?name=.
 func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	return s.upload(w, r, p, imageArtifact().kind, func(ctx context.Context, st *imagestore.Staged, img *raftfsm.Image) error {
+		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		info, err := imagestore.Inspect(ictx, st.Path())
+		cancel()
+		if err == nil {
+			err = imagestore.CheckDisk(info, st.Size)
+		}
+		if err != nil {
+			return badRequest("not a disk image: %v", err)
+		}
+		img.VirtualSize, img.Format, img.Arch = info.VirtualSize, info.Format, runtime.GOARCH
+		return nil
+	})
+}
+
+// uploadISO is uploadImage for an ISO 9660 image (field "iso").
+func (s *Server) uploadISO(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	return s.upload(w, r, p, isoArtifact().kind, func(_ context.Context, st *imagestore.Staged, img *raftfsm.Image) error {
+		if err := imagestore.CheckISO(st.Path()); err != nil {
+			return badRequest("%v", err)
+		}
+		img.VirtualSize, img.Format = st.Size, "iso"
+		return nil
+	})
+}
+
+// upload receives, checks (check fills in what the file says of itself)
+// and records an image or ISO.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, p httprouter.Params, kind string,
+	check func(context.Context, *imagestore.Staged, *raftfsm.Image) error) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	checkName := func(name string) error {
-		if err := api.ValidateImageName("name", name); err != nil {
-			return badRequest("field \"name\": %s", err)
-		}
-		if _, ok := s.b.FSM().Image(ns, name); ok {
-			return errorf(http.StatusConflict, api.ReasonAlreadyExists, "image %q already exists in namespace %q", name, ns)
-		}
-		return nil
-	}
-	up, err := s.receiveUpload(r, "image", checkName)
+	checkName := func(name string) error { return s.nameFree(kind, ns, name) }
+	up, err := s.receiveUpload(r, kind, checkName)
 	if err != nil {
 		return err
 	}
@@ -57,25 +66,99 @@ func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httproute
 	if err := checkName(up.name); err != nil {
 		return err
 	}
-	ictx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	info, err := imagestore.Inspect(ictx, up.staged.Path())
-	cancel()
-	if err == nil {
-		err = imagestore.CheckDisk(info, up.staged.Size)
-	}
-	if err != nil {
-		return badRequest("not a disk image: %v", err)
-	}
 	img := raftfsm.Image{
-		Name: up.name, Namespace: ns, Digest: up.staged.Digest, SizeBytes: up.staged.Size, VirtualSize: info.VirtualSize,
-		Format: info.Format, Arch: runtime.GOARCH, Description: up.description, SourceType: "userUpload", Owner: owner(r.Context()),
-		CreatedAt: time.Now().UTC().Truncate(time.Second),
+		Name: up.name, Namespace: ns, Digest: up.staged.Digest, SizeBytes: up.staged.Size, Description: up.description,
+		SourceType: "userUpload", Owner: owner(r.Context()), CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
-	err = s.commitBlob(r.Context(), up.staged, func(ctx context.Context) error {
-		_, err := s.apply(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: img, Holder: s.b.Name()})
+	if err := check(r.Context(), up.staged, &img); err != nil {
+		return err
+	}
+	if err := s.record(r.Context(), kind, up.staged, img); err != nil {
+		return err
+	}
+	if kind == raftfsm.KindISO {
+		writeJSON(w, http.StatusCreated, isoToAPI(img))
+	} else {
+		writeJSON(w, http.StatusCreated, imageToAPI(img))
+	}
+	return nil
+}
+
+// nameFree checks an image or ISO name: valid and not taken.
+func (s *Server) nameFree(kind, ns, name string) error {
+	if err := api.ValidateImageName("name", name); err != nil {
+		return badRequest("field \"name\": %s", err)
+	}
+	get := (*raftfsm.FSM).Image
+	if kind == raftfsm.KindISO {
+		get = (*raftfsm.FSM).ISO
+	}
+	if _, ok := get(s.b.FSM(), ns, name); ok {
+		return errorf(http.StatusConflict, api.ReasonAlreadyExists, "%s %q already exists in namespace %q", kind, name, ns)
+	}
+	return nil
+}
+
+// record commits a staged file and records it as an image or ISO held here.
+func (s *Server) record(ctx context.Context, kind string, st *imagestore.Staged, img raftfsm.Image) error {
+	return s.commitBlob(ctx, st, func(ctx context.Context) error {
+		_, err := s.apply(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.b.Name()})
 		return err
 	})
+}
+
+// Bounds of a generated image's virtual size.
+const (
+	minGeneratedSize = 1 << 20
+	maxGeneratedSize = 64 << 40
+)
+
+// generateImage makes an empty qcow2 disk of the asked virtual size on this
+// peer and records it: a disk for an OS installed from an ISO, or extra
+// storage.
+func (s *Server) generateImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ns := p.ByName("namespace")
+	var req api.GenerateImageRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	size, err := api.ParseSize(req.Size)
+	if err != nil || size < minGeneratedSize || size > maxGeneratedSize {
+		return badRequest("field \"size\": %q is not a size from 1M to 64T with a unit K, M, G or T (e.g. \"10G\")", req.Size)
+	}
+	if len(req.Description) > raftfsm.MaxDescription {
+		return badRequest("field \"description\": over %d bytes", raftfsm.MaxDescription)
+	}
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	if err := s.nameFree(raftfsm.KindImage, ns, req.Name); err != nil {
+		return err
+	}
+	path, err := s.b.Images().TempPath("generate")
 	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := imagestore.CreateEmpty(ctx, path, size); err != nil {
+		return err
+	}
+	st, err := s.b.Images().StageFile(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer st.Discard()
+	info, err := imagestore.Inspect(ctx, st.Path())
+	if err != nil {
+		return err
+	}
+	img := raftfsm.Image{
+		Name: req.Name, Namespace: ns, Digest: st.Digest, SizeBytes: st.Size, VirtualSize: info.VirtualSize, Format: info.Format,
+		Arch: runtime.GOARCH, Description: req.Description, SourceType: "generated", Owner: owner(r.Context()),
+		CreatedAt: time.Now().UTC().Truncate(time.Second),
+	}
+	if err := s.record(r.Context(), raftfsm.KindImage, st, img); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusCreated, imageToAPI(img))

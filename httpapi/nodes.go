@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -22,13 +23,27 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p httprouter.
 		return err
 	}
 	items := []api.Node{}
+	images := s.b.FSM().Images(ns)
 	for _, n := range s.b.FSM().Nodes() {
 		if n.Namespace == ns {
-			items = append(items, NodeToAPI(n))
+			rec := NodeToAPI(n)
+			rec.CachedImages = s.cachedImages(n.Name, images)
+			items = append(items, rec)
 		}
 	}
 	writeJSON(w, http.StatusOK, api.List[api.Node]{Items: items})
 	return nil
+}
+
+// cachedImages names the images whose content node holds.
+func (s *Server) cachedImages(node string, images []raftfsm.Image) []string {
+	out := []string{}
+	for _, img := range images {
+		if b, ok := s.b.FSM().Blob(img.Digest); ok && slices.Contains(b.Holders, node) {
+			out = append(out, img.Name)
+		}
+	}
+	return out
 }
 
 func (s *Server) tagNode(t raftfsm.Type) handler {

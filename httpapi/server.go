@@ -192,9 +192,27 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader},
 		s.deleter(raftfsm.TypeVMConfigDelete, "vmconfig", func(ns, name string) any { return raftfsm.VMConfigDelete{Namespace: ns, Name: name} }))
 
-	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, s.listImages)
-	// Uploads stay on the peer that receives them; only the record goes to the leader.
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/commit", Rule: RuleMember, Write: true, Target: Leader}, s.commitVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/save", Rule: RuleMember, Write: true, Target: Leader}, s.saveVM)
+
+	img, iso := imageArtifact(), isoArtifact()
+	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, img.listHandler(s))
+	// Generated and uploaded files stay on the peer that makes or receives
+	// them; only the record goes to the leader.
+	s.handle(Route{Method: post, Path: ns + "/images", Rule: RuleMember, Write: true}, s.generateImage)
+	s.handle(Route{Method: get, Path: ns + "/images/:image", Rule: RuleMember}, img.getHandler(s))
+	s.handle(Route{Method: del, Path: ns + "/images/:image", Rule: RuleMember, Write: true, Target: Leader}, img.deleteHandler(s))
+	s.handle(Route{Method: post, Path: ns + "/images/:image/copy", Rule: RuleMember, Write: true, Target: Leader}, img.copyHandler(s))
+	s.handle(Route{Method: post, Path: ns + "/images/:image/description", Rule: RuleMember, Write: true, Target: Leader}, img.describeHandler(s))
+	s.handle(Route{Method: get, Path: ns + "/images/:image/download", Rule: RuleMember}, s.downloadImage)
 	s.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true, Upload: true}, s.uploadImage)
+
+	s.handle(Route{Method: get, Path: ns + "/isos", Rule: RuleMember}, iso.listHandler(s))
+	s.handle(Route{Method: get, Path: ns + "/isos/:iso", Rule: RuleMember}, iso.getHandler(s))
+	s.handle(Route{Method: del, Path: ns + "/isos/:iso", Rule: RuleMember, Write: true, Target: Leader}, iso.deleteHandler(s))
+	s.handle(Route{Method: post, Path: ns + "/isos/:iso/copy", Rule: RuleMember, Write: true, Target: Leader}, iso.copyHandler(s))
+	s.handle(Route{Method: post, Path: ns + "/isos/:iso/description", Rule: RuleMember, Write: true, Target: Leader}, iso.describeHandler(s))
+	s.handle(Route{Method: post, Path: ns + "/upload/iso", Rule: RuleMember, Write: true, Upload: true}, s.uploadISO)
 
 	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Target: Leader}, s.uploadCert)
 

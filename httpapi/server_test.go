@@ -245,7 +245,11 @@ func TestServer_no_leader_is_503_after_a_bounded_wait(t *testing.T) {
 // image upload, which stays on the peer that receives the bytes.
 func TestServer_route_flags(t *testing.T) {
 	s := New(Config{Backend: newFakeBackend(t, true)})
-	local := map[string]bool{"POST /api/v1/namespaces/:namespace/upload/image": true}
+	local := map[string]bool{
+		"POST /api/v1/namespaces/:namespace/upload/image": true,
+		"POST /api/v1/namespaces/:namespace/upload/iso":   true,
+		"POST /api/v1/namespaces/:namespace/images":       true, // generate
+	}
 	for _, r := range s.Routes() {
 		id := r.Method + " " + r.Path
 		if r.Method == http.MethodGet && (r.Write || r.Target != Here) {

@@ -88,7 +88,9 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 		}
 	}
 	if req.ISO != "" {
-		return notFound("iso %q not found in namespace %q", req.ISO, ns)
+		if _, ok := s.b.FSM().ISO(ns, req.ISO); !ok {
+			return notFound("iso %q not found in namespace %q", req.ISO, ns)
+		}
 	}
 	cfg := raftfsm.VMConfig{
 		Name: req.Name, Namespace: ns, Image: req.Image, MemoryGiB: req.Memory, Scheduler: req.Scheduler,

@@ -16,8 +16,12 @@ func (p *Peer) specFor(vm raftfsm.VM, name string) hypervisor.Spec {
 	for _, r := range vm.ReservedPorts {
 		fwd = append(fwd, hypervisor.Forward{HostPort: r.Host, GuestPort: r.Guest})
 	}
+	iso := ""
+	if vm.ISODigest != "" {
+		iso = p.images.Path(vm.ISODigest)
+	}
 	return hypervisor.Spec{
-		Name: name, CPU: vm.CPU, MemoryMiB: vm.MemoryBytes >> 20,
+		Name: name, CPU: vm.CPU, MemoryMiB: vm.MemoryBytes >> 20, ISO: iso,
 		BaseImage: p.images.Path(vm.ImageDigest), BaseFormat: vm.ImageFormat,
 		LegacyIO: vm.LegacyIO, ListenAddr: p.cfg.Bind, VNCPort: vm.VNCPort, VNCPassword: vm.VNCPassword, Forwards: fwd,
 	}

@@ -44,6 +44,8 @@ type vmWorker struct {
 	reverted         int64     // worker goroutine only
 	failures         int       // worker goroutine only
 	settled          time.Time // worker goroutine only: end of its last change
+	opID             uint64    // worker goroutine only: the image operation tried
+	opTries          int       // worker goroutine only: its attempts
 	mu               sync.Mutex
 	latest           observation
 }
@@ -86,6 +88,10 @@ func (w *vmWorker) loop(ctx context.Context) {
 		vm, ok := w.p.FSM().VM(w.ns, w.name)
 		if !ok {
 			continue // deleted: the pass stops this worker
+		}
+		if vm.PendingOp != nil {
+			w.runImageOp(ctx, vm, o)
+			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 		w.run(rctx, vm, o)
@@ -136,8 +142,13 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	revert := vm.RevertGen > vm.ObservedRevertGen && w.reverted < vm.RevertGen
 	note := ""
 	if revert || !exists {
-		if err := p.ensureBlob(ctx, vm.ImageDigest); err != nil {
-			return err
+		for _, d := range []string{vm.ImageDigest, vm.ISODigest} {
+			if d == "" {
+				continue
+			}
+			if err := p.ensureBlob(ctx, d); err != nil {
+				return err
+			}
 		}
 		spec := p.specFor(vm, name)
 		changed = true

@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// downloadImage streams an image's disk: from this peer's blob store when it
+// holds it, or from a peer that does. The answer has Content-Length, ETag
+// (the digest), Content-Disposition with a file name, and honours Range and
+// If-Range, so that a broken download resumes.
+func (s *Server) downloadImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	img, err := imageArtifact().lookup(s, p)
+	if err != nil {
+		return err
+	}
+	if !img.Usable() {
+		return errorf(http.StatusConflict, api.ReasonConflict, "image %q has no content yet (%s)", img.Name, stateOf(img))
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("ETag", `"`+img.Digest+`"`)
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(img)}))
+	f, err := s.b.Images().Open(img.Digest)
+	if err == nil {
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("stat blob: %w", err)
+		}
+		http.ServeContent(w, r, "", st.ModTime(), f)
+		return nil
+	}
+	if !errors.Is(err, imagestore.ErrNotFound) {
+		return err
+	}
+	return s.streamFromHolder(w, r, img.Digest)
+}
+
+// fileName is what a downloaded disk is saved as: the image's name, with
+// the extension of its format unless it has one.
+func fileName(img raftfsm.Image) string {
+	ext := map[string]string{"qcow2": ".qcow2", "raw": ".img", "iso": ".iso"}[img.Format]
+	if ext == "" || strings.HasSuffix(img.Name, ext) {
+		return img.Name
+	}
+	return img.Name + ext
+}
+
+// streamFromHolder answers with the blob as a peer that holds it serves it
+// (status, length, range), trying the holders in turn.
+func (s *Server) streamFromHolder(w http.ResponseWriter, r *http.Request, digest string) error {
+	b, _ := s.b.FSM().Blob(digest)
+	tok, err := s.b.PeerToken()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, holder := range b.Holders {
+		addr := s.b.PeerAPI(holder)
+		if holder == s.b.Name() || addr == "" {
+			continue
+		}
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://"+addr+imagestore.BlobPath(digest), nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		for _, k := range []string{"Range", "If-Range"} {
+			if v := r.Header.Get(k); v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := (&http.Client{Transport: s.fwd.tr}).Do(req)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+			errs = append(errs, fmt.Errorf("%s: %s", holder, resp.Status))
+			resp.Body.Close()
+			continue
+		}
+		defer resp.Body.Close()
+		for _, k := range []string{"Content-Length", "Content-Range", "Accept-Ranges", "Last-Modified"} {
+			if v := resp.Header.Get(k); v != "" {
+				w.Header().Set(k, v)
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body) // a broken stream shows as a short body: the client resumes
+		return nil
+	}
+	return unavailable("5", "no peer that holds the image's content answered: %v", errors.Join(errs...))
+}

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// A commit or save is carried out by the worker of the VM on its host, off
+// the API path: stop the VM (ACPI, then forced), write its disk flattened onto
+// its base as a new blob, and report it through the leader; the VM then
+// restarts on the result. Nothing is overwritten in place: a crash in the
+// middle leaves the image's content as it was, and the operation, still
+// recorded, starts again when the host is back.
+
+// imageOpTimeout bounds one attempt of a commit or save (a large disk is
+// rewritten whole).
+const imageOpTimeout = time.Hour
+
+// imageOpAttempts is how many attempts a commit or save gets before it is
+// reported failed.
+const imageOpAttempts = 3
+
+// runImageOp carries out the VM's pending operation once; after the last
+// failed attempt it reports the failure (the image keeps its content).
+func (w *vmWorker) runImageOp(ctx context.Context, vm raftfsm.VM, o observation) {
+	p, op := w.p, vm.PendingOp
+	log := p.cfg.Log.With("vm", w.ns+"/"+w.name, "op", op.Kind, "image", op.Image)
+	if w.opID != op.ID {
+		w.opID, w.opTries = op.ID, 0
+	}
+	w.opTries++
+	ctx, cancel := context.WithTimeout(ctx, imageOpTimeout)
+	defer cancel()
+	start := time.Now()
+	err := w.imageOp(ctx, vm, o)
+	if err == nil {
+		log.Info("image operation done", "took", time.Since(start))
+		p.metrics.vmRuns.WithLabelValues("ok").Inc()
+		return
+	}
+	if ctx.Err() != nil && p.ctx.Err() != nil {
+		return // the peer stops: the operation starts again when it is back
+	}
+	if w.opTries < imageOpAttempts {
+		log.Warn("image operation failed; trying again", "attempt", w.opTries, "err", err)
+		p.metrics.vmRuns.WithLabelValues("retry").Inc()
+		return
+	}
+	log.Error("image operation failed", "attempts", w.opTries, "err", err)
+	p.metrics.vmRuns.WithLabelValues("failed").Inc()
+	rctx, rcancel := context.WithTimeout(p.ctx, 15*time.Second)
+	defer rcancel()
+	if _, rerr := p.Apply(rctx, raftfsm.TypeVMImageOpFailed, raftfsm.VMImageOpFailed{
+		Namespace: vm.Namespace, VM: vm.Name, ID: op.ID, Node: p.cfg.Name, Error: err.Error(),
+	}); rerr != nil {
+		log.Warn("report the failed image operation", "err", rerr)
+	}
+}
+
+func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) error {
+	p := w.p
+	if !o.exists {
+		return fmt.Errorf("the VM's domain is missing on %s", p.cfg.Name)
+	}
+	if o.state != hypervisor.StateShutoff {
+		w.settled = time.Now()
+		if err := p.driver.Stop(ctx, w.domain, stopGrace); err != nil {
+			return fmt.Errorf("stop the VM: %w", err)
+		}
+	}
+	dst, err := p.images.TempPath("export")
+	if err != nil {
+		return err
+	}
+	if err := p.driver.Export(ctx, w.domain, dst); err != nil {
+		return fmt.Errorf("write the disk: %w", err)
+	}
+	staged, err := p.images.StageFile(ctx, dst)
+	if err != nil {
+		return err
+	}
+	defer staged.Discard()
+	info, err := imagestore.Inspect(ctx, staged.Path())
+	if err != nil {
+		return err
+	}
+	lease, err := staged.Commit()
+	if err != nil {
+		return err
+	}
+	defer lease.Release() // after the record has reached this replica
+	_, err = p.Apply(ctx, raftfsm.TypeVMImageOpDone, raftfsm.VMImageOpDone{
+		Namespace: vm.Namespace, VM: vm.Name, ID: vm.PendingOp.ID, Node: p.cfg.Name,
+		Digest: staged.Digest, SizeBytes: staged.Size, VirtualSize: info.VirtualSize, Format: info.Format,
+	})
+	if err != nil {
+		return fmt.Errorf("record the new content: %w", err)
+	}
+	return nil
+}

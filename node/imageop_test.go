@@ -1,0 +1,169 @@
+package node_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+// waitImage waits until the image is in state and returns it.
+func waitImage(t *testing.T, c *testcluster.Cluster, cl *api.Client, name, state string) api.Image {
+	t.Helper()
+	var img api.Image
+	c.WaitFor("image "+name+" "+state, 30*time.Second, func() error {
+		var err error
+		img, err = cl.GetImage(ctx(t), ns, name)
+		if err != nil {
+			return err
+		}
+		if img.State != state {
+			return fmt.Errorf("image %s is %s (%s)", name, img.State, img.ErrorMessage)
+		}
+		return nil
+	})
+	return img
+}
+
+// waitRunning waits until the VM runs with its revert generation carried out.
+func waitRunning(t *testing.T, c *testcluster.Cluster, cl *api.Client, name string) api.VM {
+	t.Helper()
+	var vm api.VM
+	c.WaitFor("vm "+name+" Running", 30*time.Second, func() error {
+		var err error
+		vm, err = cl.GetVM(ctx(t), ns, name)
+		if err != nil || vm.Status != api.StatusRunning {
+			return fmt.Errorf("%+v %v", vm, err)
+		}
+		return nil
+	})
+	return vm
+}
+
+// Commit moves the image's name to the VM's disk and restarts the VM on it;
+// another VM on the old content keeps it; a VM config deploys the committed
+// content. Save makes a new image the VM then runs on.
+func TestImageOp_commit_and_save(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	leader := c.WaitLeader()
+	host := c.Followers()[0]
+	cl := c.Client(leader)
+	orig := upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "cfg", Image: "tiny", CPU: 1, Memory: 0.25}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"worker", "bystander"} {
+		if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: name, Node: host.Name, CPU: intp(1), Memory: floatp(0.25)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	desc := "after the first commit"
+	st, err := cl.CommitVM(ctx(t), ns, "worker", api.CommitRequest{Description: &desc})
+	if err != nil || st.StatusURL != "/api/v1/namespaces/svc-default/images/tiny" {
+		t.Fatalf("commit: %+v %v", st, err)
+	}
+	committed := waitImage(t, c, cl, "tiny", api.ImageReady)
+	if committed.Digest == orig.Digest || committed.Description != desc {
+		t.Fatalf("committed image %+v (was %s)", committed, orig.Digest)
+	}
+	if !host.Peer.Images().Has(committed.Digest) {
+		t.Fatal("the host does not hold the committed content")
+	}
+	waitRunning(t, c, cl, "worker")
+	domain := hypervisor.DomainName(host.Name, ns, "worker")
+	c.WaitFor("the worker's domain on the new content", 10*time.Second, func() error {
+		if spec, _ := host.Fake.Spec(domain); spec.BaseImage != host.Peer.Images().Path(committed.Digest) {
+			return fmt.Errorf("base %s", spec.BaseImage)
+		}
+		return nil
+	})
+	if spec, _ := host.Fake.Spec(hypervisor.DomainName(host.Name, ns, "bystander")); spec.BaseImage != host.Peer.Images().Path(orig.Digest) {
+		t.Fatalf("the bystander moved to %s", spec.BaseImage)
+	}
+	fromCfg, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{VMConfig: "cfg", Name: "from-config"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm, ok := leader.Peer.FSM().VM(ns, fromCfg.Name); !ok || vm.ImageDigest != committed.Digest {
+		t.Fatalf("a config deploy after the commit runs %s", vm.ImageDigest)
+	}
+
+	// Save: a new image, named by the caller; the VM runs on it.
+	st, err = cl.SaveVM(ctx(t), ns, "worker", api.SaveRequest{ImageName: "tiny-saved"})
+	if err != nil || !strings.HasSuffix(st.StatusURL, "/images/tiny-saved") {
+		t.Fatalf("save: %+v %v", st, err)
+	}
+	saved := waitImage(t, c, cl, "tiny-saved", api.ImageReady)
+	if saved.SourceType != "vm" || saved.Source != "worker" || saved.Digest == committed.Digest {
+		t.Fatalf("saved %+v", saved)
+	}
+	if vm := waitRunning(t, c, cl, "worker"); vm.Image != "tiny-saved" {
+		t.Fatalf("the saved VM runs on %s", vm.Image)
+	}
+	if _, err := cl.SaveVM(ctx(t), ns, "worker", api.SaveRequest{ImageName: "tiny-saved"}); api.CodeOf(err) != 409 {
+		t.Fatalf("a save over a taken name: %v", err)
+	}
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny-saved", Name: "from-saved", CPU: intp(1), Memory: floatp(0.25)}); err != nil {
+		t.Fatalf("deploy from the saved image: %v", err)
+	}
+}
+
+// A host that crashes in the middle of a commit leaves the image with its
+// old content, Updating; back, it carries the commit out: the image is Ready
+// with new content, whole, and the VM runs again.
+func TestImageOp_host_crash_during_commit(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	leader := c.WaitLeader()
+	host := c.Followers()[0]
+	cl := c.Client(leader)
+	orig := upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "w", Node: host.Name, CPU: intp(1), Memory: floatp(0.25)}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	host.Fake.HoldExports(release)
+	if _, err := cl.CommitVM(ctx(t), ns, "w", api.CommitRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the export to start", 20*time.Second, func() error {
+		if host.Fake.Exports() == 0 {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	c.Crash(host)
+	if img, _ := cl.GetImage(ctx(t), ns, "tiny"); img.State != api.ImageUpdating || img.Digest != orig.Digest {
+		t.Fatalf("with the host down the image is %+v", img)
+	}
+	close(release)
+	c.Restart(host)
+	img := waitImage(t, c, cl, "tiny", api.ImageReady)
+	if img.Digest == orig.Digest {
+		t.Fatal("the commit was not carried out")
+	}
+	// Whole: the content on the host hashes to its digest, and no staging
+	// file of the interrupted attempt is left.
+	f, err := host.Peer.Images().Open(img.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	_, _ = io.Copy(h, f)
+	f.Close()
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != img.Digest {
+		t.Fatalf("the committed blob hashes to %s, not %s", got, img.Digest)
+	}
+	if tmp, _ := os.ReadDir(filepath.Join(host.DataDir, "images", "tmp")); len(tmp) != 0 {
+		t.Fatalf("staging files left: %v", tmp)
+	}
+	waitRunning(t, c, cl, "w")
+}

@@ -34,6 +34,10 @@ var fuzzBodies = []string{
 	`{"action":"start"}`,
 	`{"action":"revert"}`,
 	`{"type":2,"body":{}}`,
+	`{"name":"blank","size":"16M","description":"d"}`,
+	`{"newName":"copy1","description":"c"}`,
+	`{"description":"described"}`,
+	`{"imageName":"saved1","description":"s"}`,
 	`[]`,
 	`{"cpu":-1,"memory":1e308,"name":"A/b"}`,
 }
@@ -46,6 +50,8 @@ var fuzzParams = map[string][]string{
 	":vmconfig":       {"c1", "nope"},
 	":serviceaccount": {"ci", "nope"},
 	":digest":         {"sha256:" + strings.Repeat("a", 64)},
+	":image":          {"tiny", "nope"},
+	":iso":            {"nope"},
 }
 
 // fingerprint names every resource the state holds, not their status: a

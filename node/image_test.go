@@ -1,0 +1,240 @@
+package node_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+func sha(b []byte) string {
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// blobs counts the blob files and staging files under a member's store.
+func blobs(t *testing.T, m *testcluster.Member) (int, int) {
+	t.Helper()
+	b, _ := os.ReadDir(filepath.Join(m.DataDir, "images", "blobs", "sha256"))
+	tmp, _ := os.ReadDir(filepath.Join(m.DataDir, "images", "tmp"))
+	return len(b), len(tmp)
+}
+
+// Generate, copy, describe and delete; bad input is a 400 and leaves nothing.
+func TestImage_generate_copy_describe_delete(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	leader := c.WaitLeader()
+	f := c.Followers()[0]
+	cl := c.Client(f)
+	gen, err := cl.GenerateImage(ctx(t), ns, api.GenerateImageRequest{Name: "blank", Size: "10G", Description: "for an install"})
+	if err != nil || gen.Size != "10G" || gen.SourceType != "generated" || gen.State != api.ImageReady || gen.Description != "for an install" {
+		t.Fatalf("generate: %+v %v", gen, err)
+	}
+	if nodes, _ := cl.ListNodes(ctx(t), ns, true); !cached(nodes, f.Name, "blank") || cached(nodes, leader.Name, "blank") {
+		t.Fatalf("cachedImages %+v", nodes)
+	}
+	nBlobs, _ := blobs(t, f)
+	for _, c := range []struct {
+		name string
+		req  api.GenerateImageRequest
+	}{
+		{"negative size", api.GenerateImageRequest{Name: "x", Size: "-1G"}},
+		{"unknown unit", api.GenerateImageRequest{Name: "x", Size: "10Q"}},
+		{"too small", api.GenerateImageRequest{Name: "x", Size: "100"}},
+		{"name with a slash", api.GenerateImageRequest{Name: "a/b", Size: "1G"}},
+	} {
+		if _, err := cl.GenerateImage(ctx(t), ns, c.req); api.CodeOf(err) != http.StatusBadRequest {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	if _, err := cl.GenerateImage(ctx(t), ns, api.GenerateImageRequest{Name: "blank", Size: "1G"}); api.CodeOf(err) != http.StatusConflict {
+		t.Fatalf("a taken name: %v", err)
+	}
+	if n, tmp := blobs(t, f); n != nBlobs || tmp != 0 {
+		t.Fatalf("refusals left files: %d blobs (%d before), %d staging", n, nBlobs, tmp)
+	}
+
+	cp, err := cl.CopyImage(ctx(t), ns, "blank", api.CopyRequest{NewName: "blank-copy"})
+	if err != nil || cp.Digest != gen.Digest || cp.Description != gen.Description || cp.SourceType != "local" || cp.Source != "blank" {
+		t.Fatalf("copy: %+v %v", cp, err)
+	}
+	if _, err := cl.CopyImage(ctx(t), ns, "blank", api.CopyRequest{NewName: "bad/name"}); api.CodeOf(err) != http.StatusBadRequest {
+		t.Fatalf("copy to a bad name: %v", err)
+	}
+	if d, err := cl.DescribeImage(ctx(t), ns, "blank-copy", "mine"); err != nil || d.Description != "mine" {
+		t.Fatalf("describe: %+v %v", d, err)
+	}
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "uses-it", Image: "blank-copy"}); err != nil {
+		t.Fatal(err)
+	}
+	err = cl.DeleteImage(ctx(t), ns, "blank-copy")
+	if api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), "vmconfig uses-it") {
+		t.Fatalf("delete while a config uses it: %v", err)
+	}
+	if err := cl.DeleteVMConfig(ctx(t), ns, "uses-it"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"blank-copy", "blank"} {
+		if err := cl.DeleteImage(ctx(t), ns, name); err != nil {
+			t.Fatalf("delete %s: %v", name, err)
+		}
+	}
+	if _, err := cl.GetImage(ctx(t), ns, "blank"); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("after delete: %v", err)
+	}
+	if leader.Peer.FSM().BlobInUse(gen.Digest) {
+		t.Fatal("the deleted images' content is still in use")
+	}
+}
+
+func cached(nodes []api.Node, node, image string) bool {
+	for _, n := range nodes {
+		if n.Name == node {
+			for _, i := range n.CachedImages {
+				if i == image {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// A download is byte-identical to the upload, resumes with a Range, and
+// works through a peer that does not hold the blob.
+func TestImage_download(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	c.WaitLeader()
+	holder, other := c.Members[0], c.Members[1]
+	path := tinyImage(t)
+	want, _ := os.ReadFile(path)
+	upload(t, c.Client(holder), "tiny", path)
+	c.WaitFor("the image known to the other peer", 10*time.Second, func() error {
+		_, err := c.Client(other).GetImage(ctx(t), ns, "tiny")
+		return err
+	})
+	for _, m := range []*testcluster.Member{holder, other} {
+		body, n, etag, err := c.Client(m).DownloadImage(ctx(t), ns, "tiny", 0)
+		if err != nil {
+			t.Fatalf("through %s: %v", m.Name, err)
+		}
+		got, _ := io.ReadAll(body)
+		body.Close()
+		if !bytes.Equal(got, want) || n != int64(len(want)) || etag != sha(want) {
+			t.Fatalf("through %s: %d bytes (length %d), etag %s", m.Name, len(got), n, etag)
+		}
+		if m == other && other.Peer.Images().Has(etag) {
+			t.Fatal("the other peer fetched the blob instead of streaming it")
+		}
+		// Resume from the middle.
+		half := int64(len(want) / 2)
+		body, n, _, err = c.Client(m).DownloadImage(ctx(t), ns, "tiny", half)
+		if err != nil {
+			t.Fatalf("resume through %s: %v", m.Name, err)
+		}
+		rest, _ := io.ReadAll(body)
+		body.Close()
+		if !bytes.Equal(rest, want[half:]) || n != int64(len(want))-half {
+			t.Fatalf("resume through %s: %d bytes", m.Name, len(rest))
+		}
+	}
+	// The file name goes with it.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+other.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/images/tiny/download", nil)
+	req.Header.Set("Authorization", "Bearer "+c.Client(other).Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if cd := resp.Header.Get("Content-Disposition"); cd != `attachment; filename=tiny.qcow2` {
+		t.Fatalf("Content-Disposition %q", cd)
+	}
+}
+
+// isoFile builds an ISO 9660 image with genisoimage.
+func isoFile(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("genisoimage"); err != nil {
+		t.Skip("genisoimage missing: run scripts/install-deps.sh")
+	}
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "setup.txt"), []byte("an installer\n"), 0o600)
+	p := filepath.Join(t.TempDir(), "installer.iso")
+	if out, err := exec.Command("genisoimage", "-quiet", "-V", "SETUP", "-o", p, dir).CombinedOutput(); err != nil {
+		t.Fatalf("genisoimage: %v %s", err, out)
+	}
+	return p
+}
+
+// ISOs: upload (checked), list, copy, describe, attach to a deploy (fetched
+// to the VM's host), delete refused while a VM uses it; a body that is not an
+// ISO is a 400 and leaves nothing.
+func TestISO_upload_attach_delete(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	leader := c.WaitLeader()
+	f := c.Followers()[0]
+	cl := c.Client(leader)
+	upload(t, cl, "tiny", tinyImage(t))
+	p := isoFile(t)
+	fh, _ := os.Open(p)
+	st, _ := fh.Stat()
+	iso, err := cl.UploadISO(ctx(t), ns, "installer.iso", fh, st.Size())
+	fh.Close()
+	if err != nil || iso.SourceType != "userUpload" || iso.State != api.ImageReady {
+		t.Fatalf("upload: %+v %v", iso, err)
+	}
+	nBlobs, _ := blobs(t, leader)
+	if _, err := cl.UploadISO(ctx(t), ns, "text.iso", strings.NewReader(strings.Repeat("x", 40000)), 40000); api.CodeOf(err) != http.StatusBadRequest {
+		t.Fatalf("a text file as an ISO: %v", err)
+	}
+	if n, tmp := blobs(t, leader); n != nBlobs || tmp != 0 {
+		t.Fatalf("the refused ISO left files: %d blobs (%d before), %d staging", n, nBlobs, tmp)
+	}
+	if cp, err := cl.CopyISO(ctx(t), ns, "installer.iso", api.CopyRequest{NewName: "again.iso"}); err != nil || cp.Digest != iso.Digest {
+		t.Fatalf("copy: %+v %v", cp, err)
+	}
+	if d, err := cl.DescribeISO(ctx(t), ns, "again.iso", "the same"); err != nil || d.Description != "the same" {
+		t.Fatalf("describe: %+v %v", d, err)
+	}
+	if list, err := cl.ListISOs(ctx(t), ns); err != nil || len(list) != 2 {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	vm, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", ISO: "installer.iso", Name: "installing", Node: f.Name, CPU: intp(1), Memory: floatp(0.25)})
+	if err != nil || vm.ISO != "installer.iso" {
+		t.Fatalf("deploy with an ISO: %+v %v", vm, err)
+	}
+	spec, _ := f.Fake.Spec(hypervisor.DomainName(f.Name, ns, "installing"))
+	if spec.ISO != f.Peer.Images().Path(iso.Digest) || !f.Peer.Images().Has(iso.Digest) {
+		t.Fatalf("the ISO was not fetched to the host and attached: %q", spec.ISO)
+	}
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", ISO: "nope.iso"}); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("deploy with an unknown ISO: %v", err)
+	}
+	if err := cl.DeleteISO(ctx(t), ns, "installer.iso"); api.CodeOf(err) != http.StatusConflict {
+		t.Fatalf("delete while a VM uses it: %v", err)
+	}
+	if err := cl.DeleteVM(ctx(t), ns, "installing"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the ISO free", 10*time.Second, func() error { return cl.DeleteISO(ctx(t), ns, "installer.iso") })
+	if _, err := cl.GetISO(ctx(t), ns, "installer.iso"); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("after delete: %v", err)
+	}
+	if err := cl.DeleteISO(ctx(t), ns, "again.iso"); err != nil {
+		t.Fatal(err)
+	}
+	if leader.Peer.FSM().BlobInUse(iso.Digest) {
+		t.Fatal("the deleted ISOs' content is still in use")
+	}
+}

@@ -349,7 +349,40 @@ func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Running") {
 		t.Fatalf("a bare deploy on 'svc agent --dev': %v\n%s", err, out)
 	}
+	// The image commands, end to end: save the VM, download the result
+	// (digest-checked by the CLI), copy, describe, generate, list, delete.
+	if out, err := cli(t, bin, a.api, "vm", "save", "bare", "bare-saved", "--description", "saved by the CLI", "--wait", "10m"); err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("vm save: %v\n%s", err, out)
+	}
+	file := filepath.Join(dir, "bare-saved.qcow2")
+	if out, err := cli(t, bin, a.api, "image", "download", "bare-saved", "-f", file, "-q"); err != nil {
+		t.Fatalf("image download: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"image", "copy", "bare-saved", "bare-copy"},
+		{"image", "describe", "bare-copy", "a copy"},
+		{"image", "generate", "blank", "--size", "2G"},
+	} {
+		if out, err := cli(t, bin, a.api, args...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	if out, err := cli(t, bin, a.api, "image", "generate", "bad", "--size", "-1G"); err == nil {
+		t.Fatalf("generate --size -1G was accepted:\n%s", out)
+	}
+	out, err = cli(t, bin, a.api, "image", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bare-saved", "bare-copy", "a copy", "blank", "2G", "Ready"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("image list lacks %q:\n%s", want, out)
+		}
+	}
 	if out, err := cli(t, bin, a.api, "vm", "delete", "bare"); err != nil {
 		t.Fatalf("vm delete: %v %s", err, out)
+	}
+	if out, err := cli(t, bin, a.api, "image", "delete", "bare-copy", "blank", "bare-saved"); err != nil {
+		t.Fatalf("image delete: %v %s", err, out)
 	}
 }

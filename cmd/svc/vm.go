@@ -42,7 +42,7 @@ func (o *vmOptionFlags) bind(f *pflag.FlagSet) {
 
 func newVMCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "vm", Short: "Deploy, list and run VMs"}
-	cmd.AddCommand(newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g))
+	cmd.AddCommand(newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g), newVMCommitCmd(g), newVMSaveCmd(g))
 	for _, a := range []struct{ action, short string }{
 		{"start", "Start a stopped VM"},
 		{"stop", "Shut a VM down (ACPI, then forced after a grace period)"},

@@ -8,6 +8,7 @@ STATICCHECK_VERSION := v0.8.2
 FUZZTIME ?= 5s
 
 IMAGE := build/mini-linux.qcow2
+ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
 .PHONY: all build deps libvirt image run stop test lint unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
@@ -25,12 +26,12 @@ deps:
 libvirt: deps
 	scripts/libvirt-up.sh
 
-## image: build the default guest image (rebuilt only when its sources change)
-image: $(IMAGE)
+## image: build the default guest image and its installer ISO (rebuilt only when their sources change)
+image: $(IMAGE) $(ISO)
 
-$(IMAGE): $(IMAGE_SRC)
+$(IMAGE) $(ISO) &: $(IMAGE_SRC)
 	scripts/install-deps.sh
-	scripts/mini-linux/build.sh $@
+	scripts/mini-linux/build.sh $(IMAGE) $(ISO)
 
 ## run: start a single-peer dev cluster in the background with the mini-linux image, and say how to reach it
 run: libvirt image build
@@ -103,4 +104,4 @@ local-cluster-down:
 	scripts/local-cluster.sh down
 
 clean:
-	rm -rf bin build/mini-linux.qcow2
+	rm -rf bin $(IMAGE) $(ISO)

@@ -16,11 +16,11 @@ import (
 	"github.com/svc-project/svc/internal/testcluster"
 )
 
-// waitImage waits until the image is in state and returns it.
-func waitImage(t *testing.T, c *testcluster.Cluster, cl *api.Client, name, state string) api.Image {
+// waitImage waits up to timeout until the image is in state and returns it.
+func waitImage(t *testing.T, c *testcluster.Cluster, cl *api.Client, name, state string, timeout time.Duration) api.Image {
 	t.Helper()
 	var img api.Image
-	c.WaitFor("image "+name+" "+state, 30*time.Second, func() error {
+	c.WaitFor("image "+name+" "+state, timeout, func() error {
 		var err error
 		img, err = cl.GetImage(ctx(t), ns, name)
 		if err != nil {
@@ -34,11 +34,11 @@ func waitImage(t *testing.T, c *testcluster.Cluster, cl *api.Client, name, state
 	return img
 }
 
-// waitRunning waits until the VM runs with its revert generation carried out.
-func waitRunning(t *testing.T, c *testcluster.Cluster, cl *api.Client, name string) api.VM {
+// waitRunning waits up to timeout until the VM runs.
+func waitRunning(t *testing.T, c *testcluster.Cluster, cl *api.Client, name string, timeout time.Duration) api.VM {
 	t.Helper()
 	var vm api.VM
-	c.WaitFor("vm "+name+" Running", 30*time.Second, func() error {
+	c.WaitFor("vm "+name+" Running", timeout, func() error {
 		var err error
 		vm, err = cl.GetVM(ctx(t), ns, name)
 		if err != nil || vm.Status != api.StatusRunning {
@@ -71,14 +71,14 @@ func TestImageOp_commit_and_save(t *testing.T) {
 	if err != nil || st.StatusURL != "/api/v1/namespaces/svc-default/images/tiny" {
 		t.Fatalf("commit: %+v %v", st, err)
 	}
-	committed := waitImage(t, c, cl, "tiny", api.ImageReady)
+	committed := waitImage(t, c, cl, "tiny", api.ImageReady, 30*time.Second)
 	if committed.Digest == orig.Digest || committed.Description != desc {
 		t.Fatalf("committed image %+v (was %s)", committed, orig.Digest)
 	}
 	if !host.Peer.Images().Has(committed.Digest) {
 		t.Fatal("the host does not hold the committed content")
 	}
-	waitRunning(t, c, cl, "worker")
+	waitRunning(t, c, cl, "worker", 30*time.Second)
 	domain := hypervisor.DomainName(host.Name, ns, "worker")
 	c.WaitFor("the worker's domain on the new content", 10*time.Second, func() error {
 		if spec, _ := host.Fake.Spec(domain); spec.BaseImage != host.Peer.Images().Path(committed.Digest) {
@@ -102,11 +102,11 @@ func TestImageOp_commit_and_save(t *testing.T) {
 	if err != nil || !strings.HasSuffix(st.StatusURL, "/images/tiny-saved") {
 		t.Fatalf("save: %+v %v", st, err)
 	}
-	saved := waitImage(t, c, cl, "tiny-saved", api.ImageReady)
+	saved := waitImage(t, c, cl, "tiny-saved", api.ImageReady, 30*time.Second)
 	if saved.SourceType != "vm" || saved.Source != "worker" || saved.Digest == committed.Digest {
 		t.Fatalf("saved %+v", saved)
 	}
-	if vm := waitRunning(t, c, cl, "worker"); vm.Image != "tiny-saved" {
+	if vm := waitRunning(t, c, cl, "worker", 30*time.Second); vm.Image != "tiny-saved" {
 		t.Fatalf("the saved VM runs on %s", vm.Image)
 	}
 	if _, err := cl.SaveVM(ctx(t), ns, "worker", api.SaveRequest{ImageName: "tiny-saved"}); api.CodeOf(err) != 409 {
@@ -146,7 +146,7 @@ func TestImageOp_host_crash_during_commit(t *testing.T) {
 	}
 	close(release)
 	c.Restart(host)
-	img := waitImage(t, c, cl, "tiny", api.ImageReady)
+	img := waitImage(t, c, cl, "tiny", api.ImageReady, 30*time.Second)
 	if img.Digest == orig.Digest {
 		t.Fatal("the commit was not carried out")
 	}
@@ -165,5 +165,5 @@ func TestImageOp_host_crash_during_commit(t *testing.T) {
 	if tmp, _ := os.ReadDir(filepath.Join(host.DataDir, "images", "tmp")); len(tmp) != 0 {
 		t.Fatalf("staging files left: %v", tmp)
 	}
-	waitRunning(t, c, cl, "w")
+	waitRunning(t, c, cl, "w", 30*time.Second)
 }

@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(
   qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
-  busybox-static dropbear-bin syslinux syslinux-common mtools dosfstools cpio kmod openssl file genisoimage
+  busybox-static dropbear-bin syslinux syslinux-common isolinux mtools dosfstools cpio kmod openssl file genisoimage
   iproute2 nftables
 )
 missing=()

@@ -14,23 +14,10 @@ import (
 
 // RequireLibvirt skips the test when libvirtd or the mini-linux image is not
 // there, unless SVC_REQUIRE_LIBVIRT=1 (as in CI), where it fails instead. It
-// returns the path of the image.
+// returns the path of the image ($SVC_TEST_IMAGE, or build/mini-linux.qcow2).
 func RequireLibvirt(t testing.TB) string {
 	t.Helper()
-	image := os.Getenv("SVC_TEST_IMAGE")
-	if image == "" {
-		_, file, _, _ := runtime.Caller(0)
-		image = filepath.Join(filepath.Dir(file), "..", "..", "build", "mini-linux.qcow2")
-	}
-	miss := func(why string) {
-		if os.Getenv("SVC_REQUIRE_LIBVIRT") == "1" {
-			t.Fatalf("%s (SVC_REQUIRE_LIBVIRT=1)", why)
-		}
-		t.Skipf("%s: run scripts/libvirt-up.sh and make image", why)
-	}
-	if _, err := os.Stat(image); err != nil {
-		miss("no guest image at " + image)
-	}
+	image := built(t, "SVC_TEST_IMAGE", "mini-linux.qcow2")
 	d, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: "svc.probe."})
 	if err != nil {
 		t.Fatal(err)
@@ -39,9 +26,40 @@ func RequireLibvirt(t testing.TB) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := d.Probe(ctx); err != nil {
-		miss("libvirtd does not answer: " + err.Error())
+		missing(t, "libvirtd does not answer: "+err.Error())
 	}
 	return image
+}
+
+// RequireISO is RequireLibvirt for the mini-linux installer ISO: it returns
+// the ISO's path ($SVC_TEST_ISO, or build/mini-linux.iso).
+func RequireISO(t testing.TB) string {
+	t.Helper()
+	RequireLibvirt(t)
+	return built(t, "SVC_TEST_ISO", "mini-linux.iso")
+}
+
+// built is the path of a file 'make image' builds, named by env or in build/.
+func built(t testing.TB, env, file string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p == "" {
+		_, src, _, _ := runtime.Caller(0)
+		p = filepath.Join(filepath.Dir(src), "..", "..", "build", file)
+	}
+	if _, err := os.Stat(p); err != nil {
+		missing(t, "no "+file+" at "+p)
+	}
+	return p
+}
+
+// missing skips the test, or fails it where SVC_REQUIRE_LIBVIRT=1.
+func missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("SVC_REQUIRE_LIBVIRT") == "1" {
+		t.Fatalf("%s (SVC_REQUIRE_LIBVIRT=1)", why)
+	}
+	t.Skipf("%s: run scripts/libvirt-up.sh and make image", why)
 }
 
 // FreePort returns a TCP port that is free on addr right now.

@@ -2,22 +2,32 @@
 # Builds mini-linux, the svc default guest image, from Debian packages only:
 # a whole-disk FAT file system booted by SYSLINUX, holding Debian's cloud
 # kernel and an initramfs of busybox (init, udhcpc, acpid) and dropbear (SSH),
-# with user admin / password admin. The result is a small qcow2.
-#   scripts/mini-linux/build.sh [OUT]     (default build/mini-linux.qcow2)
-# Needs: busybox-static dropbear-bin syslinux syslinux-common mtools
-# dosfstools qemu-utils cpio kmod openssl (scripts/install-deps.sh installs them).
+# with user admin / password admin. The result is a small qcow2, and the same
+# kernel and initramfs as a bootable ISO 9660 image (ISOLINUX), the installer
+# CD-ROM of the ISO path: booted with an empty disk, it gives that disk to admin.
+#   scripts/mini-linux/build.sh [OUT [ISO]]
+#   (default build/mini-linux.qcow2 and build/mini-linux.iso)
+# Needs: busybox-static dropbear-bin syslinux syslinux-common isolinux mtools
+# dosfstools genisoimage qemu-utils cpio kmod openssl (scripts/install-deps.sh
+# installs them).
 # The kernel package is downloaded once into build/cache.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-build/mini-linux.qcow2}
+iso=${2:-${out%.qcow2}.iso}
+isolinux=/usr/lib/ISOLINUX/isolinux.bin
+ldlinux=/usr/lib/syslinux/modules/bios/ldlinux.c32
 cache=${SVC_IMAGE_CACHE:-build/cache}
 disk_mib=${MINI_LINUX_DISK_MIB:-64}
 mods="virtio_pci virtio_blk virtio_net ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button"
 
-for tool in mkfs.vfat syslinux mcopy qemu-img cpio depmod modprobe openssl dpkg-deb; do
+for tool in mkfs.vfat syslinux mcopy genisoimage qemu-img cpio depmod modprobe openssl dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "build.sh: $tool is missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
 busybox=/bin/busybox
+for f in "$isolinux" "$ldlinux"; do
+  [ -f "$f" ] || { echo "build.sh: $f is missing: run scripts/install-deps.sh" >&2; exit 1; }
+done
 file -L "$busybox" 2>/dev/null | grep -q 'statically linked' || { echo "build.sh: $busybox must be busybox-static" >&2; exit 1; }
 
 mkdir -p "$cache" "$(dirname "$out")"
@@ -90,3 +100,15 @@ mcopy -i "$raw" "$work/README.txt" ::/README.txt
 qemu-img convert -c -O qcow2 "$raw" "$out.tmp"
 mv "$out.tmp" "$out"
 echo "built $out ($(du -h "$out" | cut -f1), kernel $kver)"
+
+# The installer CD-ROM: the same kernel and initramfs, booted by ISOLINUX.
+cd_dir=$work/cd
+mkdir -p "$cd_dir/isolinux"
+cp "$isolinux" "$ldlinux" "$cd_dir/isolinux/"
+cp "$work/k/boot/vmlinuz-$kver" "$cd_dir/vmlinuz"
+cp "$work/initrd.img" "$cd_dir/initrd.img"
+sed 's/^  APPEND /  APPEND mini-linux.from=cdrom /' "$work/syslinux.cfg" >"$cd_dir/isolinux/isolinux.cfg"
+genisoimage -quiet -V MINILINUX -J -r -o "$iso.tmp" \
+  -b isolinux/isolinux.bin -c isolinux/boot.cat -no-emul-boot -boot-load-size 4 -boot-info-table "$cd_dir"
+mv "$iso.tmp" "$iso"
+echo "built $iso ($(du -h "$iso" | cut -f1))"

@@ -1,0 +1,206 @@
+package node_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+// imageOpWait bounds a commit or save on real VMs: an ACPI shutdown under
+// emulation, the disk written, the VM booted again.
+const imageOpWait = 5 * time.Minute
+
+// realDeploy deploys a small VM on a node and waits until it answers SSH.
+func realDeploy(t *testing.T, c *testcluster.Cluster, req api.DeployRequest) api.VM {
+	t.Helper()
+	req.CPU, req.Memory, req.Timeout = intp(1), floatp(0.25), floatp(3)
+	vm, err := c.Client(c.Members[0]).DeployVM(ctx(t), ns, req)
+	if err != nil {
+		t.Fatalf("deploy %s: %v", req.Name, err)
+	}
+	guestRun(t, c, vm, "true")
+	return vm
+}
+
+// vmDigest is the digest of the image content the VM's disk is based on.
+func vmDigest(t *testing.T, m *testcluster.Member, name string) string {
+	t.Helper()
+	vm, ok := m.Peer.FSM().VM(ns, name)
+	if !ok {
+		t.Fatalf("no vm %s on %s", name, m.Name)
+	}
+	return vm.ImageDigest
+}
+
+// uptime is how long the guest has run, in seconds.
+func uptime(t *testing.T, c *testcluster.Cluster, vm api.VM) int {
+	t.Helper()
+	out := guestRun(t, c, vm, "cut -d. -f1 /proc/uptime")
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("uptime %q: %v", out, err)
+	}
+	return n
+}
+
+// The spec's flow on real VMs: write a file, commit, deploy again from the
+// image name and a VM config on it: the file is there; a VM on the old
+// content keeps it, runs on and reverts to it.
+func TestLibvirtCluster_commit(t *testing.T) {
+	c, _ := libvirtCluster(t)
+	a, b := c.Members[0], c.Members[1]
+	cl := c.Client(a)
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "cfg", Image: "mini-linux", CPU: 1, Memory: 0.25}); err != nil {
+		t.Fatal(err)
+	}
+	old := realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "old", Node: b.Name})
+	src := realDeploy(t, c, api.DeployRequest{VMConfig: "cfg", Name: "src", Node: a.Name})
+	before, _ := cl.GetImage(ctx(t), ns, "mini-linux")
+	guestRun(t, c, src, "echo committed > /data/proof && sync")
+
+	start := time.Now()
+	st, err := cl.CommitVM(ctx(t), ns, "src", api.CommitRequest{})
+	if err != nil || st.StatusURL != "/api/v1/namespaces/"+ns+"/images/mini-linux" {
+		t.Fatalf("commit: %+v %v", st, err)
+	}
+	after := waitImage(t, c, cl, "mini-linux", api.ImageReady, imageOpWait)
+	if after.Digest == before.Digest {
+		t.Fatalf("commit left the digest at %s", after.Digest)
+	}
+	// The VM restarted on the result and keeps its file.
+	if got := guestRun(t, c, src, "cat /data/proof"); strings.TrimSpace(got) != "committed" {
+		t.Fatalf("src after commit: %q", got)
+	}
+	if up := uptime(t, c, src); time.Duration(up)*time.Second > time.Since(start) {
+		t.Fatalf("src has run %ds: it was not restarted by the commit %s ago", up, time.Since(start))
+	}
+
+	// A VM on the old content keeps running on it, and reverts to it.
+	if d := vmDigest(t, b, "old"); d != before.Digest {
+		t.Fatalf("old now on %s, deployed on %s", d, before.Digest)
+	}
+	if got := guestRun(t, c, old, "cat /data/proof 2>&1 || echo absent"); !strings.Contains(got, "absent") {
+		t.Fatalf("old sees the commit: %q", got)
+	}
+	if vm, err := cl.ExecVM(ctx(t), ns, "old", "revert"); err != nil || vm.Status != api.StatusRunning {
+		t.Fatalf("revert old: %+v %v", vm, err)
+	}
+	if got := guestRun(t, c, old, "cat /data/proof 2>&1 || echo absent"); !strings.Contains(got, "absent") {
+		t.Fatalf("old after revert: %q", got)
+	}
+	if d := vmDigest(t, b, "old"); d != before.Digest {
+		t.Fatalf("old reverted onto %s, deployed on %s", d, before.Digest)
+	}
+	if err := cl.DeleteVM(ctx(t), ns, "old"); err != nil {
+		t.Fatal(err)
+	}
+
+	// New deploys, by image name on another peer and by VM config, start in
+	// the committed state.
+	for _, req := range []api.DeployRequest{
+		{Image: "mini-linux", Name: "by-image", Node: b.Name},
+		{VMConfig: "cfg", Name: "by-config", Node: b.Name},
+	} {
+		vm := realDeploy(t, c, req)
+		if got := guestRun(t, c, vm, "cat /data/proof"); strings.TrimSpace(got) != "committed" {
+			t.Fatalf("%s: %q", vm.Name, got)
+		}
+		if err := cl.DeleteVM(ctx(t), ns, vm.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Save makes a new image (sourceType vm) that deploys with the file; the VM
+// restarted and still runs; the saved name cannot be taken twice.
+func TestLibvirtCluster_save(t *testing.T) {
+	c, _ := libvirtCluster(t)
+	a, b := c.Members[0], c.Members[1]
+	cl := c.Client(a)
+	src := realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "src", Node: a.Name})
+	guestRun(t, c, src, "echo saved > /data/proof && sync")
+	start := time.Now()
+	desc := "src with a proof"
+	if _, err := cl.SaveVM(ctx(t), ns, "src", api.SaveRequest{ImageName: "mini-saved", Description: &desc}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SaveVM(ctx(t), ns, "src", api.SaveRequest{ImageName: "mini-saved"}); api.CodeOf(err) != 409 {
+		t.Fatalf("a second save to the same name: %v", err)
+	}
+	saved := waitImage(t, c, cl, "mini-saved", api.ImageReady, imageOpWait)
+	if saved.SourceType != "vm" || saved.Source != "src" || saved.Description != desc {
+		t.Fatalf("saved image %+v", saved)
+	}
+	if got := guestRun(t, c, src, "cat /data/proof"); strings.TrimSpace(got) != "saved" {
+		t.Fatalf("src after save: %q", got)
+	}
+	if up := uptime(t, c, src); time.Duration(up)*time.Second > time.Since(start) {
+		t.Fatalf("src has run %ds: it was not restarted by the save %s ago", up, time.Since(start))
+	}
+	vm := realDeploy(t, c, api.DeployRequest{Image: "mini-saved", Name: "from-saved", Node: b.Name})
+	if got := guestRun(t, c, vm, "cat /data/proof"); strings.TrimSpace(got) != "saved" {
+		t.Fatalf("from-saved: %q", got)
+	}
+	if orig, _ := cl.GetImage(ctx(t), ns, "mini-linux"); orig.Digest == saved.Digest {
+		t.Fatal("save changed the original image")
+	}
+}
+
+// The ISO path: the installer ISO built from Debian packages boots a VM whose
+// disk is a generated empty image; the guest sees the empty disk at its size
+// and writes it; save keeps what it wrote, read back in a VM on another peer.
+func TestLibvirtCluster_iso_install(t *testing.T) {
+	isoPath := guest.RequireISO(t)
+	c, _ := libvirtCluster(t)
+	a, b := c.Members[0], c.Members[1]
+	cl := c.Client(a)
+	f, err := os.Open(isoPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	iso, err := cl.UploadISO(ctx(t), ns, "mini-linux.iso", f, st.Size())
+	f.Close()
+	if err != nil || iso.State != api.ImageReady {
+		t.Fatalf("upload the ISO: %+v %v", iso, err)
+	}
+	if _, err := cl.GenerateImage(ctx(t), ns, api.GenerateImageRequest{Name: "blank", Size: "1G"}); err != nil {
+		t.Fatal(err)
+	}
+	const sectors = "2097152" // 1 GiB in 512-byte sectors
+	inst := realDeploy(t, c, api.DeployRequest{Image: "blank", ISO: "mini-linux.iso", Name: "installer", Node: a.Name})
+	if got := guestRun(t, c, inst, "cat /sys/block/vda/size"); strings.TrimSpace(got) != sectors {
+		t.Fatalf("the guest sees a disk of %s sectors", got)
+	}
+	const zeroMiB = "b6d81b360a5672d80c27430f39153e2c" // md5 of 1 MiB of zeros
+	if got := guestRun(t, c, inst, "dd if=/dev/vda bs=1M count=1 2>/dev/null | md5sum"); !strings.HasPrefix(got, zeroMiB) {
+		t.Fatalf("the generated disk is not empty: %q", got)
+	}
+	wrote := guestRun(t, c, inst, "dd if=/dev/urandom of=/tmp/r bs=1M count=4 2>/dev/null && "+
+		"dd if=/tmp/r of=/dev/vda bs=1M seek=1 2>/dev/null && sync && md5sum </tmp/r")
+	readBack := "dd if=/dev/vda bs=1M skip=1 count=4 2>/dev/null | md5sum"
+	if got := guestRun(t, c, inst, readBack); got != wrote {
+		t.Fatalf("read back %q, wrote %q", got, wrote)
+	}
+
+	if _, err := cl.SaveVM(ctx(t), ns, "installer", api.SaveRequest{ImageName: "installed"}); err != nil {
+		t.Fatal(err)
+	}
+	waitImage(t, c, cl, "installed", api.ImageReady, imageOpWait)
+	vm := realDeploy(t, c, api.DeployRequest{Image: "installed", ISO: "mini-linux.iso", Name: "reader", Node: b.Name})
+	if got := guestRun(t, c, vm, "cat /sys/block/vda/size"); strings.TrimSpace(got) != sectors {
+		t.Fatalf("the saved disk is %s sectors", got)
+	}
+	if got := guestRun(t, c, vm, readBack); got != wrote {
+		t.Fatalf("the saved disk holds %q, the installer wrote %q", got, wrote)
+	}
+	if err := cl.DeleteISO(ctx(t), ns, "mini-linux.iso"); api.CodeOf(err) != 409 {
+		t.Fatalf("deleting an ISO in use: %v", err)
+	}
+}

@@ -1,13 +1,19 @@
 package node_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/internal/guest"
 	"github.com/svc-project/svc/internal/testcluster"
 )
@@ -202,5 +208,62 @@ func TestLibvirtCluster_iso_install(t *testing.T) {
 	}
 	if err := cl.DeleteISO(ctx(t), ns, "mini-linux.iso"); api.CodeOf(err) != 409 {
 		t.Fatalf("deleting an ISO in use: %v", err)
+	}
+}
+
+// A host that crashes while it writes a commit (its VM shut off, qemu-img at
+// work) leaves no half-written image: back, it finishes the commit; the
+// image is Ready on content that hashes to its digest, nothing is left in
+// staging, and the VM runs again with the committed file.
+func TestLibvirtCluster_host_crash_during_commit(t *testing.T) {
+	image := guest.RequireLibvirt(t)
+	c := testcluster.New(t, 3, testcluster.Options{Libvirt: true, DistinctIPs: true})
+	leader := c.WaitLeader()
+	host := c.Followers()[0]
+	cl := c.Client(leader)
+	orig := upload(t, cl, "mini-linux", image)
+	vm := realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "w", Node: host.Name})
+	guestRun(t, c, vm, "dd if=/dev/urandom of=/data/blob bs=1M count=32 2>/dev/null && echo committed > /data/proof && sync")
+	if _, err := cl.CommitVM(ctx(t), ns, "w", api.CommitRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	dom := hypervisor.DomainName(host.Name, ns, "w")
+	c.WaitFor("the commit to shut the VM off", imageOpWait, func() error {
+		doms, err := host.Libvirt.List(ctx(t))
+		if err != nil {
+			return err
+		}
+		for _, d := range doms {
+			if d.Name == dom && d.State == hypervisor.StateShutoff {
+				return nil
+			}
+		}
+		return errors.New("the VM still runs")
+	})
+	c.Crash(host)
+	if img, _ := cl.GetImage(ctx(t), ns, "mini-linux"); img.State != api.ImageUpdating || img.Digest != orig.Digest {
+		t.Fatalf("with the host down the image is %+v", img)
+	}
+	c.Restart(host)
+	img := waitImage(t, c, cl, "mini-linux", api.ImageReady, imageOpWait)
+	if img.Digest == orig.Digest {
+		t.Fatal("the commit was not carried out")
+	}
+	f, err := host.Peer.Images().Open(img.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	_, _ = io.Copy(h, f)
+	f.Close()
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != img.Digest {
+		t.Fatalf("the committed blob hashes to %s, not %s", got, img.Digest)
+	}
+	if tmp, _ := os.ReadDir(filepath.Join(host.DataDir, "images", "tmp")); len(tmp) != 0 {
+		t.Fatalf("staging files left: %v", tmp)
+	}
+	waitRunning(t, c, cl, "w", imageOpWait)
+	if got := guestRun(t, c, vm, "cat /data/proof"); strings.TrimSpace(got) != "committed" {
+		t.Fatalf("after the crash: %q", got)
 	}
 }

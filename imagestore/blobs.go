@@ -149,16 +149,18 @@ func (s *Store) StageFile(ctx context.Context, path string) (*Staged, error) {
 		return nil, fmt.Errorf("stage %s: %w", path, err)
 	}
 	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, ctxReader{ctx, f})
-	if err == nil {
-		err = f.Sync()
+	// Flushing the file to disk is I/O, hashing it is CPU: one overlaps the other.
+	synced := make(chan error, 1)
+	go func() { synced <- f.Sync() }()
+	digest, n, err := hashReader(ctx, f)
+	if serr := <-synced; err == nil {
+		err = serr
 	}
 	if err != nil {
 		st.Discard()
 		return nil, fmt.Errorf("stage %s: %w", path, err)
 	}
-	st.Digest, st.Size = "sha256:"+hex.EncodeToString(h.Sum(nil)), n
+	st.Digest, st.Size = digest, n
 	return st, nil
 }
 

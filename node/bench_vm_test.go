@@ -94,11 +94,9 @@ func BenchmarkDeploy_one(b *testing.B) { benchDeploy(b, 1) }
 // BenchmarkDeploy_10_concurrent deploys 10 mini-linux VMs at once.
 func BenchmarkDeploy_10_concurrent(b *testing.B) { benchDeploy(b, 10) }
 
-// BenchmarkImageTransfer streams a 512 MiB image from one peer to another
-// through the peer API (digest verified, fsync'd) and copies the same file
-// with cp, reporting both rates and their ratio.
-func BenchmarkImageTransfer(b *testing.B) {
-	const size = 512 << 20
+// randomFile writes size random bytes to a new file and returns its path.
+func randomFile(b *testing.B, size int64) string {
+	b.Helper()
 	src := filepath.Join(b.TempDir(), "big.raw")
 	f, err := os.Create(src)
 	if err != nil {
@@ -107,7 +105,48 @@ func BenchmarkImageTransfer(b *testing.B) {
 	if _, err := io.CopyN(f, rand.Reader, size); err != nil {
 		b.Fatal(err)
 	}
-	_ = f.Close()
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return src
+}
+
+// cpSync times the baseline of a transfer: cp of src and sync of the copy.
+func cpSync(b *testing.B, src string) time.Duration {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), "copy.raw")
+	start := time.Now()
+	if o, err := exec.Command("cp", src, out).CombinedOutput(); err != nil {
+		b.Fatalf("cp: %v %s", err, o)
+	}
+	if o, err := exec.Command("sync", out).CombinedOutput(); err != nil {
+		b.Fatalf("sync: %v %s", err, o)
+	}
+	took := time.Since(start)
+	_ = os.Remove(out)
+	return took
+}
+
+// reportMBps reports the MB/s of each named total time over b.N transfers of
+// size bytes, and each one's ratio to the last (the baseline).
+func reportMBps(b *testing.B, size int64, names []string, times ...time.Duration) {
+	mbps := func(d time.Duration) float64 { return float64(size) * float64(b.N) / (1 << 20) / d.Seconds() }
+	base := names[len(names)-1]
+	for i, name := range names {
+		b.ReportMetric(mbps(times[i]), name+"-MB/s")
+		if i < len(names)-1 {
+			b.ReportMetric(mbps(times[i])/mbps(times[len(times)-1]), name+"/"+base)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkImageTransfer streams a 512 MiB image from one peer to another
+// (what a deploy on a peer without the image waits for) next to cp and sync
+// of the same file.
+func BenchmarkImageTransfer(b *testing.B) {
+	const size = 512 << 20
+	src := randomFile(b, size)
 	c := testcluster.New(b, 2, testcluster.Options{})
 	c.WaitLeader()
 	a, dst := c.Members[0], c.Members[1]
@@ -121,21 +160,63 @@ func BenchmarkImageTransfer(b *testing.B) {
 			b.Fatal(err)
 		}
 		peer += time.Since(start)
-		out := filepath.Join(b.TempDir(), "copy.raw")
-		start = time.Now()
-		if o, err := exec.Command("cp", src, out).CombinedOutput(); err != nil {
-			b.Fatalf("cp: %v %s", err, o)
-		}
-		if o, err := exec.Command("sync", out).CombinedOutput(); err != nil {
-			b.Fatalf("sync: %v %s", err, o)
-		}
-		plain += time.Since(start)
-		_ = os.Remove(out)
+		plain += cpSync(b, src)
 	}
 	b.StopTimer()
-	mbps := func(d time.Duration) float64 { return float64(size) * float64(b.N) / (1 << 20) / d.Seconds() }
-	b.ReportMetric(mbps(peer), "peer-MB/s")
-	b.ReportMetric(mbps(plain), "cp-MB/s")
-	b.ReportMetric(mbps(peer)/mbps(plain), "peer/cp")
-	b.ReportMetric(0, "ns/op")
+	reportMBps(b, size, []string{"peer", "cp"}, peer, plain)
+}
+
+// BenchmarkImageDownload downloads a 512 MiB image through the API into a
+// file (written and flushed, as svc image download does), from the peer
+// that holds it and through a peer that does not, next to cp and sync.
+func BenchmarkImageDownload(b *testing.B) {
+	const size = 512 << 20
+	src := randomFile(b, size)
+	c := testcluster.New(b, 2, testcluster.Options{})
+	c.WaitLeader()
+	holder, other := c.Members[0], c.Members[1]
+	img := upload(b, c.Client(holder), "big", src)
+	if other.Peer.Images().Has(img.Digest) {
+		b.Fatal("the second peer holds the blob: the download through it would not be proxied")
+	}
+	download := func(m *testcluster.Member) time.Duration {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out := filepath.Join(b.TempDir(), "download.raw")
+		start := time.Now()
+		body, _, etag, err := c.Client(m).DownloadImage(ctx, ns, "big", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer body.Close()
+		f, err := os.Create(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := io.Copy(f, body)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		took := time.Since(start)
+		if err != nil || n != size || etag != img.Digest {
+			b.Fatalf("download through %s: %d bytes, ETag %s: %v", m.Name, n, etag, err)
+		}
+		_ = os.Remove(out)
+		return took
+	}
+	var direct, proxied, plain time.Duration
+	b.ResetTimer()
+	for range b.N {
+		direct += download(holder)
+		proxied += download(other)
+		if other.Peer.Images().Has(img.Digest) {
+			b.Fatal("the download through the second peer left the blob there")
+		}
+		plain += cpSync(b, src)
+	}
+	b.StopTimer()
+	reportMBps(b, size, []string{"holder", "via-peer", "cp"}, direct, proxied, plain)
 }

@@ -195,6 +195,26 @@ func TestVMImageOp_commit_save_fail(t *testing.T) {
 			}
 		}},
 	})
+	// A VM deleted while its operation runs leaves no image Updating, and the
+	// host's late report is refused.
+	runSteps(t, []step{
+		{name: "vm a", cmd: vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)},
+		{name: "commit", cmd: op(OpCommit, ""), check: noteOp},
+		{name: "vm deleted", cmd: mustEncode(t, TypeVMDelete, VMDelete{Namespace: ns, Name: "a"}), check: func(t *testing.T, f *FSM) {
+			if img, _ := f.Image(ns, "mini"); img.State != ImageFailed || img.Digest != "sha256:aa" || !strings.Contains(img.ErrorMessage, "deleted") {
+				t.Fatalf("image %+v", img)
+			}
+		}},
+		{name: "the late report", lazy: done(func() uint64 { return opID }, "n1"), wantErr: ErrNotFound},
+		{name: "vm a again", cmd: vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)},
+		{name: "save", cmd: op(OpSave, "saved"), check: noteOp},
+		{name: "deleted during the save", cmd: mustEncode(t, TypeVMDelete, VMDelete{Namespace: ns, Name: "a"}), check: func(t *testing.T, f *FSM) {
+			if img, _ := f.Image(ns, "saved"); img.State != ImageFailed || img.Usable() {
+				t.Fatalf("saved %+v", img)
+			}
+		}},
+		{name: "the failed save can go", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Namespace: ns, Name: "saved"})},
+	})
 	// The failure names the operation it ends.
 	f := runSteps(t, []step{
 		{name: "vm a", cmd: vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)},

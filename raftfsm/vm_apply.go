@@ -199,6 +199,12 @@ func (s *State) applyVMDelete(c VMDelete) (any, error) {
 	if c.UID != 0 && vm.UID != c.UID {
 		return nil, ruleErr(ErrNotFound, "vm %q of that incarnation is gone (another VM has the name now)", c.Name)
 	}
+	if op := vm.PendingOp; op != nil {
+		// The operation cannot finish: its image must not stay Updating.
+		if img, _, _, err := s.artifact(KindImage, c.Namespace, op.Image); err == nil && img.State == ImageUpdating {
+			img.State, img.ErrorMessage = ImageFailed, op.Kind+" of vm "+vm.Name+" abandoned: the VM was deleted"
+		}
+	}
 	delete(s.VMs, key(c.Namespace, c.Name))
 	s.ix().removeVM(key(c.Namespace, c.Name), vm)
 	return nil, nil

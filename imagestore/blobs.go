@@ -152,7 +152,7 @@ func (s *Store) StageFile(ctx context.Context, path string) (*Staged, error) {
 	// Flushing the file to disk is I/O, hashing it is CPU: one overlaps the other.
 	synced := make(chan error, 1)
 	go func() { synced <- f.Sync() }()
-	digest, n, err := hashReader(ctx, f)
+	digest, n, err := HashReader(ctx, f)
 	if serr := <-synced; err == nil {
 		err = serr
 	}

@@ -14,11 +14,11 @@ const (
 	hashChunks = 4
 )
 
-// hashReader returns the sha256 digest ("sha256:...") and length of what r
+// HashReader returns the sha256 digest ("sha256:...") and length of what r
 // yields. One goroutine reads while the caller's hashes, so a file just
 // written (in the page cache) is hashed at the speed of sha256 alone rather
 // than of read plus sha256.
-func hashReader(ctx context.Context, r io.Reader) (string, int64, error) {
+func HashReader(ctx context.Context, r io.Reader) (string, int64, error) {
 	free := make(chan []byte, hashChunks)
 	full := make(chan []byte, hashChunks)
 	for range hashChunks {

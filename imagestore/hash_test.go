@@ -19,7 +19,7 @@ func TestHashReader_sizes(t *testing.T) {
 		_, _ = rand.Read(data)
 		sum := sha256.Sum256(data)
 		want := "sha256:" + hex.EncodeToString(sum[:])
-		got, size, err := hashReader(context.Background(), bytes.NewReader(data))
+		got, size, err := HashReader(context.Background(), bytes.NewReader(data))
 		if err != nil || got != want || size != int64(n) {
 			t.Errorf("%d bytes: %s %d %v, want %s", n, got, size, err, want)
 		}
@@ -53,7 +53,7 @@ func TestHashReader_errors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if d, _, err := hashReader(c.ctx, c.r); !errors.Is(err, c.want) || d != "" {
+			if d, _, err := HashReader(c.ctx, c.r); !errors.Is(err, c.want) || d != "" {
 				t.Fatalf("%q %v, want %v", d, err, c.want)
 			}
 		})
@@ -74,7 +74,7 @@ func BenchmarkHashFile(b *testing.B) {
 		name string
 		hash func(f *os.File) error
 	}{
-		{"pipelined", func(f *os.File) error { _, _, err := hashReader(context.Background(), f); return err }},
+		{"pipelined", func(f *os.File) error { _, _, err := HashReader(context.Background(), f); return err }},
 		{"io.Copy", func(f *os.File) error { _, err := io.Copy(sha256.New(), f); return err }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -1,0 +1,260 @@
+package ocidisk
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/klauspost/compress/zstd"
+)
+
+// maxConfig bounds a disk config blob.
+const maxConfig = 64 << 10
+
+// chunkAttempts is how often a chunk is tried before a pull fails.
+const chunkAttempts = 3
+
+// Resolved is what a reference names, read from the registry without its
+// disk: enough to record an image before any peer holds it.
+type Resolved struct {
+	Ref name.Reference
+	// ManifestDigest is the manifest's digest: what the reference resolved to.
+	ManifestDigest string
+	// Config and Chunks describe an svc disk; ContainerDisk is set instead
+	// for any other image, read as a KubeVirt containerDisk.
+	Config        Config
+	Chunks        []Chunk
+	ContainerDisk bool
+}
+
+// Source returns "<reference>@<manifest digest>": where the content came from.
+func (r Resolved) Source() string {
+	return r.Ref.Context().Name() + "@" + r.ManifestDigest
+}
+
+// Resolve reads the manifest (and config) that ref names.
+func Resolve(ctx context.Context, ref name.Reference, reg Registry) (Resolved, error) {
+	puller, err := remote.NewPuller(reg.options(ctx)...)
+	if err != nil {
+		return Resolved{}, err
+	}
+	desc, err := puller.Get(ctx, ref)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: %w", ref, err)
+	}
+	out := Resolved{Ref: ref, ManifestDigest: desc.Digest.String()}
+	if !desc.MediaType.IsImage() {
+		out.ContainerDisk = true // an index: the platform is picked when pulled
+		return out, nil
+	}
+	var m v1.Manifest
+	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: the manifest: %w", ref, err)
+	}
+	if m.Config.MediaType != MediaTypeConfig {
+		out.ContainerDisk = true
+		return out, nil
+	}
+	if m.Config.Size > maxConfig {
+		return Resolved{}, fmt.Errorf("resolve %s: the disk config is %d bytes, over %d", ref, m.Config.Size, maxConfig)
+	}
+	l, err := puller.Layer(ctx, ref.Context().Digest(m.Config.Digest.String()))
+	if err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: the disk config: %w", ref, err)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: the disk config: %w", ref, err)
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(io.LimitReader(rc, maxConfig))
+	if err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: the disk config: %w", ref, err)
+	}
+	if err := json.Unmarshal(body, &out.Config); err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: the disk config: %w", ref, err)
+	}
+	if err := out.Config.validate(); err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: %w", ref, err)
+	}
+	if out.Chunks, err = chunksOf(&m, out.Config); err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: %w", ref, err)
+	}
+	return out, nil
+}
+
+// ChunkSource finds a chunk this peer already holds: it fills buf with the
+// bytes whose sha256 is digest and tells whether it could.
+type ChunkSource interface {
+	ReadChunk(digest string, buf []byte) bool
+}
+
+// PullResult says what a pull fetched.
+type PullResult struct {
+	// ChunksFetched and BytesFetched count what came from the registry
+	// (compressed bytes); ChunksLocal the chunks found on this peer.
+	ChunksFetched, ChunksLocal int
+	BytesFetched               int64
+}
+
+// Pull writes the svc disk r describes into the file at dst (created or
+// truncated): chunks in parallel, each checked against its digest, zeros
+// left as holes; a chunk local holds is not fetched. The caller checks the
+// whole file against r.Config.Digest.
+func Pull(ctx context.Context, r Resolved, reg Registry, dst string, local ChunkSource, progress Progress) (PullResult, error) {
+	if r.ContainerDisk {
+		return PullResult{}, errors.New("pull: a containerDisk image is read with PullContainerDisk")
+	}
+	f, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return PullResult{}, fmt.Errorf("pull: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(r.Config.VirtualSize); err != nil {
+		return PullResult{}, fmt.Errorf("pull: %w", err)
+	}
+	puller, err := remote.NewPuller(reg.options(ctx)...)
+	if err != nil {
+		return PullResult{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fetched, localN, bytesN, done atomic.Int64
+	report := progress.serial()
+	report(0, r.Config.VirtualSize)
+	next := make(chan Chunk)
+	errs := make(chan error, reg.jobs())
+	var wg sync.WaitGroup
+	for range min(reg.jobs(), max(len(r.Chunks), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(r.Config.ChunkSize)+1<<20))
+			if err != nil {
+				errs <- err
+				cancel()
+				return
+			}
+			defer dec.Close()
+			buf := make([]byte, r.Config.ChunkSize)
+			for c := range next {
+				b := buf[:c.Size]
+				if local != nil && local.ReadChunk(c.Digest, b) {
+					localN.Add(1)
+				} else if err := fetchChunk(ctx, puller, r.Ref.Context(), dec, c, b, &bytesN); err != nil {
+					errs <- fmt.Errorf("chunk at %d: %w", c.Offset, err)
+					cancel()
+					return
+				} else {
+					fetched.Add(1)
+				}
+				if err := writeSparse(f, b, c.Offset); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+				report(done.Add(c.Size), r.Config.VirtualSize)
+			}
+		}()
+	}
+feed:
+	for _, c := range r.Chunks {
+		select {
+		case next <- c:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	if err := errors.Join(collect(errs)...); err != nil {
+		return PullResult{}, fmt.Errorf("pull %s: %w", r.Ref, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return PullResult{}, err
+	}
+	if err := f.Sync(); err != nil {
+		return PullResult{}, fmt.Errorf("pull: %w", err)
+	}
+	report(r.Config.VirtualSize, r.Config.VirtualSize)
+	return PullResult{ChunksFetched: int(fetched.Load()), ChunksLocal: int(localN.Load()), BytesFetched: bytesN.Load()}, nil
+}
+
+// fetchChunk reads one chunk from the registry into b, decompressed and
+// checked, trying again on a failure.
+func fetchChunk(ctx context.Context, puller *remote.Puller, repo name.Repository, dec *zstd.Decoder, c Chunk, b []byte, n *atomic.Int64) error {
+	var err error
+	for range chunkAttempts {
+		if err = ctx.Err(); err != nil {
+			return err
+		}
+		if err = fetchOnce(ctx, puller, repo, dec, c, b, n); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func fetchOnce(ctx context.Context, puller *remote.Puller, repo name.Repository, dec *zstd.Decoder, c Chunk, b []byte, n *atomic.Int64) error {
+	l, err := puller.Layer(ctx, repo.Digest(c.Layer.Digest.String()))
+	if err != nil {
+		return err
+	}
+	rc, err := l.Compressed() // checked against the layer's digest as it is read
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := dec.Reset(&countingReader{ReadCloser: rc, n: n}); err != nil {
+		return err
+	}
+	if _, err := io.ReadFull(dec, b); err != nil {
+		return fmt.Errorf("decompress: %w", err)
+	}
+	if k, _ := dec.Read(make([]byte, 1)); k != 0 {
+		return fmt.Errorf("decompress: more than the %d bytes announced", len(b))
+	}
+	if _, err := io.Copy(io.Discard, rc); err != nil { // the digest check happens at the end
+		return err
+	}
+	sum := sha256.Sum256(b)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != c.Digest {
+		return fmt.Errorf("the chunk's content is %s, not %s", got, c.Digest)
+	}
+	return nil
+}
+
+// sparseBlock is the unit writeSparse skips when it is all zeros.
+const sparseBlock = 64 << 10
+
+// writeSparse writes b at off, leaving blocks of zeros unwritten (the file
+// was truncated to its size, so they read as zeros).
+func writeSparse(f *os.File, b []byte, off int64) error {
+	for start := 0; start < len(b); {
+		end := min(start+sparseBlock, len(b))
+		if allZero(b[start:end]) {
+			start = end
+			continue
+		}
+		// Extend over the following non-zero blocks: one write for a run.
+		for end < len(b) && !allZero(b[end:min(end+sparseBlock, len(b))]) {
+			end = min(end+sparseBlock, len(b))
+		}
+		if _, err := f.WriteAt(b[start:end], off+int64(start)); err != nil {
+			return fmt.Errorf("write the disk: %w", err)
+		}
+		start = end
+	}
+	return nil
+}

@@ -1,0 +1,276 @@
+package registrytest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Binary is Debian's registry server.
+const Binary = "/usr/bin/docker-registry"
+
+// Options shape a registry.
+type Options struct {
+	// Plain serves plain HTTP instead of TLS with a self-signed certificate.
+	Plain bool
+	// Anonymous serves without authentication.
+	Anonymous bool
+}
+
+// Server is a running registry. Host is what references name
+// ("127.0.0.1:PORT"); Username and Password are accepted by it.
+type Server struct {
+	Host, Username, Password string
+
+	t        testing.TB
+	dir      string
+	backend  string
+	ln       net.Listener
+	cmd      *exec.Cmd
+	received atomic.Int64
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	down     atomic.Bool
+}
+
+// Start runs a registry for the test and stops it at the test's end. It
+// skips the test when the server is not installed, unless
+// SVC_REQUIRE_REGISTRY=1 (CI) makes that a failure.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	if _, err := os.Stat(Binary); err != nil {
+		if os.Getenv("SVC_REQUIRE_REGISTRY") == "1" {
+			t.Fatalf("%s is missing (scripts/install-deps.sh installs it)", Binary)
+		}
+		t.Skipf("%s is missing: run scripts/install-deps.sh", Binary)
+	}
+	s := &Server{t: t, dir: t.TempDir(), Username: "svc-test", Password: "pw-" + fmt.Sprint(time.Now().UnixNano()), conns: map[net.Conn]struct{}{}}
+	backend, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.backend = backend
+	if err := s.writeConfig(o); err != nil {
+		t.Fatal(err)
+	}
+	s.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Host = s.ln.Addr().String()
+	go s.proxy()
+	s.startBackend()
+	t.Cleanup(func() {
+		_ = s.ln.Close()
+		s.Stop()
+	})
+	s.waitReady(!o.Plain)
+	return s
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// writeConfig writes the server's config, certificate and password file.
+func (s *Server) writeConfig(o Options) error {
+	cfg := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n",
+		filepath.Join(s.dir, "data"), s.backend)
+	if !o.Plain {
+		if err := selfSigned(filepath.Join(s.dir, "cert.pem"), filepath.Join(s.dir, "key.pem")); err != nil {
+			return err
+		}
+		cfg += fmt.Sprintf("  tls:\n    certificate: %s\n    key: %s\n", filepath.Join(s.dir, "cert.pem"), filepath.Join(s.dir, "key.pem"))
+	}
+	if !o.Anonymous {
+		hash, err := bcrypt.GenerateFromPassword([]byte(s.Password), bcrypt.MinCost)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(s.dir, "htpasswd"), []byte(s.Username+":"+string(hash)+"\n"), 0o600); err != nil {
+			return err
+		}
+		cfg += fmt.Sprintf("auth:\n  htpasswd:\n    realm: svc-test\n    path: %s\n", filepath.Join(s.dir, "htpasswd"))
+	}
+	return os.WriteFile(filepath.Join(s.dir, "config.yml"), []byte(cfg), 0o600)
+}
+
+func selfSigned(certPath, keyPath string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "svc test registry"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+}
+
+func (s *Server) startBackend() {
+	s.t.Helper()
+	log, err := os.Create(filepath.Join(s.dir, "registry.log"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd = exec.Command(Binary, "serve", filepath.Join(s.dir, "config.yml"))
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.down.Store(false)
+}
+
+// waitReady polls /v2/ until the server answers (401 or 200), for 30 s.
+func (s *Server) waitReady(tlsOn bool) {
+	s.t.Helper()
+	scheme := "http"
+	if tlsOn {
+		scheme = "https"
+	}
+	cl := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test's own self-signed certificate
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+s.backend+"/v2/", nil)
+		if resp, err := cl.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(s.dir, "registry.log"))
+	s.t.Fatalf("the registry at %s did not answer within 30 s:\n%s", s.backend, log)
+}
+
+// Stop kills the server and every connection through the proxy: the
+// registry is down (Host refuses nothing but answers nothing either: each
+// connection is closed at once).
+func (s *Server) Stop() {
+	s.down.Store(true)
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+}
+
+// Restart starts a stopped server again on the same storage.
+func (s *Server) Restart(tlsOn bool) {
+	s.t.Helper()
+	s.startBackend()
+	s.waitReady(tlsOn)
+}
+
+// Received is how many bytes clients have sent to the registry so far.
+func (s *Server) Received() int64 { return s.received.Load() }
+
+// proxy forwards each connection to the server, counting what clients send.
+func (s *Server) proxy() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		go s.serve(c)
+	}
+}
+
+func (s *Server) serve(c net.Conn) {
+	defer c.Close()
+	if s.down.Load() {
+		return
+	}
+	b, err := net.Dial("tcp", s.backend)
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	s.mu.Lock()
+	s.conns[c], s.conns[b] = struct{}{}, struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		delete(s.conns, b)
+		s.mu.Unlock()
+	}()
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(countingWriter{b, &s.received}, c)
+		_ = b.(*net.TCPConn).CloseWrite()
+		close(done)
+	}()
+	_, _ = io.Copy(c, b)
+	_ = c.Close()
+	<-done
+}
+
+// Log returns the server's log, for a failing test's message.
+func (s *Server) Log() string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "registry.log"))
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	return string(b)
+}
+
+// countingWriter counts the bytes written through it as they go.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}

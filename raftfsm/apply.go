@@ -79,6 +79,16 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyCertSet)
 	case TypeSigningKeySet:
 		return applyBody(c, s.applySigningKeySet)
+	case TypeRegCredSet:
+		return applyBody(c, s.applyRegistryCredentialSet)
+	case TypeRegCredDelete:
+		return applyBody(c, s.applyRegistryCredentialDelete)
+	case TypeJobCreate:
+		return applyBody(c, s.applyJobCreate)
+	case TypeJobUpdate:
+		return applyBody(c, s.applyJobUpdate)
+	case TypeJobDelete:
+		return applyBody(c, s.applyJobDelete)
 	}
 	return nil, ErrUnknownCommand
 }

@@ -47,6 +47,11 @@ const (
 	TypeVMImageOp        Type = 29
 	TypeVMImageOpDone    Type = 30
 	TypeVMImageOpFailed  Type = 31
+	TypeRegCredSet       Type = 32
+	TypeRegCredDelete    Type = 33
+	TypeJobCreate        Type = 34
+	TypeJobUpdate        Type = 35
+	TypeJobDelete        Type = 36
 )
 
 var typeNames = map[Type]string{
@@ -81,6 +86,11 @@ var typeNames = map[Type]string{
 	TypeVMImageOp:        "vm-image-op",
 	TypeVMImageOpDone:    "vm-image-op-done",
 	TypeVMImageOpFailed:  "vm-image-op-failed",
+	TypeRegCredSet:       "registry-credential-set",
+	TypeRegCredDelete:    "registry-credential-delete",
+	TypeJobCreate:        "job-create",
+	TypeJobUpdate:        "job-update",
+	TypeJobDelete:        "job-delete",
 }
 
 func (t Type) String() string {
@@ -93,13 +103,13 @@ func (t Type) String() string {
 // PeerProposable reports whether a peer may propose a command of this type
 // through the leader on its own behalf: status reports, the blobs it holds
 // (taken and dropped), images and ISOs it received, the outcome of a commit
-// or save it carried out, and the users its host's root names (svc admin
+// or save it carried out, the progress of its jobs, and the users its host's root names (svc admin
 // token, svc admin user remove). Every other command comes
 // from an authorized API call on the leader.
 func (t Type) PeerProposable() bool {
 	switch t {
 	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove,
-		TypeVMImageOpDone, TypeVMImageOpFailed:
+		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate:
 		return true
 	}
 	return false

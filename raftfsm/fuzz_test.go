@@ -41,6 +41,11 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeRoleBindingDel, RoleBindingChange{Namespace: api.DefaultNamespace, Users: []string{"bob"}}),
 		mustEncode(f, TypeCertSet, CertSet{Cert: Cert{CertPEM: "c", KeyPEM: "k"}}),
 		mustEncode(f, TypeSigningKeySet, SigningKeySet{SigningKey: make([]byte, 32)}),
+		mustEncode(f, TypeRegCredSet, RegistryCredentialSet{Credential: RegistryCredential{Namespace: api.DefaultNamespace, Server: "r:5000", Username: "u", SealedPassword: []byte{1}}}),
+		mustEncode(f, TypeRegCredDelete, RegistryCredentialDelete{Namespace: api.DefaultNamespace, Server: "r:5000"}),
+		mustEncode(f, TypeJobCreate, JobCreate{Job: Job{Name: "push-a", Namespace: api.DefaultNamespace, Type: JobPush, Node: "n1", Reference: "r:5000/a:b", VM: "a"}}),
+		mustEncode(f, TypeJobUpdate, JobUpdate{Namespace: api.DefaultNamespace, Name: "push-a", State: JobFailed, Message: "m"}),
+		mustEncode(f, TypeJobDelete, JobDelete{Namespace: api.DefaultNamespace, Name: "push-a"}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

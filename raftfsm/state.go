@@ -32,6 +32,10 @@ type State struct {
 	SigningKey []byte `json:"signingKey,omitempty"`
 	// Cert is the certificate every peer serves HTTPS with.
 	Cert *Cert `json:"cert,omitempty"`
+	// RegistryCredentials are keyed by "namespace/server".
+	RegistryCredentials map[string]*RegistryCredential `json:"registryCredentials"`
+	// Jobs (pushes and pulls) are keyed by "namespace/name".
+	Jobs map[string]*Job `json:"jobs"`
 
 	// idx is derived from the above (see index); never serialized.
 	idx *index
@@ -74,6 +78,9 @@ func NewState() *State {
 		RoleBindings:    map[string]*RoleBinding{},
 		Blobs:           map[string]*Blob{},
 		Users:           map[string]*User{},
+
+		RegistryCredentials: map[string]*RegistryCredential{},
+		Jobs:                map[string]*Job{},
 	}
 	s.idx = buildIndex(s)
 	return s

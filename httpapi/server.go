@@ -60,6 +60,10 @@ type Backend interface {
 	// Place chooses a node, ports and a name for a VM and records it; it
 	// runs on the leader.
 	Place(ctx context.Context, p Placement) (raftfsm.VM, error)
+	// CreateJob records a push or pull: it names the job and picks the peer
+	// that carries it out (a VM's host, a peer that holds an image); it runs
+	// on the leader.
+	CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error)
 }
 
 // Gate decides whether this peer may reach a remote address (tests).
@@ -194,6 +198,7 @@ func (s *Server) routesV1() {
 
 	s.handle(Route{Method: post, Path: ns + "/vms/:vm/commit", Rule: RuleMember, Write: true, Target: Leader}, s.commitVM)
 	s.handle(Route{Method: post, Path: ns + "/vms/:vm/save", Rule: RuleMember, Write: true, Target: Leader}, s.saveVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/push", Rule: RuleMember, Write: true, Target: Leader}, s.pushVM)
 
 	img, iso := imageArtifact(), isoArtifact()
 	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, img.listHandler(s))
@@ -205,6 +210,7 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: ns + "/images/:image/copy", Rule: RuleMember, Write: true, Target: Leader}, img.copyHandler(s))
 	s.handle(Route{Method: post, Path: ns + "/images/:image/description", Rule: RuleMember, Write: true, Target: Leader}, img.describeHandler(s))
 	s.handle(Route{Method: get, Path: ns + "/images/:image/download", Rule: RuleMember}, s.downloadImage)
+	s.handle(Route{Method: post, Path: ns + "/images/:image/push", Rule: RuleMember, Write: true, Target: Leader}, s.pushImage)
 	s.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true, Upload: true}, s.uploadImage)
 
 	s.handle(Route{Method: get, Path: ns + "/isos", Rule: RuleMember}, iso.listHandler(s))
@@ -213,6 +219,12 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: ns + "/isos/:iso/copy", Rule: RuleMember, Write: true, Target: Leader}, iso.copyHandler(s))
 	s.handle(Route{Method: post, Path: ns + "/isos/:iso/description", Rule: RuleMember, Write: true, Target: Leader}, iso.describeHandler(s))
 	s.handle(Route{Method: post, Path: ns + "/upload/iso", Rule: RuleMember, Write: true, Upload: true}, s.uploadISO)
+
+	s.handle(Route{Method: get, Path: ns + "/registrycredentials", Rule: RuleAdmin}, s.listRegistryCredentials)
+	s.handle(Route{Method: post, Path: ns + "/registrycredentials", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRegistryCredential)
+	s.handle(Route{Method: del, Path: ns + "/registrycredentials/:server", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteRegistryCredential)
+	s.handle(Route{Method: get, Path: ns + "/jobs", Rule: RuleMember}, s.listJobs)
+	s.handle(Route{Method: get, Path: ns + "/jobs/:job", Rule: RuleMember}, s.getJob)
 
 	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Target: Leader}, s.uploadCert)
 

@@ -97,6 +97,15 @@ func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
 func (b *fakeBackend) CaughtUp() bool                     { return true }
 
 // Place puts every VM on n1 at fixed ports.
+func (b *fakeBackend) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
+	j.Name, j.Node = j.Type+"-fake1", "n1"
+	v, err := b.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})
+	if err != nil {
+		return raftfsm.Job{}, err
+	}
+	return *v.(*raftfsm.Job), nil
+}
+
 func (b *fakeBackend) Place(ctx context.Context, p Placement) (raftfsm.VM, error) {
 	vm := p.VM
 	if p.NamePrefix != "" {

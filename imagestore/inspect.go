@@ -72,6 +72,17 @@ func CreateEmpty(ctx context.Context, path string, virtualSize int64) error {
 	return nil
 }
 
+// ToRaw writes the qcow2 disk at src to dst as a raw disk (sparse: zeros
+// are left as holes), for a registry push that cuts it into chunks.
+func ToRaw(ctx context.Context, src, dst string) error {
+	out, err := exec.CommandContext(ctx, "qemu-img", "convert", "-q", "-f", "qcow2", "-O", "raw", src, dst).CombinedOutput()
+	if err != nil {
+		_ = os.Remove(dst)
+		return fmt.Errorf("qemu-img convert to raw: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
 // ErrNotAnISO is wrapped when a file is not an ISO 9660 image.
 var ErrNotAnISO = errors.New("not an ISO 9660 image")
 

@@ -99,6 +99,9 @@ func (p *Peer) lead(ctx context.Context) {
 		if err := p.reconcileNodes(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("node status", "err", err)
 		}
+		if err := p.reconcileJobs(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("jobs", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			log.Info("leader work stopped")

@@ -135,6 +135,7 @@ func Start(cfg Config) (*Peer, error) {
 	p.goRun(p.healthLoop)
 	p.goRun(newReconciler(p).run)
 	p.goRun(p.blobGCLoop)
+	p.goRun(p.jobLoop)
 	ok = true
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)

@@ -6,4 +6,7 @@
 // once its user or service account is removed. Verifiers are chosen by the
 // token's issuer, so a second issuer (an OpenID Connect provider) can be
 // added beside the cluster's own.
+//
+// Seal and Unseal keep secrets (registry passwords) in the replicated state
+// encrypted with a key derived from the same seed.
 package auth

@@ -1,0 +1,140 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Registry credentials: the password is sealed here, on the peer that runs
+// the handler (the leader), before the command is proposed.
+
+func credToAPI(c raftfsm.RegistryCredential) api.RegistryCredential {
+	return api.RegistryCredential{Server: c.Server, Username: c.Username, AllowInsecure: c.AllowInsecure, CreatedAt: c.CreatedAt}
+}
+
+func (s *Server) listRegistryCredentials(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	ns := p.ByName("namespace")
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	items := []api.RegistryCredential{}
+	for _, c := range s.b.FSM().RegistryCredentials(ns) {
+		items = append(items, credToAPI(c))
+	}
+	writeJSON(w, http.StatusOK, api.List[api.RegistryCredential]{Items: items})
+	return nil
+}
+
+func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ns := p.ByName("namespace")
+	var req api.RegistryCredentialRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if _, err := ocidisk.ParseReference(req.Server+"/x:y", req.AllowInsecure, false); err != nil || req.Server == "" {
+		return badRequest("field \"server\": %q is not a registry host[:port]", req.Server)
+	}
+	if len(req.Username) > 1024 || len(req.Password) > 1024 {
+		return badRequest("fields \"username\" and \"password\": at most 1024 bytes each")
+	}
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	sealed, err := auth.Seal(s.b.FSM().SigningKey(), []byte(req.Password), credAAD(ns, req.Server))
+	if err != nil {
+		return err
+	}
+	v, err := s.apply(r.Context(), raftfsm.TypeRegCredSet, raftfsm.RegistryCredentialSet{Credential: raftfsm.RegistryCredential{
+		Namespace: ns, Server: req.Server, Username: req.Username, SealedPassword: sealed, AllowInsecure: req.AllowInsecure,
+		CreatedAt: time.Now().UTC().Truncate(time.Second),
+	}})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, credToAPI(*v.(*raftfsm.RegistryCredential)))
+	return nil
+}
+
+// credAAD binds a sealed password to its namespace and server.
+func credAAD(ns, server string) []byte { return []byte(ns + "/" + server) }
+
+func (s *Server) deleteRegistryCredential(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if _, err := s.apply(r.Context(), raftfsm.TypeRegCredDelete, raftfsm.RegistryCredentialDelete{Namespace: p.ByName("namespace"), Server: p.ByName("server")}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func jobToAPI(j raftfsm.Job) api.Job {
+	return api.Job{
+		Name: j.Name, Type: j.Type, State: j.State, BytesDone: j.BytesDone, BytesTotal: j.BytesTotal, Message: j.Message,
+		StartTime: j.StartTime, CompletionTime: j.CompletionTime, Reference: j.Reference, VM: j.VM, Image: j.Image,
+		Node: j.Node, Namespace: j.Namespace, Owner: j.Owner,
+	}
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	ns := p.ByName("namespace")
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	items := []api.Job{}
+	for _, j := range s.b.FSM().Jobs(ns) {
+		items = append(items, jobToAPI(j))
+	}
+	writeJSON(w, http.StatusOK, api.List[api.Job]{Items: items})
+	return nil
+}
+
+func (s *Server) getJob(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	ns, name := p.ByName("namespace"), p.ByName("job")
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	j, ok := s.b.FSM().Job(ns, name)
+	if !ok {
+		return notFound("job %q not found", name)
+	}
+	writeJSON(w, http.StatusOK, jobToAPI(j))
+	return nil
+}
+
+// pushVM starts a job on the VM's host that sends its disk to a registry.
+func (s *Server) pushVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	return s.push(w, r, p, raftfsm.Job{VM: p.ByName("vm")})
+}
+
+// pushImage starts a job on a peer that holds the image.
+func (s *Server) pushImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	return s.push(w, r, p, raftfsm.Job{Image: p.ByName("image"), Kind: raftfsm.KindImage})
+}
+
+func (s *Server) push(w http.ResponseWriter, r *http.Request, p httprouter.Params, j raftfsm.Job) error {
+	ns := p.ByName("namespace")
+	var req api.PushRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	ref, err := ocidisk.ParseReference(req.ImageReference, true, true)
+	if err != nil {
+		return badRequest("field \"imageReference\": %s", err)
+	}
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	j.Namespace, j.Type, j.Reference, j.Owner = ns, raftfsm.JobPush, ref.Name(), owner(r.Context())
+	job, err := s.b.CreateJob(r.Context(), j)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.JobName{JobName: job.Name})
+	return nil
+}

@@ -1,0 +1,221 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Jobs (pushes and pulls) are recorded by the leader with the peer that
+// carries them out; that peer's job loop runs them and reports progress
+// through the leader. A job of a peer that restarts is run again (a push
+// sends only the chunks the registry lacks); one whose peer is NOT READY is
+// marked Failed by the leader; ended jobs are forgotten after jobRetention.
+
+const (
+	// jobRetention is how long an ended job stays listed.
+	jobRetention = time.Hour
+	// jobTimeout bounds one run of a job.
+	jobTimeout = 2 * time.Hour
+	// jobReportEvery spaces progress reports.
+	jobReportEvery = 2 * time.Second
+)
+
+// CreateJob names a job, picks its peer and records it (on the leader).
+func (p *Peer) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
+	f := p.FSM()
+	switch {
+	case j.VM != "":
+		vm, ok := f.VM(j.Namespace, j.VM)
+		if !ok {
+			return raftfsm.Job{}, fmt.Errorf("vm %q not found: %w", j.VM, raftfsm.ErrNotFound)
+		}
+		j.Node, j.Kind = vm.Node, raftfsm.KindImage
+		j.Name = generateName(j.Type + "-" + truncate(j.VM, 40))
+	case j.Image != "":
+		img, ok := f.Image(j.Namespace, j.Image)
+		if !ok {
+			return raftfsm.Job{}, fmt.Errorf("image %q not found: %w", j.Image, raftfsm.ErrNotFound)
+		}
+		if !img.Usable() {
+			return raftfsm.Job{}, fmt.Errorf("image %q has no content (%s): %w", j.Image, img.State, raftfsm.ErrConflict)
+		}
+		b, _ := f.Blob(img.Digest)
+		for _, h := range b.Holders {
+			if n, ok := f.Node(h); ok && n.Phase == api.PhaseReady {
+				j.Node = h
+				break
+			}
+		}
+		if j.Node == "" {
+			return raftfsm.Job{}, fmt.Errorf("no READY peer holds image %q: %w", j.Image, raftfsm.ErrConflict)
+		}
+		j.Name = generateName(j.Type + "-" + truncate(j.Image, 40))
+	}
+	j.StartTime = time.Now().UTC().Truncate(time.Second)
+	v, err := p.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})
+	if err != nil {
+		return raftfsm.Job{}, err
+	}
+	return *v.(*raftfsm.Job), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// jobLoop starts this peer's jobs that are not running here.
+func (p *Peer) jobLoop() {
+	running := map[string]bool{}
+	ended := make(chan string)
+	tick := time.NewTicker(p.cfg.ReconcileInterval)
+	defer tick.Stop()
+	for {
+		changed := p.FSM().Changed()
+		if p.CaughtUp() {
+			for _, j := range p.FSM().Jobs("") {
+				k := j.Namespace + "/" + j.Name
+				if j.Node != p.cfg.Name || j.Ended() || running[k] {
+					continue
+				}
+				running[k] = true
+				p.goRun(func() {
+					p.runJob(j)
+					select {
+					case ended <- k:
+					case <-p.ctx.Done():
+					}
+				})
+			}
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case k := <-ended:
+			delete(running, k)
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// runJob carries a job out and reports how it ended.
+func (p *Peer) runJob(j raftfsm.Job) {
+	log := p.cfg.Log.With("job", j.Namespace+"/"+j.Name, "type", j.Type, "reference", j.Reference)
+	ctx, cancel := context.WithTimeout(p.ctx, jobTimeout)
+	defer cancel()
+	rep := &jobReporter{p: p, j: j, state: raftfsm.JobRunning}
+	rep.send(ctx, true)
+	msg, err := p.doJob(ctx, j, rep)
+	if p.ctx.Err() != nil {
+		return // the peer stops: the job runs again when it is back
+	}
+	rep.state, rep.message = raftfsm.JobSucceeded, msg
+	if err != nil {
+		rep.state, rep.message = raftfsm.JobFailed, ocidisk.Reason(err)
+		log.Warn("job failed", "err", err)
+	} else {
+		log.Info("job done", "message", msg)
+	}
+	rctx, rcancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer rcancel()
+	rep.send(rctx, true)
+}
+
+func (p *Peer) doJob(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
+	if j.Type != raftfsm.JobPush {
+		return "", fmt.Errorf("job type %q is not carried out by this version", j.Type)
+	}
+	return p.push(ctx, j, rep.progress(ctx))
+}
+
+// jobReporter sends a job's progress through the leader, at most every
+// jobReportEvery.
+type jobReporter struct {
+	p              *Peer
+	j              raftfsm.Job
+	state, message string
+	done, total    int64
+	last           time.Time
+}
+
+func (r *jobReporter) progress(ctx context.Context) ocidisk.Progress {
+	return func(done, total int64) {
+		r.done, r.total = done, total
+		r.send(ctx, false)
+	}
+}
+
+func (r *jobReporter) send(ctx context.Context, always bool) {
+	if !always && time.Since(r.last) < jobReportEvery {
+		return
+	}
+	r.last = time.Now()
+	_, err := r.p.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
+		Namespace: r.j.Namespace, Name: r.j.Name, State: r.state, BytesDone: r.done, BytesTotal: r.total,
+		Message: r.message, Time: time.Now().UTC().Truncate(time.Second),
+	})
+	if err != nil && !errors.Is(err, raftfsm.ErrConflict) {
+		r.p.cfg.Log.Warn("report job progress", "job", r.j.Name, "err", err)
+	}
+}
+
+// registryFor returns how to reach a reference's registry with the
+// namespace's credential for it (none: anonymous).
+func (p *Peer) registryFor(ns, reference string, latest bool) (ocidisk.Registry, error) {
+	ref, err := ocidisk.ParseReference(reference, false, latest)
+	if err != nil {
+		return ocidisk.Registry{}, err
+	}
+	server := ref.Context().RegistryStr()
+	c, ok := p.FSM().RegistryCredential(ns, server)
+	if !ok {
+		return ocidisk.Registry{}, nil
+	}
+	pw, err := auth.Unseal(p.FSM().SigningKey(), c.SealedPassword, []byte(ns+"/"+server))
+	if err != nil {
+		return ocidisk.Registry{}, fmt.Errorf("the credential for %s: %w", server, err)
+	}
+	return ocidisk.Registry{Username: c.Username, Password: string(pw), Insecure: c.AllowInsecure}, nil
+}
+
+// reconcileJobs (leader) fails the unended jobs of peers that are NOT READY
+// or gone and forgets jobs that ended over jobRetention ago.
+func (p *Peer) reconcileJobs(ctx context.Context) error {
+	var errs []error
+	now := time.Now()
+	for _, j := range p.FSM().Jobs("") {
+		switch {
+		case j.Ended() && j.CompletionTime != nil && now.Sub(*j.CompletionTime) > jobRetention:
+			_, err := p.Apply(ctx, raftfsm.TypeJobDelete, raftfsm.JobDelete{Namespace: j.Namespace, Name: j.Name})
+			errs = append(errs, err)
+		case !j.Ended():
+			n, ok := p.FSM().Node(j.Node)
+			if ok && n.Phase == api.PhaseReady {
+				continue
+			}
+			why := fmt.Sprintf("peer %s, which carried the job out, is NOT READY", j.Node)
+			if !ok {
+				why = fmt.Sprintf("peer %s, which carried the job out, left the cluster", j.Node)
+			}
+			_, err := p.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
+				Namespace: j.Namespace, Name: j.Name, State: raftfsm.JobFailed, BytesDone: j.BytesDone, BytesTotal: j.BytesTotal,
+				Message: why, Time: now.UTC().Truncate(time.Second),
+			})
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(slices.DeleteFunc(errs, func(e error) bool {
+		return e == nil || errors.Is(e, raftfsm.ErrConflict) || errors.Is(e, raftfsm.ErrNotFound)
+	})...)
+}

@@ -1,0 +1,128 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// pushStopTimeout bounds the wait for a VM to stop before its disk is read.
+const pushStopTimeout = 3 * time.Minute
+
+// push sends a VM's disk or an image to the job's reference.
+func (p *Peer) push(ctx context.Context, j raftfsm.Job, progress ocidisk.Progress) (string, error) {
+	reg, err := p.registryFor(j.Namespace, j.Reference, true)
+	if err != nil {
+		return "", err
+	}
+	ref, err := ocidisk.ParseReference(j.Reference, reg.Insecure, true)
+	if err != nil {
+		return "", err
+	}
+	var path string
+	cfg := ocidisk.Config{Kind: ocidisk.KindImage}
+	if j.VM != "" {
+		path, cfg, err = p.vmDisk(ctx, j)
+	} else {
+		path, cfg, err = p.imageDisk(ctx, j)
+	}
+	if path != "" && path != p.images.Path(cfg.Digest) {
+		defer os.Remove(path)
+	}
+	if err != nil {
+		return "", err
+	}
+	res, err := ocidisk.Push(ctx, ref, reg, path, cfg, progress)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("pushed %s@%s: %d chunks, %d sent (%d bytes), the rest already there",
+		ref.Context().Name(), res.ManifestDigest, len(res.Chunks), res.ChunksSent, res.BytesSent), nil
+}
+
+// imageDisk returns the raw disk of the job's image: its blob when it is
+// raw (its digest known), else a raw copy.
+func (p *Peer) imageDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk.Config, error) {
+	img, ok := p.FSM().Image(j.Namespace, j.Image)
+	if !ok || !img.Usable() {
+		return "", ocidisk.Config{}, fmt.Errorf("image %q is gone or has no content", j.Image)
+	}
+	cfg := ocidisk.Config{Kind: ocidisk.KindImage, Arch: img.Arch, Description: img.Description}
+	if img.Format == "raw" {
+		cfg.Digest = img.Digest
+		return p.images.Path(img.Digest), cfg, nil
+	}
+	lease, err := p.images.Lease(img.Digest)
+	if err != nil {
+		return "", cfg, fmt.Errorf("image %q is not on this peer: %w", j.Image, err)
+	}
+	defer lease.Release()
+	dst, err := p.images.TempPath("push")
+	if err != nil {
+		return "", cfg, err
+	}
+	return dst, cfg, imagestore.ToRaw(ctx, p.images.Path(img.Digest), dst)
+}
+
+// vmDisk returns a consistent raw copy of a VM's disk: a running VM is
+// stopped (through the replicated state, as a user's stop) while its disk is
+// read, and started again.
+func (p *Peer) vmDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk.Config, error) {
+	vm, ok := p.FSM().VM(j.Namespace, j.VM)
+	if !ok || vm.Node != p.cfg.Name {
+		return "", ocidisk.Config{}, fmt.Errorf("vm %q is gone or runs elsewhere", j.VM)
+	}
+	cfg := ocidisk.Config{Kind: ocidisk.KindImage, Arch: vm.Arch, CPU: vm.CPU, MemoryBytes: vm.MemoryBytes}
+	wasRunning := vm.Desired == raftfsm.VMRunning
+	if wasRunning {
+		if err := p.setDesired(ctx, vm, "stop", raftfsm.VMStopped); err != nil {
+			return "", cfg, err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+			defer cancel()
+			if _, err := p.Apply(sctx, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: vm.Namespace, Name: vm.Name, Action: "start"}); err != nil {
+				p.cfg.Log.Warn("start the VM again after reading its disk", "vm", vm.Name, "err", err)
+			}
+		}()
+	}
+	exported, err := p.images.TempPath("push-export")
+	if err != nil {
+		return "", cfg, err
+	}
+	defer os.Remove(exported)
+	if err := p.driver.Export(ctx, hypervisor.DomainName(p.cfg.Name, vm.Namespace, vm.Name), exported); err != nil {
+		return "", cfg, fmt.Errorf("read the VM's disk: %w", err)
+	}
+	dst, err := p.images.TempPath("push")
+	if err != nil {
+		return "", cfg, err
+	}
+	info, err := imagestore.Inspect(ctx, exported)
+	if err != nil {
+		return dst, cfg, err
+	}
+	if info.Format == "raw" {
+		return dst, cfg, os.Rename(exported, dst)
+	}
+	return dst, cfg, imagestore.ToRaw(ctx, exported, dst)
+}
+
+// setDesired asks for a VM action and waits until its node reports status.
+func (p *Peer) setDesired(ctx context.Context, vm raftfsm.VM, action, status string) error {
+	if _, err := p.Apply(ctx, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: vm.Namespace, Name: vm.Name, Action: action}); err != nil {
+		return fmt.Errorf("%s the VM: %w", action, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, pushStopTimeout)
+	defer cancel()
+	return p.FSM().Wait(wctx, func() bool {
+		cur, ok := p.FSM().VM(vm.Namespace, vm.Name)
+		return !ok || cur.Status == status
+	})
+}

@@ -1,0 +1,122 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/internal/registrytest"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+// waitJob polls a job until it ends and returns it.
+func waitJob(t *testing.T, c *testcluster.Cluster, cl *api.Client, name string) api.Job {
+	t.Helper()
+	var j api.Job
+	c.WaitFor("job "+name+" ends", 2*time.Minute, func() error {
+		var err error
+		if j, err = cl.GetJob(context.Background(), ns, name); err != nil {
+			return err
+		}
+		if j.State != api.JobSucceeded && j.State != api.JobFailed {
+			return errors.New(j.State)
+		}
+		return nil
+	})
+	return j
+}
+
+// An image pushed through a peer that does not hold it is carried out by a
+// peer that does, with the namespace's sealed credential; the registry holds
+// the disk byte for byte; a second push sends nothing; wrong credentials
+// fail the job with the registry's reason; the password is nowhere in the
+// data dirs.
+func TestPushImage_registry(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	c := testcluster.New(t, 2, testcluster.Options{})
+	c.WaitLeader()
+	holder, other := c.Members[0], c.Members[1]
+	data := make([]byte, 6<<20)
+	_, _ = rand.Read(data[:2<<20])
+	disk := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(disk, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	img := upload(t, c.Client(holder), "disk", disk)
+	admin := c.Client(other)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := admin.SetRegistryCredential(ctx, ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: "wrong", AllowInsecure: true}); err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Host + "/team/disk:v1"
+	job, err := admin.PushImage(ctx, ns, "disk", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := waitJob(t, c, admin, job.JobName); j.State != api.JobFailed || !strings.Contains(j.Message, "401") || j.Node != holder.Name {
+		t.Fatalf("push with a wrong password: %+v", j)
+	}
+	if _, err := admin.SetRegistryCredential(ctx, ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: reg.Password, AllowInsecure: true}); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := admin.ListRegistryCredentials(ctx, ns)
+	if err != nil || len(creds) != 1 || creds[0].Username != reg.Username {
+		t.Fatalf("credentials %+v %v", creds, err)
+	}
+	job, err = admin.PushImage(ctx, ns, "disk", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, c, admin, job.JobName)
+	if j.State != api.JobSucceeded || j.BytesDone != int64(len(data)) || j.CompletionTime == nil {
+		t.Fatalf("push: %+v", j)
+	}
+	r, _ := ocidisk.ParseReference(ref, true, false)
+	res, err := ocidisk.Resolve(ctx, r, ocidisk.Registry{Username: reg.Username, Password: reg.Password, Insecure: true})
+	if err != nil || res.Config.Digest != img.Digest || res.Config.VirtualSize != int64(len(data)) {
+		t.Fatalf("the registry has %+v (%v), want the digest %s", res.Config, err, img.Digest)
+	}
+	before := reg.Received()
+	job, _ = admin.PushImage(ctx, ns, "disk", reg.Host+"/team/disk:v2")
+	if j := waitJob(t, c, admin, job.JobName); j.State != api.JobSucceeded || !strings.Contains(j.Message, "0 sent") {
+		t.Fatalf("second push: %+v", j)
+	}
+	if sent := reg.Received() - before; sent > 256<<10 {
+		t.Fatalf("the second push sent %d bytes", sent)
+	}
+	jobs, _ := admin.ListJobs(ctx, ns)
+	if len(jobs) != 3 {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	for _, m := range c.Members {
+		filepath.WalkDir(m.DataDir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(reg.Password)) {
+				t.Errorf("%s holds the registry password in plain text", p)
+			}
+			return nil
+		})
+	}
+	for _, bad := range []string{"no-registry", reg.Host + "/UPPER/x:y", ""} {
+		if _, err := admin.PushImage(ctx, ns, "disk", bad); api.CodeOf(err) != 400 {
+			t.Errorf("push to %q: %v", bad, err)
+		}
+	}
+	if _, err := admin.PushImage(ctx, ns, "nope", ref); api.CodeOf(err) != 404 {
+		t.Errorf("push of an unknown image: %v", err)
+	}
+	if err := admin.DeleteRegistryCredential(ctx, ns, reg.Host); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -67,7 +67,10 @@ func newImageCmd(g *globals) *cobra.Command {
 	del := newDeleteCmd(g, "image", func(ctx context.Context, cl *api.Client, name string) error {
 		return cl.DeleteImage(ctx, g.namespace, name)
 	})
-	cmd.AddCommand(list, upload, generate, get, copyCmd, describe, newImageDownloadCmd(g), del)
+	cmd.AddCommand(list, upload, generate, get, copyCmd, describe, newImageDownloadCmd(g), del,
+		newPushCmd(g, "image", func(ctx context.Context, cl *api.Client, name, ref string) (api.JobName, error) {
+			return cl.PushImage(ctx, g.namespace, name, ref)
+		}))
 	return cmd
 }
 

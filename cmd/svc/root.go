@@ -28,6 +28,7 @@ func newRootCmd() *cobra.Command {
 	pf.StringVar(&g.token, "token", "", "bearer token (overrides $SVC_TOKEN and the config file)")
 	pf.StringVarP(&g.namespace, "namespace", "n", api.DefaultNamespace, "namespace")
 	root.AddCommand(newAgentCmd(), newConfigCmd(g), newNodeCmd(g), newClusterCmd(g), newVMCmd(g), newVMConfigCmd(g), newImageCmd(g), newISOCmd(g),
-		newAdminCmd(), newUserCmd(), newNamespaceCmd(g), newRoleBindingCmd(g), newServiceAccountCmd(g))
+		newAdminCmd(), newUserCmd(), newNamespaceCmd(g), newRoleBindingCmd(g), newServiceAccountCmd(g),
+		newRegCredCmd(g), newJobCmd(g))
 	return root
 }

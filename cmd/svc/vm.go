@@ -42,7 +42,10 @@ func (o *vmOptionFlags) bind(f *pflag.FlagSet) {
 
 func newVMCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "vm", Short: "Deploy, list and run VMs"}
-	cmd.AddCommand(newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g), newVMCommitCmd(g), newVMSaveCmd(g))
+	cmd.AddCommand(newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g), newVMCommitCmd(g), newVMSaveCmd(g),
+		newPushCmd(g, "vm", func(ctx context.Context, cl *api.Client, name, ref string) (api.JobName, error) {
+			return cl.PushVM(ctx, g.namespace, name, ref)
+		}))
 	for _, a := range []struct{ action, short string }{
 		{"start", "Start a stopped VM"},
 		{"stop", "Shut a VM down (ACPI, then forced after a grace period)"},

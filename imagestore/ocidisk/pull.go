@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -35,11 +34,6 @@ type Resolved struct {
 	Config        Config
 	Chunks        []Chunk
 	ContainerDisk bool
-}
-
-// Source returns "<reference>@<manifest digest>": where the content came from.
-func (r Resolved) Source() string {
-	return r.Ref.Context().Name() + "@" + r.ManifestDigest
 }
 
 // Resolve reads the manifest (and config) that ref names.
@@ -127,62 +121,35 @@ func Pull(ctx context.Context, r Resolved, reg Registry, dst string, local Chunk
 	if err != nil {
 		return PullResult{}, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var fetched, localN, bytesN, done atomic.Int64
 	report := progress.serial()
 	report(0, r.Config.VirtualSize)
-	next := make(chan Chunk)
-	errs := make(chan error, reg.jobs())
-	var wg sync.WaitGroup
-	for range min(reg.jobs(), max(len(r.Chunks), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(r.Config.ChunkSize)+1<<20))
-			if err != nil {
-				errs <- err
-				cancel()
-				return
-			}
-			defer dec.Close()
-			buf := make([]byte, r.Config.ChunkSize)
-			for c := range next {
-				b := buf[:c.Size]
-				if local != nil && local.ReadChunk(c.Digest, b) {
-					localN.Add(1)
-				} else if err := fetchChunk(ctx, puller, r.Ref.Context(), dec, c, b, &bytesN); err != nil {
-					errs <- fmt.Errorf("chunk at %d: %w", c.Offset, err)
-					cancel()
-					return
-				} else {
-					fetched.Add(1)
-				}
-				if err := writeSparse(f, b, c.Offset); err != nil {
-					errs <- err
-					cancel()
-					return
-				}
-				report(done.Add(c.Size), r.Config.VirtualSize)
-			}
-		}()
-	}
-feed:
-	for _, c := range r.Chunks {
-		select {
-		case next <- c:
-		case <-ctx.Done():
-			break feed
+	err = parallel(ctx, reg.jobs(), len(r.Chunks), func(ctx context.Context, next <-chan int) error {
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(r.Config.ChunkSize)+1<<20))
+		if err != nil {
+			return err
 		}
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	if err := errors.Join(collect(errs)...); err != nil {
+		defer dec.Close()
+		buf := make([]byte, r.Config.ChunkSize)
+		for i := range next {
+			c := r.Chunks[i]
+			b := buf[:c.Size]
+			if local != nil && local.ReadChunk(c.Digest, b) {
+				localN.Add(1)
+			} else if err := fetchChunk(ctx, puller, r.Ref.Context(), dec, c, b, &bytesN); err != nil {
+				return fmt.Errorf("chunk at %d: %w", c.Offset, err)
+			} else {
+				fetched.Add(1)
+			}
+			if err := writeSparse(f, b, c.Offset); err != nil {
+				return err
+			}
+			report(done.Add(c.Size), r.Config.VirtualSize)
+		}
+		return nil
+	})
+	if err != nil {
 		return PullResult{}, fmt.Errorf("pull %s: %w", r.Ref, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return PullResult{}, err
 	}
 	if err := f.Sync(); err != nil {
 		return PullResult{}, fmt.Errorf("pull: %w", err)

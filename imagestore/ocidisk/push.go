@@ -145,57 +145,29 @@ func pushChunks(ctx context.Context, pusher *remote.Pusher, repo name.Repository
 	if n > maxChunks {
 		return PushResult{}, fmt.Errorf("push: %d chunks, over %d", n, maxChunks)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	chunks := make([]*Chunk, n)
-	var sent atomic.Int64
-	var sentChunks atomic.Int64
-	var done atomic.Int64
+	var sent, sentChunks, done atomic.Int64
 	report := progress.serial()
-	next := make(chan int)
-	errs := make(chan error, jobs)
-	var wg sync.WaitGroup
-	for range min(jobs, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-			if err != nil {
-				errs <- err
-				cancel()
-				return
-			}
-			defer enc.Close()
-			buf := make([]byte, cfg.ChunkSize)
-			for i := range next {
-				off := int64(i) * cfg.ChunkSize
-				size := min(cfg.ChunkSize, cfg.VirtualSize-off)
-				c, err := pushChunk(ctx, pusher, repo, enc, f, buf[:size], off, &sent, &sentChunks)
-				if err != nil {
-					errs <- fmt.Errorf("chunk at %d: %w", off, err)
-					cancel()
-					return
-				}
-				chunks[i] = c
-				report(done.Add(size), cfg.VirtualSize)
-			}
-		}()
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	err := parallel(ctx, jobs, n, func(ctx context.Context, next <-chan int) error {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return err
 		}
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	if err := errors.Join(collect(errs)...); err != nil {
-		return PushResult{}, err
-	}
-	if err := ctx.Err(); err != nil {
+		defer enc.Close()
+		buf := make([]byte, cfg.ChunkSize)
+		for i := range next {
+			off := int64(i) * cfg.ChunkSize
+			size := min(cfg.ChunkSize, cfg.VirtualSize-off)
+			c, err := pushChunk(ctx, pusher, repo, enc, f, buf[:size], off, &sent, &sentChunks)
+			if err != nil {
+				return fmt.Errorf("chunk at %d: %w", off, err)
+			}
+			chunks[i] = c
+			report(done.Add(size), cfg.VirtualSize)
+		}
+		return nil
+	})
+	if err != nil {
 		return PushResult{}, err
 	}
 	res := PushResult{ChunksSent: int(sentChunks.Load()), BytesSent: sent.Load()}
@@ -205,14 +177,6 @@ feed:
 		}
 	}
 	return res, nil
-}
-
-func collect(errs <-chan error) []error {
-	var out []error
-	for err := range errs {
-		out = append(out, err)
-	}
-	return out
 }
 
 // pushChunk reads one chunk into buf and uploads it compressed unless it is

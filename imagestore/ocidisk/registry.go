@@ -55,10 +55,6 @@ func ParseReference(ref string, insecure, latest bool) (name.Reference, error) {
 	return r, nil
 }
 
-// LooksLikeReference tells an image reference from an image name: only a
-// reference holds a '/'.
-func LooksLikeReference(s string) bool { return strings.Contains(s, "/") }
-
 func (r Registry) jobs() int {
 	if r.Jobs <= 0 {
 		return 4

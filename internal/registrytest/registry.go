@@ -203,13 +203,6 @@ func (s *Server) Stop() {
 	s.mu.Unlock()
 }
 
-// Restart starts a stopped server again on the same storage.
-func (s *Server) Restart(tlsOn bool) {
-	s.t.Helper()
-	s.startBackend()
-	s.waitReady(tlsOn)
-}
-
 // Received is how many bytes clients have sent to the registry so far.
 func (s *Server) Received() int64 { return s.received.Load() }
 

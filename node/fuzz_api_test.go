@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -117,6 +118,7 @@ func FuzzAPI_post_routes(f *testing.F) {
 		for param, vals := range fuzzParams {
 			path = strings.ReplaceAll(path, param, vals[int(params)%len(vals)])
 		}
+		settle(t, m.Peer.FSM())
 		before := fingerprint(t, m.Peer.FSM())
 		req, err := http.NewRequest(http.MethodPost, "http://"+m.Peer.APIAddr()+path, strings.NewReader(body))
 		if err != nil {
@@ -144,4 +146,29 @@ func FuzzAPI_post_routes(f *testing.F) {
 			t.Fatalf("POST %s %q was refused (%d %s) but changed the state:\nbefore\n%s\nafter\n%s", path, body, resp.StatusCode, bytes.TrimSpace(answer), before, after)
 		}
 	})
+}
+
+// settle waits until the work earlier calls started in the background (a
+// commit or save, a push job) has ended: only then does a refused call's
+// state comparison speak of that call alone.
+func settle(t *testing.T, f *raftfsm.FSM) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := f.Wait(ctx, func() bool {
+		for _, vm := range f.VMs("") {
+			if vm.PendingOp != nil {
+				return false
+			}
+		}
+		for _, j := range f.Jobs("") {
+			if !j.Ended() {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatalf("background work did not end within a minute: %v", err)
+	}
 }

@@ -178,6 +178,9 @@ func (p *Peer) registryFor(ns, reference string, latest bool) (ocidisk.Registry,
 		return ocidisk.Registry{}, err
 	}
 	server := ref.Context().RegistryStr()
+	if g := p.cfg.Gate; g != nil && !g.Allowed(server) {
+		return ocidisk.Registry{}, fmt.Errorf("this peer may not reach registry %s", server)
+	}
 	c, ok := p.FSM().RegistryCredential(ns, server)
 	if !ok {
 		return ocidisk.Registry{}, nil

@@ -94,7 +94,7 @@ func TestPushImage_registry(t *testing.T) {
 		t.Fatalf("the second push sent %d bytes", sent)
 	}
 	jobs, _ := admin.ListJobs(ctx, ns)
-	if len(jobs) != 3 {
+	if len(jobs) != 3 { // the wrong password, the push, the second push
 		t.Fatalf("jobs %+v", jobs)
 	}
 	for _, m := range c.Members {
@@ -115,6 +115,14 @@ func TestPushImage_registry(t *testing.T) {
 	}
 	if _, err := admin.PushImage(ctx, ns, "nope", ref); api.CodeOf(err) != 404 {
 		t.Errorf("push of an unknown image: %v", err)
+	}
+	// The test cluster reaches nothing off loopback: such a push fails at once.
+	job, err = admin.PushImage(ctx, ns, "disk", "registry.example:5000/a/b:c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := waitJob(t, c, admin, job.JobName); j.State != api.JobFailed || !strings.Contains(j.Message, "may not reach") {
+		t.Fatalf("push off loopback: %+v", j)
 	}
 	if err := admin.DeleteRegistryCredential(ctx, ns, reg.Host); err != nil {
 		t.Fatal(err)

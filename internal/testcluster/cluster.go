@@ -63,13 +63,22 @@ type Member struct {
 	cfg     node.Config
 }
 
-// gate refuses traffic to blocked addresses.
+// gate refuses traffic to blocked addresses, and to any address off this
+// machine's loopback (a test must never reach out, e.g. a fuzzed push to a
+// registry named in a body).
 type gate struct {
 	mu      sync.RWMutex
 	blocked map[string]bool
 }
 
 func (g *gate) Allowed(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return false
+	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return !g.blocked[addr]

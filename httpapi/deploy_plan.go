@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -52,7 +55,7 @@ const (
 
 // planDeploy validates a deploy request field by field (400 naming the field,
 // 404 for a missing image, config or node) and merges it over its VM config.
-func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error) {
+func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest) (*deployPlan, error) {
 	fsm := s.b.FSM()
 	field := func(name, format string, args ...any) error {
 		return badRequest("field %q: %s", name, fmt.Sprintf(format, args...))
@@ -158,12 +161,19 @@ func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error)
 			return nil, notFound("node %q not found in namespace %q", node, ns)
 		}
 	}
+	var img raftfsm.Image
+	var source string
 	if strings.Contains(image, "/") {
-		return nil, field("image", "%q is a registry reference; deploying from a registry is not supported by this version: upload the image first", image)
-	}
-	img, ok := fsm.Image(ns, image)
-	if !ok {
-		return nil, notFound("image %q not found in namespace %q", image, ns)
+		var err error
+		if img, err = s.resolveImage(ctx, ns, image); err != nil {
+			return nil, err
+		}
+		source = img.Source
+	} else {
+		var ok bool
+		if img, ok = fsm.Image(ns, image); !ok {
+			return nil, notFound("image %q not found in namespace %q", image, ns)
+		}
 	}
 	if !img.Usable() {
 		return nil, errorf(http.StatusConflict, api.ReasonConflict, "image %q has no content yet (%s): its save is under way or failed", image, stateOf(img))
@@ -179,7 +189,7 @@ func (s *Server) planDeploy(ns string, r api.DeployRequest) (*deployPlan, error)
 	}
 	gpu := pick(r.GPUPassthrough, cfg.GPUPassthrough)
 	vm := raftfsm.VM{
-		Name: r.Name, Namespace: ns, Image: img.Name, ImageDigest: img.Digest, ImageFormat: img.Format, VMConfig: cfg.Name, ISODigest: isoDigest,
+		Name: r.Name, Namespace: ns, Image: img.Name, ImageDigest: img.Digest, ImageFormat: img.Format, ImageSource: source, VMConfig: cfg.Name, ISODigest: isoDigest,
 		VMOptions: raftfsm.VMOptions{
 			CPU: cpu, MemoryBytes: int64(memGiB * (1 << 30)), GPUPassthrough: gpu,
 			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost),
@@ -272,4 +282,48 @@ func parseReservedPorts(s string) ([]raftfsm.PortMap, error) {
 		out = append(out, raftfsm.PortMap{Host: h, Guest: g})
 	}
 	return out, nil
+}
+
+// resolveTimeout bounds reading a registry reference (and pulling a
+// containerDisk) during a deploy.
+const resolveTimeout = 10 * time.Minute
+
+// resolveImage reads a registry reference named by a deploy, answering a
+// registry's refusal with a Status that carries its reason.
+func (s *Server) resolveImage(ctx context.Context, ns, ref string) (raftfsm.Image, error) {
+	if _, err := ocidisk.ParseReference(ref, true, false); err != nil {
+		return raftfsm.Image{}, badRequest("field %q: %s", "image", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	img, err := s.b.ResolveImage(rctx, ns, ref, owner(ctx))
+	if err != nil {
+		return raftfsm.Image{}, registryError(ref, err)
+	}
+	return img, nil
+}
+
+// registryError answers a registry's error: the reference is bad (400), the
+// registry refused the credentials or this cluster may not reach it (403),
+// it has no such image (404), or it could not be read (503).
+func registryError(ref string, err error) error {
+	var ae *apiError
+	reason := ocidisk.Reason(err)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, ocidisk.ErrBadReference), errors.Is(err, ocidisk.ErrPlainHTTP), errors.Is(err, ocidisk.ErrNoDisk):
+		return badRequest("field %q: %s", "image", reason)
+	case errors.Is(err, ocidisk.ErrUnreachable):
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "%s", reason)
+	case ocidisk.IsUnauthorized(err):
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "registry credentials for %s were refused (add them with POST .../registrycredentials): %s", ref, reason)
+	case ocidisk.IsNotFound(err):
+		return notFound("%s not found in its registry: %s", ref, reason)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "reading %s took too long: %s", ref, reason)
+	case errors.Is(err, raftfsm.ErrNotFound), errors.Is(err, raftfsm.ErrAlreadyExists), errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, raftfsm.ErrConflict):
+		return err
+	}
+	return unavailable("30", "cannot read %s from its registry: %s", ref, reason)
 }

@@ -64,6 +64,10 @@ type Backend interface {
 	// that carries it out (a VM's host, a peer that holds an image); it runs
 	// on the leader.
 	CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error)
+	// ResolveImage reads a registry reference of a deploy and returns the
+	// image to start from: recorded already, or (an svc disk) not yet, for
+	// the VM's host to pull and record. Its errors come from ocidisk.
+	ResolveImage(ctx context.Context, ns, reference, owner string) (raftfsm.Image, error)
 }
 
 // Gate decides whether this peer may reach a remote address (tests).

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,6 +98,10 @@ func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
 func (b *fakeBackend) CaughtUp() bool                     { return true }
 
 // Place puts every VM on n1 at fixed ports.
+func (b *fakeBackend) ResolveImage(context.Context, string, string, string) (raftfsm.Image, error) {
+	return raftfsm.Image{}, errors.New("no registries in this test")
+}
+
 func (b *fakeBackend) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
 	j.Name, j.Node = j.Type+"-fake1", "n1"
 	v, err := b.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})

@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -50,6 +52,11 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 	}
 	if req.Image == "" {
 		return field("image", "is required")
+	}
+	if strings.Contains(req.Image, "/") {
+		if _, err := ocidisk.ParseReference(req.Image, true, false); err != nil {
+			return field("image", "%s", err)
+		}
 	}
 	if req.CPU < 0 || req.CPU > maxCPU {
 		return field("cpu", "%d is not between 1 and %d", req.CPU, maxCPU)

@@ -111,7 +111,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	plan, err := s.planDeploy(ns, req)
+	plan, err := s.planDeploy(r.Context(), ns, req)
 	if err != nil {
 		return err
 	}

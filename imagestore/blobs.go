@@ -287,6 +287,7 @@ func (s *Store) removeLocked(digest string, inUse InUse) (bool, error) {
 		}
 		return false, fmt.Errorf("remove blob: %w", err)
 	}
+	_ = os.Remove(s.chunkIndexPath(digest)) // it may have none
 	return true, nil
 }
 

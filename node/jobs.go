@@ -179,7 +179,7 @@ func (p *Peer) registryFor(ns, reference string, latest bool) (ocidisk.Registry,
 	}
 	server := ref.Context().RegistryStr()
 	if g := p.cfg.Gate; g != nil && !g.Allowed(server) {
-		return ocidisk.Registry{}, fmt.Errorf("this peer may not reach registry %s", server)
+		return ocidisk.Registry{}, fmt.Errorf("%w: this peer may not reach registry %s", ocidisk.ErrUnreachable, server)
 	}
 	c, ok := p.FSM().RegistryCredential(ns, server)
 	if !ok {

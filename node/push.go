@@ -42,6 +42,12 @@ func (p *Peer) push(ctx context.Context, j raftfsm.Job, progress ocidisk.Progres
 	if err != nil {
 		return "", err
 	}
+	if path == p.images.Path(res.Config.Digest) {
+		// A later pull of a disk that shares chunks with this one reads them here.
+		if err := p.images.SaveChunks(res.Config.Digest, indexOf(res.Chunks)); err != nil {
+			p.cfg.Log.Warn("save the chunk index", "digest", res.Config.Digest, "err", err)
+		}
+	}
 	return fmt.Sprintf("pushed %s@%s: %d chunks, %d sent (%d bytes), the rest already there",
 		ref.Context().Name(), res.ManifestDigest, len(res.Chunks), res.ChunksSent, res.BytesSent), nil
 }

@@ -2,11 +2,13 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -27,16 +29,14 @@ func (p *Peer) specFor(vm raftfsm.VM, name string) hypervisor.Spec {
 	}
 }
 
-// ensureBlob makes sure this peer holds an image blob, streaming it from a
-// peer that holds it, and records the new copy.
-func (p *Peer) ensureBlob(ctx context.Context, digest string) error {
+// ensureBlob makes sure this peer holds a blob a VM starts from: streamed
+// from a peer that holds it, else (a VM deployed from a registry reference)
+// pulled from its registry and recorded as the namespace's image.
+func (p *Peer) ensureBlob(ctx context.Context, vm raftfsm.VM, digest string) error {
 	if p.images.Has(digest) {
 		return nil
 	}
-	b, ok := p.FSM().Blob(digest)
-	if !ok {
-		return fmt.Errorf("image blob %s is unknown to the cluster", digest)
-	}
+	b, _ := p.FSM().Blob(digest)
 	var sources []string
 	for _, h := range b.Holders {
 		if h == p.cfg.Name {
@@ -46,15 +46,38 @@ func (p *Peer) ensureBlob(ctx context.Context, digest string) error {
 			sources = append(sources, "http://"+addr)
 		}
 	}
+	fromRegistry := digest == vm.ImageDigest && vm.ImageSource != ""
+	if len(sources) == 0 && !fromRegistry {
+		return fmt.Errorf("image blob %s: no peer holds it", digest)
+	}
 	start := time.Now()
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	if err := p.images.Fetch(fctx, p.peerHTTP, digest, sources); err != nil {
-		return fmt.Errorf("image %s from %s: %w", digest, strings.Join(b.Holders, ","), err)
+	var ferr error
+	if len(sources) > 0 {
+		if ferr = p.images.Fetch(fctx, p.peerHTTP, digest, sources); ferr == nil {
+			p.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))
+			if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name}); err != nil {
+				p.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
+			}
+			return nil
+		}
+		ferr = fmt.Errorf("image %s from %s: %w", digest, strings.Join(b.Holders, ","), ferr)
+		if !fromRegistry {
+			return ferr
+		}
+		p.cfg.Log.Warn("no peer could send the image; pulling it from its registry", "err", ferr)
 	}
-	p.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))
-	if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name}); err != nil {
-		p.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
+	pd, err := p.pullReference(fctx, vm.Namespace, vm.ImageSource, digest, vm.Arch, nil)
+	if err != nil {
+		return errors.Join(ferr, fmt.Errorf("pull %s: %s", vm.ImageSource, ocidisk.Reason(err)))
+	}
+	if _, err := p.record(ctx, pd, vm.Namespace, vm.Image, raftfsm.SourceRegistry, vm.Owner); err != nil {
+		// The name went to other content meanwhile: the VM keeps its own.
+		p.cfg.Log.Warn("record the pulled image", "image", vm.Image, "err", err)
+		if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name, SizeBytes: pd.image.SizeBytes}); err != nil {
+			p.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
+		}
 	}
 	return nil
 }

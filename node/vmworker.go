@@ -146,7 +146,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			if d == "" {
 				continue
 			}
-			if err := p.ensureBlob(ctx, d); err != nil {
+			if err := p.ensureBlob(ctx, vm, d); err != nil {
 				return err
 			}
 		}

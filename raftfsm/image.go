@@ -17,10 +17,29 @@ const (
 
 // ImageCreate records an image (or, with Kind KindISO, an ISO) whose blob
 // one node holds.
+//
+// With FromRegistry, an image pulled from a registry (SourceType
+// SourceRegistry, Source "<repo>:<tag>@<manifest digest>") may take the
+// place of one of the same name pulled from the same <repo>:<tag> before
+// (the tag moved); one that already has this content only gains the holder.
 type ImageCreate struct {
-	Kind   string `json:"kind,omitempty"` // "" is an image
-	Image  Image  `json:"image"`
-	Holder string `json:"holder"`
+	Kind         string `json:"kind,omitempty"` // "" is an image
+	Image        Image  `json:"image"`
+	Holder       string `json:"holder"`
+	FromRegistry bool   `json:"fromRegistry,omitempty"`
+}
+
+// Source types of images pulled from registries: straight from a reference
+// (deploy, pull of a reference) and from a remote catalog.
+const (
+	SourceRegistry = "registry"
+	SourceRemote   = "remote"
+)
+
+// SourceRepoTag returns the "<repo>:<tag>" part of a registry source.
+func SourceRepoTag(source string) string {
+	rt, _, _ := strings.Cut(source, "@")
+	return rt
 }
 
 // ImageCopy gives an image's (or ISO's) content a second name. The copy
@@ -107,6 +126,29 @@ func (s *State) applyImageCreate(c ImageCreate) (any, error) {
 		return nil, ruleErr(ErrInvalid, "%s digest must not be empty", word)
 	}
 	img.State, img.ErrorMessage = ImageReady, ""
+	if old, ok := m[key(img.Namespace, img.Name)]; ok && c.FromRegistry && old.Usable() &&
+		(old.SourceType == SourceRegistry || old.SourceType == SourceRemote) && old.SourceType == img.SourceType {
+		switch {
+		case old.Digest == img.Digest:
+			s.holdBlob(img.Digest, img.SizeBytes, c.Holder)
+			cp := *old
+			return &cp, nil
+		case SourceRepoTag(old.Source) == SourceRepoTag(img.Source) && old.State != ImageUpdating:
+			if len(img.Description) > MaxDescription {
+				return nil, ruleErr(ErrInvalid, "description is over %d bytes", MaxDescription)
+			}
+			img.Owner, img.CreatedAt = old.Owner, old.CreatedAt
+			if img.Description == "" {
+				img.Description = old.Description
+			}
+			s.ix().dropDigest(old.Digest)
+			*old = img
+			s.ix().addDigest(img.Digest)
+			s.holdBlob(img.Digest, img.SizeBytes, c.Holder)
+			cp := img
+			return &cp, nil
+		}
+	}
 	if err := s.addArtifact(m, word, &img); err != nil {
 		return nil, err
 	}

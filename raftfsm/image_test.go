@@ -236,3 +236,32 @@ func mustDecode(t testing.TB, b []byte) Command {
 	}
 	return c
 }
+
+func TestImageCreate_fromRegistry(t *testing.T) {
+	ns := api.DefaultNamespace
+	const digestC = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+	pulled := func(name, source, digest string) Image {
+		return Image{Name: name, Namespace: ns, Digest: digest, Format: "raw", SourceType: SourceRegistry, Source: source, SizeBytes: 1}
+	}
+	create := func(img Image, holder string, from bool) []byte {
+		return mustEncode(t, TypeImageCreate, ImageCreate{Image: img, Holder: holder, FromRegistry: from})
+	}
+	holders := func(f *FSM, d string) []string { b, _ := f.Blob(d); return b.Holders }
+	runSteps(t, []step{
+		{name: "first pull", cmd: create(pulled("ubuntu-22", "r.test/ubuntu:22@sha256:01", digestB), "node-a", true)},
+		{name: "same content on another peer", cmd: create(pulled("ubuntu-22", "r.test/ubuntu:22@sha256:01", digestB), "node-b", true), check: func(t *testing.T, f *FSM) {
+			if h := holders(f, digestB); len(h) != 2 {
+				t.Fatalf("holders %v", h)
+			}
+		}},
+		{name: "the tag moved", cmd: create(pulled("ubuntu-22", "r.test/ubuntu:22@sha256:02", digestC), "node-a", true), check: func(t *testing.T, f *FSM) {
+			img, _ := f.Image(ns, "ubuntu-22")
+			if img.Digest != digestC || img.Source != "r.test/ubuntu:22@sha256:02" || f.BlobInUse(digestB) {
+				t.Fatalf("%+v; old content in use %v", img, f.BlobInUse(digestB))
+			}
+		}},
+		{name: "another reference under the name", cmd: create(pulled("ubuntu-22", "r.test/other:22@sha256:03", digestB), "node-a", true), wantErr: ErrAlreadyExists},
+		{name: "without FromRegistry", cmd: create(pulled("ubuntu-22", "r.test/ubuntu:22@sha256:04", digestB), "node-a", false), wantErr: ErrAlreadyExists},
+		{name: "over an uploaded image", cmd: create(pulled("mini", "r.test/mini:1@sha256:05", digestB), "node-a", true), wantErr: ErrAlreadyExists},
+	})
+}

@@ -50,6 +50,10 @@ type VM struct {
 	Image       string `json:"image"`
 	ImageDigest string `json:"imageDigest"`
 	ImageFormat string `json:"imageFormat"`
+	// ImageSource is, for a VM deployed from a registry reference, that
+	// reference pinned to its manifest ("<repo>:<tag>@sha256:..."): where
+	// the host pulls ImageDigest when no peer holds it.
+	ImageSource string `json:"imageSource,omitempty"`
 	// ISODigest is the content of the ISO (VMOptions.ISO) attached as a CD-ROM.
 	ISODigest string `json:"isoDigest,omitempty"`
 	Arch      string `json:"arch"`

@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/svc-project/svc/api"
 )
@@ -63,9 +64,14 @@ type VMConfigDelete struct {
 }
 
 // BlobAddHolder records that a node now holds a blob.
+//
+// A blob no record lists yet is recorded when a VM or image references it
+// (a VM deployed from a registry reference, whose image name went to other
+// content while it was pulled), with SizeBytes.
 type BlobAddHolder struct {
-	Digest string `json:"digest"`
-	Node   string `json:"node"`
+	Digest    string `json:"digest"`
+	Node      string `json:"node"`
+	SizeBytes int64  `json:"sizeBytes,omitempty"`
 }
 
 // BlobDropHolder records that a node no longer holds a blob (its garbage
@@ -106,7 +112,9 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 		}
 		seen[p] = true
 	}
-	if _, ok := s.Images[key(vm.Namespace, vm.Image)]; !ok {
+	// A VM deployed from a registry reference names its image before its
+	// host has pulled and recorded it.
+	if _, ok := s.Images[key(vm.Namespace, vm.Image)]; !ok && vm.ImageSource == "" {
 		return nil, ruleErr(ErrNotFound, "image %q not found in namespace %q", vm.Image, vm.Namespace)
 	}
 	if vm.ISO != "" {
@@ -218,7 +226,8 @@ func (s *State) applyVMConfigCreate(c VMConfigCreate) (any, error) {
 	if _, ok := s.Namespaces[cfg.Namespace]; !ok {
 		return nil, ruleErr(ErrNotFound, "namespace %q not found", cfg.Namespace)
 	}
-	if _, ok := s.Images[key(cfg.Namespace, cfg.Image)]; !ok {
+	// A registry reference ("<registry>/<path>:<tag>") is read at deploy.
+	if _, ok := s.Images[key(cfg.Namespace, cfg.Image)]; !ok && !strings.Contains(cfg.Image, "/") {
 		return nil, ruleErr(ErrNotFound, "image %q not found in namespace %q", cfg.Image, cfg.Namespace)
 	}
 	if cfg.ISO != "" {
@@ -245,6 +254,10 @@ func (s *State) applyVMConfigDelete(c VMConfigDelete) (any, error) {
 
 func (s *State) applyBlobAddHolder(c BlobAddHolder) (any, error) {
 	b, ok := s.Blobs[c.Digest]
+	if !ok && s.ix().digests[c.Digest] > 0 {
+		s.holdBlob(c.Digest, c.SizeBytes, c.Node)
+		return nil, nil
+	}
 	if !ok {
 		return nil, ruleErr(ErrNotFound, "blob %s not found", c.Digest)
 	}

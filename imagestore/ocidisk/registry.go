@@ -87,6 +87,10 @@ func (r Registry) options(ctx context.Context) []remote.Option {
 // private addresses on its own).
 var ErrPlainHTTP = errors.New("plain HTTP to a registry needs allowInsecure")
 
+// ErrUnreachable is wrapped when a peer's policy keeps it from a registry's
+// address.
+var ErrUnreachable = errors.New("registry not allowed")
+
 // httpsOnly refuses requests over plain HTTP.
 type httpsOnly struct{ next http.RoundTripper }
 

@@ -48,6 +48,7 @@ type Server struct {
 	ln       net.Listener
 	cmd      *exec.Cmd
 	received atomic.Int64
+	sent     atomic.Int64
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
 	down     atomic.Bool
@@ -206,7 +207,10 @@ func (s *Server) Stop() {
 // Received is how many bytes clients have sent to the registry so far.
 func (s *Server) Received() int64 { return s.received.Load() }
 
-// proxy forwards each connection to the server, counting what clients send.
+// Sent is how many bytes the registry has sent to clients so far.
+func (s *Server) Sent() int64 { return s.sent.Load() }
+
+// proxy forwards each connection to the server, counting the bytes each way.
 func (s *Server) proxy() {
 	for {
 		c, err := s.ln.Accept()
@@ -242,7 +246,7 @@ func (s *Server) serve(c net.Conn) {
 		_ = b.(*net.TCPConn).CloseWrite()
 		close(done)
 	}()
-	_, _ = io.Copy(c, b)
+	_, _ = io.Copy(countingWriter{c, &s.sent}, b)
 	_ = c.Close()
 	<-done
 }

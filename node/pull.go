@@ -1,0 +1,224 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// A pull writes a disk from a registry into this peer's blob store and only
+// then records it: a pull that is stopped midway leaves a file in the
+// store's staging directory (removed when the peer starts again) and no
+// record.
+
+// pulled is a disk a pull committed to the blob store, leased until its
+// record is in the replicated state.
+type pulled struct {
+	lease *imagestore.Lease
+	image raftfsm.Image // digest, sizes, format, arch, source; no name
+}
+
+// ErrDigestMismatch is wrapped when a pulled disk is not the content its
+// reference promised.
+var ErrDigestMismatch = errors.New("the pulled disk does not match its digest")
+
+// pullReference pulls the disk a reference names (an svc disk, or a
+// KubeVirt containerDisk) into the blob store. want, when set, is the digest
+// the disk must have.
+func (p *Peer) pullReference(ctx context.Context, ns, reference, want, arch string, progress ocidisk.Progress) (*pulled, error) {
+	reg, err := p.registryFor(ns, reference, false)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := ocidisk.ParseReference(reference, reg.Insecure, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ocidisk.Resolve(ctx, ref, reg)
+	if err != nil {
+		return nil, err
+	}
+	return p.pullResolved(ctx, r, reg, want, arch, progress)
+}
+
+// pullResolved pulls what Resolve found.
+func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, want, arch string, progress ocidisk.Progress) (*pulled, error) {
+	tmp, err := p.images.TempPath("pull")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp)
+	start := time.Now()
+	img := raftfsm.Image{Source: SourceOf(r), Arch: r.Config.Arch, Format: "raw", Description: r.Config.Description, VirtualSize: r.Config.VirtualSize}
+	if r.ContainerDisk {
+		if _, err := ocidisk.PullContainerDisk(ctx, r.Ref, reg, arch, tmp, progress); err != nil {
+			return nil, err
+		}
+		info, err := imagestore.Inspect(ctx, tmp)
+		if err == nil {
+			fi, serr := os.Stat(tmp)
+			err = errors.Join(serr, imagestore.CheckDisk(info, fi.Size()))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the containerDisk's file: %w", err)
+		}
+		img.Format, img.VirtualSize, img.Arch = info.Format, info.VirtualSize, arch
+	} else if _, err := ocidisk.Pull(ctx, r, reg, tmp, p.images.Chunks(), progress); err != nil {
+		return nil, err
+	}
+	st, err := p.images.StageFile(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Discard()
+	if !r.ContainerDisk && st.Digest != r.Config.Digest {
+		return nil, fmt.Errorf("%w: %s is %s, not %s", ErrDigestMismatch, r.Ref, st.Digest, r.Config.Digest)
+	}
+	if want != "" && st.Digest != want {
+		return nil, fmt.Errorf("%w: %s is now %s, not %s", ErrDigestMismatch, r.Ref, st.Digest, want)
+	}
+	lease, err := st.Commit()
+	if err != nil {
+		return nil, err
+	}
+	img.Digest, img.SizeBytes = lease.Digest(), st.Size
+	if !r.ContainerDisk {
+		if err := p.images.SaveChunks(img.Digest, indexOf(r.Chunks)); err != nil {
+			p.cfg.Log.Warn("save the chunk index", "digest", img.Digest, "err", err)
+		}
+	}
+	p.cfg.Log.Info("pulled", "reference", img.Source, "digest", img.Digest, "bytes", st.Size, "took", time.Since(start))
+	return &pulled{lease: lease, image: img}, nil
+}
+
+func indexOf(cs []ocidisk.Chunk) []imagestore.IndexedChunk {
+	out := make([]imagestore.IndexedChunk, len(cs))
+	for i, c := range cs {
+		out[i] = imagestore.IndexedChunk{Offset: c.Offset, Size: c.Size, Digest: c.Digest}
+	}
+	return out
+}
+
+// record names a pulled disk in a namespace (or gives the holder to the
+// image that already has it) and ends its lease.
+func (p *Peer) record(ctx context.Context, pd *pulled, ns, name, sourceType, owner string) (raftfsm.Image, error) {
+	defer pd.lease.Release()
+	img := pd.image
+	img.Name, img.Namespace, img.SourceType, img.Owner = name, ns, sourceType, owner
+	img.CreatedAt = time.Now().UTC().Truncate(time.Second)
+	return p.createImage(ctx, raftfsm.ImageCreate{Image: img, Holder: p.cfg.Name, FromRegistry: true})
+}
+
+// createImage records an image and returns the record (as the FSM made it
+// when this peer leads; as proposed otherwise, the answer of a forwarded
+// proposal carrying no value).
+func (p *Peer) createImage(ctx context.Context, c raftfsm.ImageCreate) (raftfsm.Image, error) {
+	v, err := p.Apply(ctx, raftfsm.TypeImageCreate, c)
+	if err != nil {
+		return raftfsm.Image{}, err
+	}
+	if img, ok := v.(*raftfsm.Image); ok {
+		return *img, nil
+	}
+	return c.Image, nil
+}
+
+// SourceOf is the source an image pulled from r records: the reference as
+// given, pinned to the manifest it resolved to.
+func SourceOf(r ocidisk.Resolved) string {
+	s := r.Ref.String()
+	if _, ok := r.Ref.(name.Digest); ok {
+		return s
+	}
+	return s + "@" + r.ManifestDigest
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// ImageNameFor derives an image name from a reference: the last path
+// element and the tag ("ubuntu-22.04" for "reg.example/os/ubuntu:22.04").
+func ImageNameFor(ref name.Reference) string {
+	repoTag, dig, pinned := strings.Cut(ref.String(), "@")
+	last := path.Base(repoTag)
+	base, id, tagged := strings.Cut(last, ":")
+	if !tagged && pinned {
+		id = strings.TrimPrefix(dig, "sha256:")[:min(12, len(strings.TrimPrefix(dig, "sha256:")))]
+	}
+	n := strings.Trim(nonName.ReplaceAllString(strings.ToLower(base+"-"+id), "-"), "-._")
+	if len(n) > 100 {
+		n = strings.Trim(n[:100], "-._")
+	}
+	if n == "" {
+		n = "image"
+	}
+	return n
+}
+
+// ResolveImage (leader) turns the registry reference of a deploy into the
+// image the VM starts from. An svc disk is not pulled here: the image comes
+// back unrecorded, and the VM's host pulls it (or fetches it from a peer
+// that holds it) and records it. A containerDisk has no digest until it is
+// pulled: the leader pulls and records it first.
+func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (raftfsm.Image, error) {
+	reg, err := p.registryFor(ns, reference, false)
+	if err != nil {
+		return raftfsm.Image{}, err
+	}
+	ref, err := ocidisk.ParseReference(reference, reg.Insecure, false)
+	if err != nil {
+		return raftfsm.Image{}, err
+	}
+	r, err := ocidisk.Resolve(ctx, ref, reg)
+	if err != nil {
+		return raftfsm.Image{}, err
+	}
+	source := SourceOf(r)
+	name := p.nameForPull(ns, ref, source)
+	if img, ok := p.FSM().Image(ns, name); ok && img.Source == source && img.Usable() {
+		return img, nil // pulled before: a peer holds it
+	}
+	if !r.ContainerDisk {
+		img := raftfsm.Image{
+			Name: name, Namespace: ns, Digest: r.Config.Digest, SizeBytes: r.Config.VirtualSize, VirtualSize: r.Config.VirtualSize,
+			Format: "raw", Arch: r.Config.Arch, Description: r.Config.Description, SourceType: raftfsm.SourceRegistry, Source: source, Owner: owner,
+			CreatedAt: time.Now().UTC().Truncate(time.Second),
+		}
+		b, ok := p.FSM().Blob(img.Digest)
+		if !ok || len(b.Holders) == 0 {
+			return img, nil
+		}
+		// A peer holds this content already: the host fetches it from there.
+		img.SizeBytes = b.SizeBytes
+		return p.createImage(ctx, raftfsm.ImageCreate{Image: img, FromRegistry: true})
+	}
+	pd, err := p.pullResolved(ctx, r, reg, "", p.cfg.Arch, nil)
+	if err != nil {
+		return raftfsm.Image{}, err
+	}
+	return p.record(ctx, pd, ns, name, raftfsm.SourceRegistry, owner)
+}
+
+// nameForPull is the image name a reference is recorded under in a
+// namespace: ImageNameFor, unless that name holds an image of another
+// origin, then with a hash of the reference's repository and tag appended.
+func (p *Peer) nameForPull(ns string, ref name.Reference, source string) string {
+	n := ImageNameFor(ref)
+	img, ok := p.FSM().Image(ns, n)
+	if !ok || (img.SourceType == raftfsm.SourceRegistry && raftfsm.SourceRepoTag(img.Source) == raftfsm.SourceRepoTag(source)) {
+		return n
+	}
+	sum := sha256.Sum256([]byte(raftfsm.SourceRepoTag(source)))
+	return n + "-" + hex.EncodeToString(sum[:4])
+}

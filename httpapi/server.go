@@ -68,6 +68,13 @@ type Backend interface {
 	// image to start from: recorded already, or (an svc disk) not yet, for
 	// the VM's host to pull and record. Its errors come from ocidisk.
 	ResolveImage(ctx context.Context, ns, reference, owner string) (raftfsm.Image, error)
+	// RemoteImages lists the remote catalogs' tags with the namespace's
+	// registry credentials.
+	RemoteImages(ctx context.Context, ns string) ([]api.RemoteImage, error)
+	// PullRemote starts a job copying a remote image or ISO (typ
+	// api.RemoteTypeImage or RemoteTypeISO) into the namespace; it runs on
+	// the leader.
+	PullRemote(ctx context.Context, ns, typ, name, newName, owner string) (raftfsm.Job, error)
 }
 
 // Gate decides whether this peer may reach a remote address (tests).
@@ -227,6 +234,11 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: get, Path: ns + "/registrycredentials", Rule: RuleAdmin}, s.listRegistryCredentials)
 	s.handle(Route{Method: post, Path: ns + "/registrycredentials", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRegistryCredential)
 	s.handle(Route{Method: del, Path: ns + "/registrycredentials/:server", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteRegistryCredential)
+	s.handle(Route{Method: get, Path: "/api/v1/remotecatalogs", Rule: RuleAdmin}, s.getRemoteCatalogs)
+	s.handle(Route{Method: http.MethodPut, Path: "/api/v1/remotecatalogs", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRemoteCatalogs)
+	s.handle(Route{Method: get, Path: ns + "/remoteimages", Rule: RuleMember}, s.listRemoteImages)
+	s.handle(Route{Method: post, Path: ns + "/remoteimages/:remoteimage/pull", Rule: RuleMember, Write: true, Target: Leader}, s.pullRemote(api.RemoteTypeImage, "remoteimage"))
+	s.handle(Route{Method: post, Path: ns + "/remoteisos/:remoteiso/pull", Rule: RuleMember, Write: true, Target: Leader}, s.pullRemote(api.RemoteTypeISO, "remoteiso"))
 	s.handle(Route{Method: get, Path: ns + "/jobs", Rule: RuleMember}, s.listJobs)
 	s.handle(Route{Method: get, Path: ns + "/jobs/:job", Rule: RuleMember}, s.getJob)
 

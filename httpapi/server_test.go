@@ -102,6 +102,14 @@ func (b *fakeBackend) ResolveImage(context.Context, string, string, string) (raf
 	return raftfsm.Image{}, errors.New("no registries in this test")
 }
 
+func (b *fakeBackend) RemoteImages(context.Context, string) ([]api.RemoteImage, error) {
+	return nil, errors.New("no registries in this test")
+}
+
+func (b *fakeBackend) PullRemote(context.Context, string, string, string, string, string) (raftfsm.Job, error) {
+	return raftfsm.Job{}, errors.New("no registries in this test")
+}
+
 func (b *fakeBackend) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
 	j.Name, j.Node = j.Type+"-fake1", "n1"
 	v, err := b.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})

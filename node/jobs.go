@@ -32,6 +32,22 @@ const (
 func (p *Peer) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
 	f := p.FSM()
 	switch {
+	case j.Type == raftfsm.JobPull:
+		// This peer (the leader) pulls, unless it is not READY.
+		j.Node = p.cfg.Name
+		if n, ok := f.Node(p.cfg.Name); !ok || n.Phase != api.PhaseReady {
+			j.Node = ""
+			for _, n := range f.Nodes() {
+				if n.Phase == api.PhaseReady {
+					j.Node = n.Name
+					break
+				}
+			}
+		}
+		if j.Node == "" {
+			return raftfsm.Job{}, fmt.Errorf("no peer is READY to pull: %w", raftfsm.ErrConflict)
+		}
+		j.Name = generateName(j.Type + "-" + truncate(j.Image, 40))
 	case j.VM != "":
 		vm, ok := f.VM(j.Namespace, j.VM)
 		if !ok {
@@ -133,10 +149,13 @@ func (p *Peer) runJob(j raftfsm.Job) {
 }
 
 func (p *Peer) doJob(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
-	if j.Type != raftfsm.JobPush {
-		return "", fmt.Errorf("job type %q is not carried out by this version", j.Type)
+	switch j.Type {
+	case raftfsm.JobPush:
+		return p.push(ctx, j, rep.progress(ctx))
+	case raftfsm.JobPull:
+		return p.pullJob(ctx, j, rep.progress(ctx))
 	}
-	return p.push(ctx, j, rep.progress(ctx))
+	return "", fmt.Errorf("job type %q is not carried out by this version", j.Type)
 }
 
 // jobReporter sends a job's progress through the leader, at most every

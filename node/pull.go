@@ -28,6 +28,7 @@ import (
 type pulled struct {
 	lease *imagestore.Lease
 	image raftfsm.Image // digest, sizes, format, arch, source; no name
+	kind  string        // ocidisk.KindImage or KindISO
 }
 
 // ErrDigestMismatch is wrapped when a pulled disk is not the content its
@@ -100,7 +101,11 @@ func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk
 		}
 	}
 	p.cfg.Log.Info("pulled", "reference", img.Source, "digest", img.Digest, "bytes", st.Size, "took", time.Since(start))
-	return &pulled{lease: lease, image: img}, nil
+	kind := r.Config.Kind
+	if r.ContainerDisk {
+		kind = ocidisk.KindImage
+	}
+	return &pulled{lease: lease, image: img, kind: kind}, nil
 }
 
 func indexOf(cs []ocidisk.Chunk) []imagestore.IndexedChunk {
@@ -113,12 +118,15 @@ func indexOf(cs []ocidisk.Chunk) []imagestore.IndexedChunk {
 
 // record names a pulled disk in a namespace (or gives the holder to the
 // image that already has it) and ends its lease.
-func (p *Peer) record(ctx context.Context, pd *pulled, ns, name, sourceType, owner string) (raftfsm.Image, error) {
+func (p *Peer) record(ctx context.Context, pd *pulled, ns, name, sourceType, owner, kind string) (raftfsm.Image, error) {
 	defer pd.lease.Release()
 	img := pd.image
 	img.Name, img.Namespace, img.SourceType, img.Owner = name, ns, sourceType, owner
 	img.CreatedAt = time.Now().UTC().Truncate(time.Second)
-	return p.createImage(ctx, raftfsm.ImageCreate{Image: img, Holder: p.cfg.Name, FromRegistry: true})
+	if kind == raftfsm.KindISO {
+		img.Arch, img.Format = "", ""
+	}
+	return p.createImage(ctx, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: p.cfg.Name, FromRegistry: true})
 }
 
 // createImage records an image and returns the record (as the FSM made it
@@ -207,7 +215,7 @@ func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (r
 	if err != nil {
 		return raftfsm.Image{}, err
 	}
-	return p.record(ctx, pd, ns, name, raftfsm.SourceRegistry, owner)
+	return p.record(ctx, pd, ns, name, raftfsm.SourceRegistry, owner, raftfsm.KindImage)
 }
 
 // nameForPull is the image name a reference is recorded under in a

@@ -16,9 +16,13 @@ import (
 	"github.com/svc-project/svc/internal/testcluster"
 )
 
-// pushDisk writes a raw disk of size bytes (random where data is true per
-// 1 MiB chunk) and pushes it to ref in 1 MiB chunks; it returns the disk.
+// pushDisk pushes a raw disk image to ref in 1 MiB chunks.
 func pushDisk(t *testing.T, reg *registrytest.Server, ref string, disk []byte) ocidisk.PushResult {
+	return pushKind(t, reg, ref, disk, ocidisk.KindImage)
+}
+
+// pushKind pushes a disk of a kind (image or ISO) to ref in 1 MiB chunks.
+func pushKind(t *testing.T, reg *registrytest.Server, ref string, disk []byte, kind string) ocidisk.PushResult {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "disk.raw")
 	if err := os.WriteFile(path, disk, 0o600); err != nil {
@@ -29,7 +33,7 @@ func pushDisk(t *testing.T, reg *registrytest.Server, ref string, disk []byte) o
 		t.Fatal(err)
 	}
 	res, err := ocidisk.Push(context.Background(), r, ocidisk.Registry{Username: reg.Username, Password: reg.Password, Insecure: true}, path,
-		ocidisk.Config{Kind: ocidisk.KindImage, Arch: "amd64", Description: "pushed by the test", ChunkSize: 1 << 20}, nil)
+		ocidisk.Config{Kind: kind, Arch: "amd64", Description: "pushed by the test", ChunkSize: 1 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

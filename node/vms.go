@@ -72,7 +72,7 @@ func (p *Peer) ensureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 	if err != nil {
 		return errors.Join(ferr, fmt.Errorf("pull %s: %s", vm.ImageSource, ocidisk.Reason(err)))
 	}
-	if _, err := p.record(ctx, pd, vm.Namespace, vm.Image, raftfsm.SourceRegistry, vm.Owner); err != nil {
+	if _, err := p.record(ctx, pd, vm.Namespace, vm.Image, raftfsm.SourceRegistry, vm.Owner, raftfsm.KindImage); err != nil {
 		// The name went to other content meanwhile: the VM keeps its own.
 		p.cfg.Log.Warn("record the pulled image", "image", vm.Image, "err", err)
 		if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name, SizeBytes: pd.image.SizeBytes}); err != nil {

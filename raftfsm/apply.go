@@ -89,6 +89,8 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyJobUpdate)
 	case TypeJobDelete:
 		return applyBody(c, s.applyJobDelete)
+	case TypeCatalogSet:
+		return applyBody(c, s.applyCatalogSet)
 	}
 	return nil, ErrUnknownCommand
 }

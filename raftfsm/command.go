@@ -52,6 +52,7 @@ const (
 	TypeJobCreate        Type = 34
 	TypeJobUpdate        Type = 35
 	TypeJobDelete        Type = 36
+	TypeCatalogSet       Type = 37
 )
 
 var typeNames = map[Type]string{
@@ -91,6 +92,7 @@ var typeNames = map[Type]string{
 	TypeJobCreate:        "job-create",
 	TypeJobUpdate:        "job-update",
 	TypeJobDelete:        "job-delete",
+	TypeCatalogSet:       "catalog-set",
 }
 
 func (t Type) String() string {

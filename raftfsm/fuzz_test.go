@@ -46,6 +46,7 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeJobCreate, JobCreate{Job: Job{Name: "push-a", Namespace: api.DefaultNamespace, Type: JobPush, Node: "n1", Reference: "r:5000/a:b", VM: "a"}}),
 		mustEncode(f, TypeJobUpdate, JobUpdate{Namespace: api.DefaultNamespace, Name: "push-a", State: JobFailed, Message: "m"}),
 		mustEncode(f, TypeJobDelete, JobDelete{Namespace: api.DefaultNamespace, Name: "push-a"}),
+		mustEncode(f, TypeCatalogSet, CatalogSet{Repositories: []string{"r:5000/os/images"}}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

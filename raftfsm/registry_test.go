@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -60,6 +61,29 @@ func TestJob_lifecycle(t *testing.T) {
 		{name: "delete", cmd: mustEncode(t, TypeJobDelete, JobDelete{Namespace: ns, Name: job.Name}), check: func(t *testing.T, f *FSM) {
 			if len(f.Jobs("")) != 0 {
 				t.Fatal("still there")
+			}
+		}},
+	})
+}
+
+func TestCatalogSet_cases(t *testing.T) {
+	set := func(rs ...string) []byte { return mustEncode(t, TypeCatalogSet, CatalogSet{Repositories: rs}) }
+	many := make([]string, MaxCatalogs+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("r.test/os/%d", i)
+	}
+	runSteps(t, []step{
+		{name: "set", cmd: set("r.test:5000/os/images", "r.test:5000/os/isos", "r.test:5000/os/images"), check: func(t *testing.T, f *FSM) {
+			if c := f.Catalogs(); len(c) != 2 || c[0] != "r.test:5000/os/images" {
+				t.Fatalf("catalogs %v", c)
+			}
+		}},
+		{name: "no host", cmd: set("os/images"), wantErr: ErrInvalid},
+		{name: "a tag", cmd: set("r.test/os/images:1"), wantErr: ErrInvalid},
+		{name: "too many", cmd: set(many...), wantErr: ErrInvalid},
+		{name: "clear", cmd: set(), check: func(t *testing.T, f *FSM) {
+			if c := f.Catalogs(); len(c) != 0 {
+				t.Fatalf("catalogs %v", c)
 			}
 		}},
 	})

@@ -36,6 +36,8 @@ type State struct {
 	RegistryCredentials map[string]*RegistryCredential `json:"registryCredentials"`
 	// Jobs (pushes and pulls) are keyed by "namespace/name".
 	Jobs map[string]*Job `json:"jobs"`
+	// Catalogs are the OCI repositories listed as remote images and ISOs.
+	Catalogs []string `json:"catalogs,omitempty"`
 
 	// idx is derived from the above (see index); never serialized.
 	idx *index

@@ -225,3 +225,18 @@ func writeSparse(f *os.File, b []byte, off int64) error {
 	}
 	return nil
 }
+
+// MaxTags bounds the tags ListTags returns for one repository.
+const MaxTags = 200
+
+// ListTags lists a repository's tags (at most MaxTags, in the registry's order).
+func ListTags(ctx context.Context, repo name.Repository, reg Registry) ([]string, error) {
+	tags, err := remote.List(repo, reg.options(ctx)...)
+	if err != nil {
+		return nil, fmt.Errorf("list the tags of %s: %w", repo, err)
+	}
+	if len(tags) > MaxTags {
+		tags = tags[:MaxTags]
+	}
+	return tags, nil
+}

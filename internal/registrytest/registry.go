@@ -49,6 +49,7 @@ type Server struct {
 	cmd      *exec.Cmd
 	received atomic.Int64
 	sent     atomic.Int64
+	rate     atomic.Int64 // bytes per second the registry sends; 0 is unlimited
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
 	down     atomic.Bool
@@ -207,6 +208,10 @@ func (s *Server) Stop() {
 // Received is how many bytes clients have sent to the registry so far.
 func (s *Server) Received() int64 { return s.received.Load() }
 
+// SetSendRate slows what the registry sends to bytesPerSecond (0: no
+// limit), so that a test can stop a pull midway.
+func (s *Server) SetSendRate(bytesPerSecond int64) { s.rate.Store(bytesPerSecond) }
+
 // Sent is how many bytes the registry has sent to clients so far.
 func (s *Server) Sent() int64 { return s.sent.Load() }
 
@@ -242,11 +247,11 @@ func (s *Server) serve(c net.Conn) {
 	}()
 	done := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(countingWriter{b, &s.received}, c)
+		_, _ = io.Copy(countingWriter{b, &s.received, nil}, c)
 		_ = b.(*net.TCPConn).CloseWrite()
 		close(done)
 	}()
-	_, _ = io.Copy(countingWriter{c, &s.sent}, b)
+	_, _ = io.Copy(countingWriter{c, &s.sent, &s.rate}, b)
 	_ = c.Close()
 	<-done
 }
@@ -260,14 +265,33 @@ func (s *Server) Log() string {
 	return string(b)
 }
 
-// countingWriter counts the bytes written through it as they go.
+// countingWriter counts the bytes written through it as they go, at no
+// more than rate bytes per second when rate is set.
 type countingWriter struct {
-	w io.Writer
-	n *atomic.Int64
+	w    io.Writer
+	n    *atomic.Int64
+	rate *atomic.Int64
 }
 
 func (c countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n.Add(int64(n))
-	return n, err
+	written := 0
+	for len(p) > 0 {
+		part := p
+		r := int64(0)
+		if c.rate != nil {
+			r = c.rate.Load()
+		}
+		if r > 0 {
+			part = p[:min(len(p), int(max(r/10, 1)))]
+			time.Sleep(time.Duration(int64(len(part)) * int64(time.Second) / r)) // the throttle itself, not a wait for a condition
+		}
+		n, err := c.w.Write(part)
+		c.n.Add(int64(n))
+		written += n
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
 }

@@ -1,0 +1,148 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// remoteResolveJobs bounds the manifests read at once while listing.
+const remoteResolveJobs = 8
+
+// RemoteImages lists the tags of the cluster's remote catalogs, read with
+// the namespace's registry credentials: one remote image or ISO per tag,
+// named as the copy a pull makes by default. A catalog that cannot be read
+// fails the listing with the registry's reason.
+func (p *Peer) RemoteImages(ctx context.Context, ns string) ([]api.RemoteImage, error) {
+	var out []api.RemoteImage
+	seen := map[string]bool{}
+	for _, repo := range p.FSM().Catalogs() {
+		items, err := p.catalog(ctx, ns, repo)
+		if err != nil {
+			return nil, fmt.Errorf("remote catalog %s: %w", repo, err)
+		}
+		for _, it := range items {
+			if !seen[it.Type+"/"+it.Name] { // the first catalog names it
+				seen[it.Type+"/"+it.Name] = true
+				out = append(out, it)
+			}
+		}
+	}
+	return out, nil
+}
+
+// catalog lists one repository's tags.
+func (p *Peer) catalog(ctx context.Context, ns, repo string) ([]api.RemoteImage, error) {
+	reg, err := p.registryFor(ns, repo+":x", false)
+	if err != nil {
+		return nil, err
+	}
+	base, err := ocidisk.ParseReference(repo+":x", reg.Insecure, false)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := ocidisk.ListTags(ctx, base.Context(), reg)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]api.RemoteImage, len(tags))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(remoteResolveJobs)
+	for i, tag := range tags {
+		g.Go(func() error {
+			ref := base.Context().Tag(tag)
+			r, err := ocidisk.Resolve(gctx, ref, reg)
+			if err != nil {
+				return err
+			}
+			it := api.RemoteImage{Name: ImageNameFor(ref), Type: api.RemoteTypeImage, Source: ref.String(), Description: r.Config.Description, Digest: r.Config.Digest}
+			if r.ContainerDisk {
+				it.Description = "containerDisk"
+			} else {
+				it.Size = api.FormatSize(r.Config.VirtualSize)
+				if r.Config.Kind == ocidisk.KindISO {
+					it.Type = api.RemoteTypeISO
+				}
+			}
+			items[i] = it
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// findRemote returns the remote image or ISO of a name.
+func (p *Peer) findRemote(ctx context.Context, ns, typ, name string) (api.RemoteImage, error) {
+	items, err := p.RemoteImages(ctx, ns)
+	if err != nil {
+		return api.RemoteImage{}, err
+	}
+	i := slices.IndexFunc(items, func(it api.RemoteImage) bool { return it.Name == name && it.Type == typ })
+	if i < 0 {
+		return api.RemoteImage{}, fmt.Errorf("remote %s %q is in no remote catalog: %w", typ, name, raftfsm.ErrNotFound)
+	}
+	return items[i], nil
+}
+
+// PullRemote (leader) starts a job that copies a remote image or ISO into
+// the namespace as newName (default: its name). It runs on this peer.
+func (p *Peer) PullRemote(ctx context.Context, ns, typ, name, newName, owner string) (raftfsm.Job, error) {
+	it, err := p.findRemote(ctx, ns, typ, name)
+	if err != nil {
+		return raftfsm.Job{}, err
+	}
+	if newName == "" {
+		newName = it.Name
+	}
+	if err := api.ValidateImageName("newName", newName); err != nil {
+		return raftfsm.Job{}, err
+	}
+	kind := raftfsm.KindImage
+	existing, taken := p.FSM().Image(ns, newName)
+	if typ == api.RemoteTypeISO {
+		kind = raftfsm.KindISO
+		existing, taken = p.FSM().ISO(ns, newName)
+	}
+	if taken && (existing.SourceType != raftfsm.SourceRemote || raftfsm.SourceRepoTag(existing.Source) != it.Source) {
+		return raftfsm.Job{}, fmt.Errorf("%s %q already exists in namespace %q: %w", kind, newName, ns, raftfsm.ErrAlreadyExists)
+	}
+	return p.CreateJob(ctx, raftfsm.Job{Namespace: ns, Type: raftfsm.JobPull, Reference: it.Source, Image: newName, Kind: kind, Owner: owner})
+}
+
+// pullJob carries a pull out: the disk comes into this peer's store, then
+// its record (never a record without its disk).
+func (p *Peer) pullJob(ctx context.Context, j raftfsm.Job, progress ocidisk.Progress) (string, error) {
+	pd, err := p.pullReference(ctx, j.Namespace, j.Reference, "", p.cfg.Arch, progress)
+	if err != nil {
+		return "", err
+	}
+	kind := ocidisk.KindImage
+	if j.Kind == raftfsm.KindISO {
+		kind = ocidisk.KindISO
+	}
+	if pd.kind != kind {
+		pd.lease.Release()
+		return "", fmt.Errorf("%s is a disk of kind %q, not %q", j.Reference, pd.kind, kind)
+	}
+	if kind == ocidisk.KindISO {
+		if err := imagestore.CheckISO(p.images.Path(pd.image.Digest)); err != nil {
+			pd.lease.Release()
+			return "", err
+		}
+	}
+	img, err := p.record(ctx, pd, j.Namespace, j.Image, raftfsm.SourceRemote, j.Owner, j.Kind)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("pulled %s into %s %q (%s)", img.Source, j.Kind, img.Name, img.Digest), nil
+}

@@ -70,7 +70,7 @@ func newImageCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(list, upload, generate, get, copyCmd, describe, newImageDownloadCmd(g), del,
 		newPushCmd(g, "image", func(ctx context.Context, cl *api.Client, name, ref string) (api.JobName, error) {
 			return cl.PushImage(ctx, g.namespace, name, ref)
-		}))
+		}), newPullCmd(g, "image"))
 	return cmd
 }
 

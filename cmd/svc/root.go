@@ -29,6 +29,6 @@ func newRootCmd() *cobra.Command {
 	pf.StringVarP(&g.namespace, "namespace", "n", api.DefaultNamespace, "namespace")
 	root.AddCommand(newAgentCmd(), newConfigCmd(g), newNodeCmd(g), newClusterCmd(g), newVMCmd(g), newVMConfigCmd(g), newImageCmd(g), newISOCmd(g),
 		newAdminCmd(), newUserCmd(), newNamespaceCmd(g), newRoleBindingCmd(g), newServiceAccountCmd(g),
-		newRegCredCmd(g), newJobCmd(g))
+		newRegCredCmd(g), newJobCmd(g), newRemoteCmd(g))
 	return root
 }

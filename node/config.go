@@ -71,6 +71,9 @@ type Config struct {
 	// APILimits bound the API's connections and body reads (zero fields
 	// take httpapi's defaults).
 	APILimits httpapi.Limits
+	// ChunkMiB is the size of the chunks this peer cuts a disk into when it
+	// pushes it to a registry (default ocidisk.DefaultChunkSize, 64 MiB).
+	ChunkMiB int
 	// Gate optionally refuses traffic to some addresses (tests).
 	Gate Gate
 	Log  *slog.Logger

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -38,6 +39,7 @@ func (p *Peer) push(ctx context.Context, j raftfsm.Job, progress ocidisk.Progres
 	if err != nil {
 		return "", err
 	}
+	cfg.ChunkSize = int64(p.cfg.ChunkMiB) << 20
 	res, err := ocidisk.Push(ctx, ref, reg, path, cfg, progress)
 	if err != nil {
 		return "", err
@@ -85,9 +87,10 @@ func (p *Peer) vmDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk.Confi
 		return "", ocidisk.Config{}, fmt.Errorf("vm %q is gone or runs elsewhere", j.VM)
 	}
 	cfg := ocidisk.Config{Kind: ocidisk.KindImage, Arch: vm.Arch, CPU: vm.CPU, MemoryBytes: vm.MemoryBytes}
-	wasRunning := vm.Desired == raftfsm.VMRunning
+	// A job run again after its peer restarted finds the VM it stopped.
+	wasRunning := vm.Desired == raftfsm.VMRunning || (j.State == raftfsm.JobRunning && vm.Desired == raftfsm.VMStopped)
 	if wasRunning {
-		if err := p.setDesired(ctx, vm, "stop", raftfsm.VMStopped); err != nil {
+		if err := p.setDesired(ctx, vm, "stop", raftfsm.VMStopped); err != nil && !errors.Is(err, raftfsm.ErrConflict) {
 			return "", cfg, err
 		}
 		defer func() {

@@ -76,7 +76,7 @@ func TestRemote_catalog_pull(t *testing.T) {
 	}
 
 	// The pull runs on the leader (of the time), slowed so that it can be killed midway.
-	reg.SetSendRate(1 << 20)
+	reg.SetRate(1 << 20)
 	acc, err := admin.PullRemoteImage(ctx, ns, "catalog-tiny-1", "tiny")
 	if err != nil || !strings.HasSuffix(acc.StatusURL, "/jobs/"+acc.JobName) {
 		t.Fatalf("pull: %+v %v", acc, err)
@@ -119,7 +119,7 @@ func TestRemote_catalog_pull(t *testing.T) {
 	if tmp, _ := os.ReadDir(filepath.Join(puller.DataDir, "images", "tmp")); len(tmp) != 0 {
 		t.Fatalf("a killed pull left %d staging files", len(tmp))
 	}
-	reg.SetSendRate(0)
+	reg.SetRate(0)
 	acc, err = survivor.PullRemoteImage(ctx, ns, "catalog-tiny-1", "tiny")
 	if err != nil {
 		t.Fatal(err)

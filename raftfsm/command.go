@@ -105,13 +105,14 @@ func (t Type) String() string {
 // PeerProposable reports whether a peer may propose a command of this type
 // through the leader on its own behalf: status reports, the blobs it holds
 // (taken and dropped), images and ISOs it received, the outcome of a commit
-// or save it carried out, the progress of its jobs, and the users its host's root names (svc admin
-// token, svc admin user remove). Every other command comes
-// from an authorized API call on the leader.
+// or save it carried out, the progress of its jobs, the stop and start of a
+// VM whose disk its push job reads, and the users its host's root names (svc
+// admin token, svc admin user remove). Every other command comes from an
+// authorized API call on the leader.
 func (t Type) PeerProposable() bool {
 	switch t {
 	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove,
-		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate:
+		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate, TypeVMAction:
 		return true
 	}
 	return false

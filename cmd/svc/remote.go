@@ -16,7 +16,9 @@ import (
 func newRemoteCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "remote", Short: "Remote images and ISOs: the tags of the cluster's remote catalogs"}
 	list := newListCmd(g, "List the remote images and ISOs the namespace can pull",
-		func(ctx context.Context, cl *api.Client) ([]api.RemoteImage, error) { return cl.ListRemoteImages(ctx, g.namespace) },
+		func(ctx context.Context, cl *api.Client) ([]api.RemoteImage, error) {
+			return cl.ListRemoteImages(ctx, g.namespace)
+		},
 		func(w io.Writer, items []api.RemoteImage) error {
 			rows := make([][]string, 0, len(items))
 			for _, it := range items {

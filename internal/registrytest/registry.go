@@ -49,7 +49,7 @@ type Server struct {
 	cmd      *exec.Cmd
 	received atomic.Int64
 	sent     atomic.Int64
-	rate     atomic.Int64 // bytes per second the registry sends; 0 is unlimited
+	rate     atomic.Int64 // bytes per second each way; 0 is unlimited
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
 	down     atomic.Bool
@@ -208,9 +208,10 @@ func (s *Server) Stop() {
 // Received is how many bytes clients have sent to the registry so far.
 func (s *Server) Received() int64 { return s.received.Load() }
 
-// SetSendRate slows what the registry sends to bytesPerSecond (0: no
-// limit), so that a test can stop a pull midway.
-func (s *Server) SetSendRate(bytesPerSecond int64) { s.rate.Store(bytesPerSecond) }
+// SetRate slows what the registry sends and receives to bytesPerSecond on
+// each connection (0: no limit), so that a test can stop a pull or a push
+// midway.
+func (s *Server) SetRate(bytesPerSecond int64) { s.rate.Store(bytesPerSecond) }
 
 // Sent is how many bytes the registry has sent to clients so far.
 func (s *Server) Sent() int64 { return s.sent.Load() }
@@ -247,7 +248,7 @@ func (s *Server) serve(c net.Conn) {
 	}()
 	done := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(countingWriter{b, &s.received, nil}, c)
+		_, _ = io.Copy(countingWriter{b, &s.received, &s.rate}, c)
 		_ = b.(*net.TCPConn).CloseWrite()
 		close(done)
 	}()
@@ -294,4 +295,10 @@ func (c countingWriter) Write(p []byte) (int, error) {
 		p = p[n:]
 	}
 	return written, nil
+}
+
+// Transport is an HTTP transport that accepts the registry's self-signed
+// certificate, for a test's own calls to it.
+func (s *Server) Transport() http.RoundTripper {
+	return &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // the test's own self-signed certificate
 }

@@ -35,6 +35,14 @@ type Options struct {
 	// host (and a libvirtd) do not share VM ports, with one another or with
 	// other tests' peers on 127.0.0.1.
 	DistinctIPs bool
+	// Prefix names the peers "<prefix>-i" (default "peer") and Subnet puts
+	// them at 127.0.<subnet>.i with DistinctIPs (default 1): a second
+	// cluster in one test needs both, so that neither removes the other's VMs.
+	Prefix string
+	Subnet int
+	// ChunkMiB is the peers' push chunk size (default 1 MiB: small disks
+	// still make many chunks).
+	ChunkMiB int
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
 }
@@ -111,10 +119,19 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	if opts.Capacity == (raftfsm.Capacity{}) {
 		opts.Capacity = raftfsm.Capacity{CPU: 4, MemoryBytes: 8 << 30}
 	}
+	if opts.Prefix == "" {
+		opts.Prefix = "peer"
+	}
+	if opts.Subnet == 0 {
+		opts.Subnet = 1
+	}
+	if opts.ChunkMiB == 0 {
+		opts.ChunkMiB = 1
+	}
 	c := &Cluster{tb: tb, opts: opts}
 	dir := tb.TempDir()
 	for i := range n {
-		name := fmt.Sprintf("peer-%d", i+1)
+		name := fmt.Sprintf("%s-%d", opts.Prefix, i+1)
 		m := &Member{Name: name, DataDir: filepath.Join(dir, name), gate: &gate{blocked: map[string]bool{}}}
 		var drv hypervisor.Driver
 		if opts.Libvirt {
@@ -129,7 +146,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 		}
 		bind := "127.0.0.1"
 		if opts.DistinctIPs {
-			bind = fmt.Sprintf("127.0.1.%d", i+1)
+			bind = fmt.Sprintf("127.0.%d.%d", opts.Subnet, i+1)
 		}
 		m.cfg = node.Config{
 			Name: name, DataDir: m.DataDir, Bind: bind,
@@ -138,7 +155,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
 			Gate: m.gate, Log: c.logger(), Driver: drv,
 			VMInterval: 200 * time.Millisecond, HealthInterval: 100 * time.Millisecond,
-			BlobGCInterval: 200 * time.Millisecond,
+			BlobGCInterval: 200 * time.Millisecond, ChunkMiB: opts.ChunkMiB,
 		}
 		if opts.ProductionTiming {
 			m.cfg.RaftTiming, m.cfg.Local = raftfsm.Timing{}, false

@@ -1,0 +1,208 @@
+package node_test
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/internal/registrytest"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+// pushWait bounds a push or pull job of a real VM's disk.
+const pushWait = 5 * time.Minute
+
+func setCredential(t *testing.T, cl *api.Client, reg *registrytest.Server) {
+	t.Helper()
+	if _, err := cl.SetRegistryCredential(ctx(t), ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: reg.Password, AllowInsecure: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var pushedRE = regexp.MustCompile(`(\d+) chunks, (\d+) sent`)
+
+// chunksSent reads "N chunks, M sent" from a push job's message.
+func chunksSent(t *testing.T, j api.Job) (total, sent int) {
+	t.Helper()
+	m := pushedRE.FindStringSubmatch(j.Message)
+	if m == nil {
+		t.Fatalf("push message %q", j.Message)
+	}
+	total, _ = strconv.Atoi(m[1])
+	sent, _ = strconv.Atoi(m[2])
+	return total, sent
+}
+
+// The issue's flow on real VMs: a VM with a file under /data is pushed
+// (its host killed midway, the push run again resumes), deployed from the
+// reference on another peer of a 3-peer cluster and on a second cluster:
+// the file is there; a push after a small change sends a few chunks; a
+// KubeVirt containerDisk of the guest deploys and boots.
+func TestLibvirtCluster_push_deploy_reference(t *testing.T) {
+	image := guest.RequireLibvirt(t)
+	reg := registrytest.Start(t, registrytest.Options{})
+	a := testcluster.New(t, 3, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "rega", Subnet: 3})
+	host, other := a.Members[0], a.Members[2]
+	cl := a.Client(a.Members[1])
+	upload(t, cl, "mini-linux", image)
+	setCredential(t, cl, reg)
+	src := realDeploy(t, a, api.DeployRequest{Image: "mini-linux", Name: "src", Node: host.Name})
+	guestRun(t, a, src, "echo pushed > /data/proof && sync")
+
+	// The first push is slowed and its host killed midway.
+	ref := reg.Host + "/team/src:v1"
+	reg.SetRate(256 << 10)
+	job, err := cl.PushVM(ctx(t), ns, "src", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.WaitFor("the push sends chunks", pushWait, func() error {
+		if j, err := cl.GetJob(ctx(t), ns, job.JobName); err == nil && (j.State == api.JobFailed || j.State == api.JobSucceeded) {
+			t.Fatalf("the push ended before it could be killed: %+v", j)
+		}
+		if reg.Received() < 6<<20 { // a few whole chunks (1 MiB each, 4 uploads at a time)
+			return fmt.Errorf("%d bytes received", reg.Received())
+		}
+		return nil
+	})
+	a.Crash(host)
+	reg.SetRate(0)
+	a.Restart(host)
+	a.WaitCaughtUp(host)
+	j := waitJobFor(t, a, cl, job.JobName, pushWait)
+	if j.State != api.JobSucceeded {
+		// The leader failed it while its peer was down: push again.
+		if job, err = cl.PushVM(ctx(t), ns, "src", ref); err != nil {
+			t.Fatal(err)
+		}
+		j = waitJobFor(t, a, cl, job.JobName, pushWait)
+	}
+	total, sent := chunksSent(t, j)
+	t.Logf("push after the kill: %s", j.Message)
+	if j.State != api.JobSucceeded || sent >= total {
+		t.Fatalf("the push after the kill did not resume: %+v", j)
+	}
+
+	// Deployed from the reference on a peer that never had the VM.
+	vm := realDeploy(t, a, api.DeployRequest{Image: ref, Name: "from-ref", Node: other.Name})
+	if got := guestRun(t, a, vm, "cat /data/proof"); strings.TrimSpace(got) != "pushed" {
+		t.Fatalf("from the reference: %q", got)
+	}
+	img, err := cl.GetImage(ctx(t), ns, "src-v1")
+	if err != nil || img.SourceType != "registry" || !strings.HasPrefix(img.Source, ref+"@sha256:") {
+		t.Fatalf("image %+v %v", img, err)
+	}
+
+	// A small change pushed again: only the chunks it touched travel.
+	guestRun(t, a, vm, "echo again > /data/proof2 && sync")
+	before := reg.Received()
+	job, err = cl.PushVM(ctx(t), ns, "from-ref", reg.Host+"/team/src:v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJobFor(t, a, cl, job.JobName, pushWait)
+	total2, sent2 := chunksSent(t, j)
+	t.Logf("push after a small change: %s; the registry received %d bytes", j.Message, reg.Received()-before)
+	if j.State != api.JobSucceeded || sent2*2 > total2 {
+		t.Fatalf("push after a small change: %+v", j)
+	}
+
+	// A second, separate cluster deploys the reference.
+	b := testcluster.New(t, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "regb", Subnet: 4})
+	bcl := b.Client(b.Members[0])
+	setCredential(t, bcl, reg)
+	vmB := realDeploy(t, b, api.DeployRequest{Image: reg.Host + "/team/src:v2", Name: "other-cluster"})
+	if got := guestRun(t, b, vmB, "cat /data/proof /data/proof2"); strings.Join(strings.Fields(got), " ") != "pushed again" {
+		t.Fatalf("on the second cluster: %q", got)
+	}
+
+	// A KubeVirt containerDisk (the guest's qcow2 under /disk/) deploys and boots.
+	cdRef := reg.Host + "/kubevirt/mini:1"
+	pushContainerDisk(t, reg, cdRef, image)
+	cd := realDeploy(t, b, api.DeployRequest{Image: cdRef, Name: "container-disk"})
+	if got := guestRun(t, b, cd, "cat /data/proof 2>&1 || echo absent"); !strings.Contains(got, "absent") {
+		t.Fatalf("the containerDisk guest: %q", got)
+	}
+	if img, err := bcl.GetImage(ctx(t), ns, "mini-1"); err != nil || img.SourceType != "registry" {
+		t.Fatalf("containerDisk image %+v %v", img, err)
+	}
+}
+
+// waitJobFor polls a job until it ends.
+func waitJobFor(t *testing.T, c *testcluster.Cluster, cl *api.Client, name string, wait time.Duration) api.Job {
+	t.Helper()
+	var j api.Job
+	c.WaitFor("job "+name+" ends", wait, func() error {
+		var err error
+		if j, err = cl.GetJob(context.Background(), ns, name); err != nil {
+			return err
+		}
+		if j.State != api.JobSucceeded && j.State != api.JobFailed {
+			return errors.New(j.State)
+		}
+		return nil
+	})
+	return j
+}
+
+// pushContainerDisk pushes a containerDisk image: one tar layer holding the
+// disk file at /disk/disk.qcow2.
+func pushContainerDisk(t *testing.T, reg *registrytest.Server, ref, disk string) {
+	t.Helper()
+	fi, err := os.Stat(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() {
+			f, err := os.Open(disk)
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+			defer f.Close()
+			tw := tar.NewWriter(pw)
+			_ = tw.WriteHeader(&tar.Header{Name: "disk/", Typeflag: tar.TypeDir, Mode: 0o555})
+			_ = tw.WriteHeader(&tar.Header{Name: "disk/disk.qcow2", Typeflag: tar.TypeReg, Mode: 0o444, Size: fi.Size()})
+			_, err = io.Copy(tw, f)
+			pw.CloseWithError(errors.Join(err, tw.Close()))
+		}()
+		return pr, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.ConfigFile(img, &v1.ConfigFile{OS: "linux", Architecture: "amd64"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img, remote.WithAuth(&authn.Basic{Username: reg.Username, Password: reg.Password}), remote.WithTransport(reg.Transport())); err != nil {
+		t.Fatal(err)
+	}
+}

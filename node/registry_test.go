@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,21 +16,10 @@ import (
 	"github.com/svc-project/svc/internal/testcluster"
 )
 
-// waitJob polls a job until it ends and returns it.
+// waitJob polls a job until it ends (2 minutes at most) and returns it.
 func waitJob(t *testing.T, c *testcluster.Cluster, cl *api.Client, name string) api.Job {
 	t.Helper()
-	var j api.Job
-	c.WaitFor("job "+name+" ends", 2*time.Minute, func() error {
-		var err error
-		if j, err = cl.GetJob(context.Background(), ns, name); err != nil {
-			return err
-		}
-		if j.State != api.JobSucceeded && j.State != api.JobFailed {
-			return errors.New(j.State)
-		}
-		return nil
-	})
-	return j
+	return waitJobFor(t, c, cl, name, 2*time.Minute)
 }
 
 // An image pushed through a peer that does not hold it is carried out by a

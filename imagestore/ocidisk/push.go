@@ -155,10 +155,13 @@ func pushChunks(ctx context.Context, pusher *remote.Pusher, repo name.Repository
 		}
 		defer enc.Close()
 		buf := make([]byte, cfg.ChunkSize)
+		// Incompressible data grows a little under zstd: room for it, so
+		// that a chunk is compressed without regrowing its output.
+		zbuf := make([]byte, 0, cfg.ChunkSize+cfg.ChunkSize/64+1<<16)
 		for i := range next {
 			off := int64(i) * cfg.ChunkSize
 			size := min(cfg.ChunkSize, cfg.VirtualSize-off)
-			c, err := pushChunk(ctx, pusher, repo, enc, f, buf[:size], off, &sent, &sentChunks)
+			c, err := pushChunk(ctx, pusher, repo, enc, f, buf[:size], zbuf, off, &sent, &sentChunks)
 			if err != nil {
 				return fmt.Errorf("chunk at %d: %w", off, err)
 			}
@@ -179,9 +182,9 @@ func pushChunks(ctx context.Context, pusher *remote.Pusher, repo name.Repository
 	return res, nil
 }
 
-// pushChunk reads one chunk into buf and uploads it compressed unless it is
-// all zeros (nil) or the registry has it.
-func pushChunk(ctx context.Context, pusher *remote.Pusher, repo name.Repository, enc *zstd.Encoder, f *os.File, buf []byte, off int64, sent, sentChunks *atomic.Int64) (*Chunk, error) {
+// pushChunk reads one chunk into buf and uploads it compressed (into zbuf)
+// unless it is all zeros (nil) or the registry has it.
+func pushChunk(ctx context.Context, pusher *remote.Pusher, repo name.Repository, enc *zstd.Encoder, f *os.File, buf, zbuf []byte, off int64, sent, sentChunks *atomic.Int64) (*Chunk, error) {
 	if hole(f, off, int64(len(buf))) {
 		return nil, nil
 	}
@@ -192,14 +195,15 @@ func pushChunk(ctx context.Context, pusher *remote.Pusher, repo name.Repository,
 		return nil, nil
 	}
 	sum := sha256.Sum256(buf)
-	z := enc.EncodeAll(buf, nil)
-	l := &countedLayer{Layer: static.NewLayer(z, MediaTypeChunk), sent: sent, chunks: sentChunks}
+	z := enc.EncodeAll(buf, zbuf[:0])
+	zd := sha256Hash(z)
+	l := &countedLayer{Layer: hashedLayer{b: z, digest: zd}, sent: sent, chunks: sentChunks}
 	if err := pusher.Upload(ctx, repo, l); err != nil {
 		return nil, err
 	}
 	return &Chunk{
 		Offset: off, Size: int64(len(buf)), Digest: "sha256:" + hex.EncodeToString(sum[:]),
-		Layer: v1.Descriptor{MediaType: MediaTypeChunk, Size: int64(len(z)), Digest: sha256Hash(z)},
+		Layer: v1.Descriptor{MediaType: MediaTypeChunk, Size: int64(len(z)), Digest: zd},
 	}, nil
 }
 
@@ -217,6 +221,24 @@ func hole(f *os.File, off, size int64) bool {
 func allZero(b []byte) bool {
 	return len(b) == 0 || b[0] == 0 && bytes.Equal(b[1:], b[:len(b)-1])
 }
+
+// hashedLayer is a compressed chunk in memory whose digest is computed once
+// (the uploader asks for it several times).
+type hashedLayer struct {
+	b      []byte
+	digest v1.Hash
+}
+
+func (l hashedLayer) Digest() (v1.Hash, error) { return l.digest, nil }
+
+// DiffID is the digest too: a chunk is no file system layer.
+func (l hashedLayer) DiffID() (v1.Hash, error) { return l.digest, nil }
+func (l hashedLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(l.b)), nil
+}
+func (l hashedLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
+func (l hashedLayer) Size() (int64, error)                 { return int64(len(l.b)), nil }
+func (l hashedLayer) MediaType() (types.MediaType, error)  { return MediaTypeChunk, nil }
 
 // countedLayer counts the compressed bytes the uploader reads: only chunks
 // the registry lacked are read.

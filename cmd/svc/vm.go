@@ -101,7 +101,7 @@ func newVMDeployCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.Image, "image", "", "image to deploy from")
+	f.StringVar(&req.Image, "image", "", "image to deploy from: a name in the namespace, or a registry reference <registry>/<path>:<tag>")
 	f.StringVar(&req.VMConfig, "vmconfig", "", "VM config to deploy from (other flags override it)")
 	f.StringVar(&req.Name, "name", "", "VM name (default: vm- and 5 random characters)")
 	f.BoolVar(&req.ShouldGenerateName, "generate-name", false, "add - and 5 random characters to --name")

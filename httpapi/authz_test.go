@@ -17,6 +17,10 @@ import (
 var openRoutes = map[string]bool{
 	"GET /api/v1/cluster-info": true,
 	"GET /metrics":             true,
+	// The API's description and the explorer, where a token is pasted.
+	"GET /api/v1/openapi.json":  true,
+	"GET /api/v1/swagger":       true,
+	"GET /api/v1/swagger/*file": true,
 	// A restarted peer asks it before it can check tokens; it tells an index.
 	"GET /api/v1/internal/commit-index": true,
 }

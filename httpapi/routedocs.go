@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/svc-project/svc/api"
+)
+
+// routeDoc describes a route for the OpenAPI document: what it does, the
+// Go wire types of its body and answer, and its query parameters. Every
+// route the router serves outside /api/v1/internal has one (a test checks).
+type routeDoc struct {
+	Summary string
+	Tag     string
+	// Req is the request body (a zero value of its type); nil: none.
+	Req any
+	// Upload is the form field of a multipart upload ("image", "iso",
+	// "cert"): the body is a file, not JSON.
+	Upload string
+	// Resp is the answer's body; nil with Code 204: none.
+	Resp any
+	// Code is the success status (200 unless set).
+	Code int
+	// Stream is the content type of an answer streamed as is (a download).
+	Stream string
+	// Query lists query parameters.
+	Query []queryParam
+}
+
+type queryParam struct {
+	Name, Description string
+}
+
+var consistentParam = queryParam{"consistent", "true: read through the leader, seeing every write acknowledged before the call"}
+
+// routeDocs is keyed by "METHOD path" as the router holds it.
+func routeDocs() map[string]routeDoc {
+	get, post, del, put := http.MethodGet+" ", http.MethodPost+" ", http.MethodDelete+" ", http.MethodPut+" "
+	const ns = "/api/v1/namespaces/{namespace}"
+	read := []queryParam{consistentParam}
+	return map[string]routeDoc{
+		get + "/api/v1/cluster-info":                          {Summary: "The cluster's name, version, leader and peers (no token needed)", Tag: "cluster", Resp: api.ClusterInfo{}},
+		get + "/api/v1/namespaces":                            {Summary: "List namespaces", Tag: "namespaces", Resp: api.List[api.Namespace]{}, Query: read},
+		post + "/api/v1/namespaces":                           {Summary: "Create a namespace", Tag: "namespaces", Req: api.Namespace{}, Resp: api.Namespace{}, Code: 201},
+		get + ns:                                              {Summary: "Get a namespace", Tag: "namespaces", Resp: api.Namespace{}, Query: read},
+		del + ns:                                              {Summary: "Delete an empty namespace", Tag: "namespaces", Code: 204},
+		get + ns + "/rolebindings":                            {Summary: "Users and service accounts bound to the namespace", Tag: "namespaces", Resp: api.Subjects{}, Query: read},
+		post + ns + "/rolebindings/add-subject":               {Summary: "Bind users and service accounts to the namespace", Tag: "namespaces", Req: api.Subjects{}, Resp: api.Subjects{}},
+		post + ns + "/rolebindings/remove-subject":            {Summary: "Unbind users and service accounts", Tag: "namespaces", Req: api.Subjects{}, Resp: api.Subjects{}},
+		get + ns + "/nodes":                                   {Summary: "List the nodes serving the namespace", Tag: "nodes", Resp: api.List[api.Node]{}, Query: read},
+		post + ns + "/nodes/{name}/tag":                       {Summary: "Tag a node", Tag: "nodes", Req: api.TagRequest{}, Resp: api.Node{}},
+		post + ns + "/nodes/{name}/untag":                     {Summary: "Remove a node's tag", Tag: "nodes", Req: api.TagRequest{}, Resp: api.Node{}},
+		post + ns + "/nodes/{name}/namespace":                 {Summary: "Dedicate a node to a namespace", Tag: "nodes", Req: api.NodeNamespaceRequest{}, Resp: api.Node{}},
+		get + ns + "/serviceaccounts":                         {Summary: "List service accounts", Tag: "serviceaccounts", Resp: api.List[api.ServiceAccount]{}, Query: read},
+		post + ns + "/serviceaccounts/{serviceaccount}":       {Summary: "Create a service account", Tag: "serviceaccounts", Resp: api.ServiceAccount{}, Code: 201},
+		del + ns + "/serviceaccounts/{serviceaccount}":        {Summary: "Delete a service account (its tokens are void)", Tag: "serviceaccounts", Code: 204},
+		post + ns + "/serviceaccounts/{serviceaccount}/token": {Summary: "Issue a service account token", Tag: "serviceaccounts", Req: api.TokenRequest{}, Resp: api.TokenResponse{}},
+		get + ns + "/vms":                                     {Summary: "List VMs", Tag: "vms", Resp: api.List[api.VM]{}, Query: read},
+		post + ns + "/vms":                                    {Summary: "Deploy a VM (answers once it runs)", Tag: "vms", Req: api.DeployRequest{}, Resp: api.VM{}, Code: 201},
+		get + ns + "/vms/{vm}":                                {Summary: "Get a VM", Tag: "vms", Resp: api.VM{}, Query: read},
+		del + ns + "/vms/{vm}":                                {Summary: "Delete a VM", Tag: "vms", Code: 204},
+		post + ns + "/vms/{vm}/exec":                          {Summary: "Start, stop, suspend, resume or revert a VM", Tag: "vms", Req: api.ExecRequest{}, Resp: api.VM{}},
+		post + ns + "/vms/{vm}/commit":                        {Summary: "Commit the VM's disk into its image", Tag: "vms", Req: api.CommitRequest{}, Resp: api.StatusURL{}},
+		post + ns + "/vms/{vm}/save":                          {Summary: "Save the VM's disk as a new image", Tag: "vms", Req: api.SaveRequest{}, Resp: api.StatusURL{}},
+		post + ns + "/vms/{vm}/push":                          {Summary: "Push the VM's disk to an OCI registry (a job)", Tag: "vms", Req: api.PushRequest{}, Resp: api.JobName{}},
+		get + ns + "/vmconfigs":                               {Summary: "List VM configs", Tag: "vmconfigs", Resp: api.List[api.VMConfig]{}, Query: read},
+		post + ns + "/vmconfigs":                              {Summary: "Create a VM config", Tag: "vmconfigs", Req: api.VMConfig{}, Resp: api.VMConfig{}, Code: 201},
+		get + ns + "/vmconfigs/{vmconfig}":                    {Summary: "Get a VM config", Tag: "vmconfigs", Resp: api.VMConfig{}, Query: read},
+		del + ns + "/vmconfigs/{vmconfig}":                    {Summary: "Delete a VM config", Tag: "vmconfigs", Code: 204},
+		get + ns + "/images":                                  {Summary: "List images", Tag: "images", Resp: api.List[api.Image]{}, Query: read},
+		post + ns + "/images":                                 {Summary: "Generate an empty disk image", Tag: "images", Req: api.GenerateImageRequest{}, Resp: api.Image{}, Code: 201},
+		get + ns + "/images/{image}":                          {Summary: "Get an image", Tag: "images", Resp: api.Image{}, Query: read},
+		del + ns + "/images/{image}":                          {Summary: "Delete an image", Tag: "images", Code: 204},
+		post + ns + "/images/{image}/copy":                    {Summary: "Copy an image", Tag: "images", Req: api.CopyRequest{}, Resp: api.Image{}, Code: 201},
+		post + ns + "/images/{image}/description":             {Summary: "Set an image's description", Tag: "images", Req: api.DescriptionRequest{}, Resp: api.Image{}},
+		get + ns + "/images/{image}/download":                 {Summary: "Download an image's disk (Range supported)", Tag: "images", Stream: "application/octet-stream"},
+		post + ns + "/images/{image}/push":                    {Summary: "Push an image to an OCI registry (a job)", Tag: "images", Req: api.PushRequest{}, Resp: api.JobName{}},
+		post + ns + "/upload/image": {Summary: "Upload an image (multipart field image, or a raw body with ?name=)", Tag: "images", Upload: "image", Resp: api.Image{}, Code: 201,
+			Query: []queryParam{{"name", "the image's name, for a raw (application/octet-stream) body"}}},
+		get + ns + "/isos":                    {Summary: "List ISOs", Tag: "isos", Resp: api.List[api.ISO]{}, Query: read},
+		get + ns + "/isos/{iso}":              {Summary: "Get an ISO", Tag: "isos", Resp: api.ISO{}, Query: read},
+		del + ns + "/isos/{iso}":              {Summary: "Delete an ISO", Tag: "isos", Code: 204},
+		post + ns + "/isos/{iso}/copy":        {Summary: "Copy an ISO", Tag: "isos", Req: api.CopyRequest{}, Resp: api.ISO{}, Code: 201},
+		post + ns + "/isos/{iso}/description": {Summary: "Set an ISO's description", Tag: "isos", Req: api.DescriptionRequest{}, Resp: api.ISO{}},
+		post + ns + "/upload/iso": {Summary: "Upload an ISO (multipart field iso, or a raw body with ?name=)", Tag: "isos", Upload: "iso", Resp: api.ISO{}, Code: 201,
+			Query: []queryParam{{"name", "the ISO's name, for a raw (application/octet-stream) body"}}},
+		get + ns + "/registrycredentials":              {Summary: "List registry credentials (never their passwords)", Tag: "registries", Resp: api.List[api.RegistryCredential]{}, Query: read},
+		post + ns + "/registrycredentials":             {Summary: "Add or replace a registry credential", Tag: "registries", Req: api.RegistryCredentialRequest{}, Resp: api.RegistryCredential{}, Code: 201},
+		del + ns + "/registrycredentials/{server}":     {Summary: "Remove a registry credential", Tag: "registries", Code: 204},
+		get + "/api/v1/remotecatalogs":                 {Summary: "The cluster's remote catalogs", Tag: "registries", Resp: api.RemoteCatalogs{}},
+		put + "/api/v1/remotecatalogs":                 {Summary: "Replace the cluster's remote catalogs", Tag: "registries", Req: api.RemoteCatalogs{}, Resp: api.RemoteCatalogs{}},
+		get + ns + "/remoteimages":                     {Summary: "List the remote images and ISOs of the catalogs", Tag: "registries", Resp: api.List[api.RemoteImage]{}},
+		post + ns + "/remoteimages/{remoteimage}/pull": {Summary: "Pull a remote image into the namespace (a job)", Tag: "registries", Req: api.PullRequest{}, Resp: api.JobAccepted{}, Code: 202},
+		post + ns + "/remoteisos/{remoteiso}/pull":     {Summary: "Pull a remote ISO into the namespace (a job)", Tag: "registries", Req: api.PullRequest{}, Resp: api.JobAccepted{}, Code: 202},
+		get + ns + "/jobs":                             {Summary: "List push and pull jobs", Tag: "registries", Resp: api.List[api.Job]{}, Query: read},
+		get + ns + "/jobs/{job}":                       {Summary: "Get a job", Tag: "registries", Resp: api.Job{}, Query: read},
+		post + "/api/v1/upload/cert":                   {Summary: "Upload the certificate every peer serves HTTPS with (multipart PEM fields cert and key)", Tag: "cluster", Upload: "cert", Resp: api.Message{}},
+		get + "/api/v1/openapi.json":                   {Summary: "This document (no token needed)", Tag: "cluster", Stream: "application/json"},
+		get + "/api/v1/swagger":                        {Summary: "The API explorer (no token needed)", Tag: "cluster", Stream: "text/html"},
+		get + "/metrics":                               {Summary: "Prometheus metrics (no token needed)", Tag: "cluster", Stream: "text/plain"},
+	}
+}

@@ -44,6 +44,7 @@ stop:
 ## test: everything CI checks (on real libvirt)
 test: export SVC_REQUIRE_LIBVIRT=1
 test: export SVC_REQUIRE_REGISTRY=1
+test: export SVC_REQUIRE_BROWSER=1
 test: libvirt image lint unit fuzz bench-once netns-test chaos-short
 
 lint:

@@ -3,13 +3,14 @@
 # libvirt + QEMU to run VMs, what scripts/mini-linux/build.sh builds the
 # default guest image with, and iproute2 + nftables for clusters in network
 # namespaces (the chaos runs cut peers off with nft), and Debian's registry
-# server (distribution 2.8) that the registry tests push to and pull from.
+# server (distribution 2.8) that the registry tests push to and pull from,
+# and Chromium, which the browser tests of the API explorer drive headless.
 # Idempotent; needs root.
 set -euo pipefail
 pkgs=(
   qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
   busybox-static dropbear-bin syslinux syslinux-common isolinux mtools dosfstools cpio kmod openssl file genisoimage
-  iproute2 nftables docker-registry
+  iproute2 nftables docker-registry chromium
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -94,7 +94,7 @@ func TestAuthz_matrix(t *testing.T) {
 		{"peer", sign(testSeed, auth.Principal{Kind: auth.KindPeer, Name: "p2"}, 10*time.Minute, now), "peer"},
 	}
 	fill := strings.NewReplacer(":namespace", "team-a", ":name", "n1", ":vmconfig", "c1", ":vm", "vm1",
-		":serviceaccount", "bot", ":image", "i1", ":iso", "iso1", ":server", "reg.example:5000", ":job", "push-vm1-abcde", ":remoteimage", "tiny-v1", ":remoteiso", "boot-v1", ":digest", "sha256:"+strings.Repeat("0", 64))
+		":serviceaccount", "bot", ":image", "i1", ":iso", "iso1", ":registry", "reg.example:5000", ":job", "push-vm1-abcde", ":remoteimage", "tiny-v1", ":remoteiso", "boot-v1", ":digest", "sha256:"+strings.Repeat("0", 64))
 	for _, rt := range s.Routes() {
 		id := rt.Method + " " + rt.Path
 		if rt.Rule == RuleOpen && !openRoutes[id] {

@@ -66,7 +66,7 @@ func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p
 func credAAD(ns, server string) []byte { return []byte(ns + "/" + server) }
 
 func (s *Server) deleteRegistryCredential(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	if _, err := s.apply(r.Context(), raftfsm.TypeRegCredDelete, raftfsm.RegistryCredentialDelete{Namespace: p.ByName("namespace"), Server: p.ByName("server")}); err != nil {
+	if _, err := s.apply(r.Context(), raftfsm.TypeRegCredDelete, raftfsm.RegistryCredentialDelete{Namespace: p.ByName("namespace"), Server: p.ByName("registry")}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

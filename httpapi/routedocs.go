@@ -86,7 +86,7 @@ func routeDocs() map[string]routeDoc {
 			Query: []queryParam{{"name", "the ISO's name, for a raw (application/octet-stream) body"}}},
 		get + ns + "/registrycredentials":              {Summary: "List registry credentials (never their passwords)", Tag: "registries", Resp: api.List[api.RegistryCredential]{}, Query: read},
 		post + ns + "/registrycredentials":             {Summary: "Add or replace a registry credential", Tag: "registries", Req: api.RegistryCredentialRequest{}, Resp: api.RegistryCredential{}, Code: 201},
-		del + ns + "/registrycredentials/{server}":     {Summary: "Remove a registry credential", Tag: "registries", Code: 204},
+		del + ns + "/registrycredentials/{registry}":   {Summary: "Remove a registry credential", Tag: "registries", Code: 204},
 		get + "/api/v1/remotecatalogs":                 {Summary: "The cluster's remote catalogs", Tag: "registries", Resp: api.RemoteCatalogs{}},
 		put + "/api/v1/remotecatalogs":                 {Summary: "Replace the cluster's remote catalogs", Tag: "registries", Req: api.RemoteCatalogs{}, Resp: api.RemoteCatalogs{}},
 		get + ns + "/remoteimages":                     {Summary: "List the remote images and ISOs of the catalogs", Tag: "registries", Resp: api.List[api.RemoteImage]{}},

@@ -234,7 +234,7 @@ func (s *Server) routesV1() {
 
 	s.handle(Route{Method: get, Path: ns + "/registrycredentials", Rule: RuleAdmin}, s.listRegistryCredentials)
 	s.handle(Route{Method: post, Path: ns + "/registrycredentials", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRegistryCredential)
-	s.handle(Route{Method: del, Path: ns + "/registrycredentials/:server", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteRegistryCredential)
+	s.handle(Route{Method: del, Path: ns + "/registrycredentials/:registry", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteRegistryCredential)
 	s.handle(Route{Method: get, Path: "/api/v1/remotecatalogs", Rule: RuleAdmin}, s.getRemoteCatalogs)
 	s.handle(Route{Method: http.MethodPut, Path: "/api/v1/remotecatalogs", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRemoteCatalogs)
 	s.handle(Route{Method: get, Path: ns + "/remoteimages", Rule: RuleMember}, s.listRemoteImages)

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+// Every route of the API (as the served OpenAPI document lists them) has a
+// command, every command named exists, and no entry is left for a route
+// that is gone.
+func TestCLI_covers_every_route(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	resp, err := http.Get("http://" + c.Members[0].Peer.APIAddr() + "/api/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCmd()
+	served := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			id := strings.ToUpper(method) + " " + path
+			served[id] = true
+			name, ok := routeCommands[id]
+			if !ok {
+				t.Errorf("%s has no command", id)
+				continue
+			}
+			cmd, _, err := root.Find(strings.Fields(name))
+			if err != nil || cmd.CommandPath() != "svc "+name || cmd.RunE == nil {
+				t.Errorf("%s: the command %q does not exist", id, name)
+			}
+		}
+	}
+	for id := range routeCommands {
+		if !served[id] {
+			t.Errorf("routeCommands lists %s, which the API does not serve", id)
+		}
+	}
+}
+
+// The commands of the cluster's documents print them.
+func TestCLI_cluster_documents(t *testing.T) {
+	t.Setenv("SVC_CONFIG", t.TempDir()+"/config.json")
+	c := testcluster.New(t, 1, testcluster.Options{})
+	url, token := "http://"+c.Members[0].Peer.APIAddr(), c.Token("admin", true)
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cluster", "openapi"}, `"openapi": "3.0.3"`},
+		{[]string{"cluster", "metrics"}, "go_goroutines"},
+		{[]string{"cluster", "explorer"}, url + "/api/v1/swagger"},
+	} {
+		out, err := runSvc(t, url, token, "", step.args...)
+		if err != nil || !strings.Contains(out, step.want) {
+			t.Errorf("svc %s: %v\n%.300s", strings.Join(step.args, " "), err, out)
+		}
+	}
+	if _, err := runSvc(t, url, token, "", "cluster", "cert"); err == nil {
+		t.Error("cert without --cert and --key succeeded")
+	}
+}

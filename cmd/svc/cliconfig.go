@@ -92,8 +92,8 @@ func (g *globals) client() (*api.Client, error) {
 
 // clientFor checks the -o value of a listing command and builds the client.
 func (g *globals) clientFor() (*api.Client, error) {
-	if g.output != "table" && g.output != "json" {
-		return nil, fmt.Errorf("-o %q: use table or json", g.output)
+	if err := checkOutput(g.output); err != nil {
+		return nil, err
 	}
 	return g.client()
 }

@@ -24,8 +24,8 @@ func newClusterCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), ci)
+			if g.output != "table" {
+				return printOut(cmd.OutOrStdout(), g.output, ci, nil)
 			}
 			leader := ci.Leader
 			if leader == "" {
@@ -40,7 +40,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 			return printTable(w, []string{"PEER", "RAFT", "API"}, rows)
 		},
 	}
-	info.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	addOutputFlag(info, g, "table")
 	openapi := newDocumentCmd(g, "openapi", "Print the API's OpenAPI 3 document (generate clients from it)", (*api.Client).OpenAPI)
 	metrics := newDocumentCmd(g, "metrics", "Print the peer's Prometheus metrics", (*api.Client).Metrics)
 	explorer := &cobra.Command{

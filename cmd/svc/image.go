@@ -214,14 +214,14 @@ func newUploadCmd(g *globals, kind, short, example string, send func(ctx context
 	return cmd
 }
 
-// newGetCmd is 'svc <kind> get NAME': the record as JSON.
+// newGetCmd is 'svc <kind> get NAME': the record, as JSON by default.
 func newGetCmd(g *globals, short string, fetch func(ctx context.Context, cl *api.Client, name string) (any, error)) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "get NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
+			cl, err := g.clientFor()
 			if err != nil {
 				return err
 			}
@@ -229,9 +229,11 @@ func newGetCmd(g *globals, short string, fetch func(ctx context.Context, cl *api
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), v)
+			return printOut(cmd.OutOrStdout(), g.output, v, nil)
 		},
 	}
+	addOutputFlag(cmd, g, "json")
+	return cmd
 }
 
 // newCopyCmd is 'svc image|iso copy NAME NEW_NAME [--description D]'.

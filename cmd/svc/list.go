@@ -25,15 +25,12 @@ func newListCmd[T any](g *globals, short string, fetch func(ctx context.Context,
 			if err != nil {
 				return err
 			}
-			if g.output == "json" {
-				if items == nil {
-					items = []T{}
-				}
-				return printJSON(cmd.OutOrStdout(), api.List[T]{Items: items})
+			if items == nil {
+				items = []T{}
 			}
-			return table(cmd.OutOrStdout(), items)
+			return printOut(cmd.OutOrStdout(), g.output, api.List[T]{Items: items}, func(w io.Writer) error { return table(w, items) })
 		},
 	}
-	cmd.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	addOutputFlag(cmd, g, "table")
 	return cmd
 }

@@ -27,6 +27,6 @@ func main() {
 		} else {
 			fmt.Fprintln(os.Stderr, "Error:", err)
 		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

@@ -116,7 +116,7 @@ func newJobCmd(g *globals) *cobra.Command {
 		Short: "Show a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
+			cl, err := g.clientFor()
 			if err != nil {
 				return err
 			}
@@ -124,13 +124,10 @@ func newJobCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), j)
-			}
-			return printJobs(cmd.OutOrStdout(), []api.Job{j})
+			return printOut(cmd.OutOrStdout(), g.output, j, func(w io.Writer) error { return printJobs(w, []api.Job{j}) })
 		},
 	}
-	get.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	addOutputFlag(get, g, "table")
 	list := newListCmd(g, "List the namespace's jobs (kept an hour after they end)",
 		func(ctx context.Context, cl *api.Client) ([]api.Job, error) { return cl.ListJobs(ctx, g.namespace) }, printJobs)
 	watch := &cobra.Command{

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/svc-project/svc/api"
@@ -26,9 +28,11 @@ func newRootCmd() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.apiURL, "api-url", "", "API address (overrides $SVC_API_URL and the config file)")
 	pf.StringVar(&g.token, "token", "", "bearer token (overrides $SVC_TOKEN and the config file)")
-	pf.StringVarP(&g.namespace, "namespace", "n", api.DefaultNamespace, "namespace")
+	pf.StringVarP(&g.namespace, "namespace", "n", first(os.Getenv("SVC_NAMESPACE"), api.DefaultNamespace), "namespace (also $SVC_NAMESPACE)")
 	root.AddCommand(newAgentCmd(), newConfigCmd(g), newNodeCmd(g), newClusterCmd(g), newVMCmd(g), newVMConfigCmd(g), newImageCmd(g), newISOCmd(g),
 		newAdminCmd(), newUserCmd(), newNamespaceCmd(g), newRoleBindingCmd(g), newServiceAccountCmd(g),
 		newRegCredCmd(g), newJobCmd(g), newRemoteCmd(g))
+	markUsageErrors(root)
+	addCompletions(root, g)
 	return root
 }

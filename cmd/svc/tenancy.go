@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -46,20 +47,9 @@ func newNamespaceCmd(g *globals) *cobra.Command {
 			}
 			return printTable(cmd.OutOrStdout(), []string{"NAME", "CREATED"}, rows)
 		},
-	}, &cobra.Command{
-		Use: "get NAME", Short: "Show a namespace", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			n, err := cl.GetNamespace(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), n)
-		},
-	}, &cobra.Command{
+	}, newGetCmd(g, "Show a namespace", func(ctx context.Context, cl *api.Client, name string) (any, error) {
+		return cl.GetNamespace(ctx, name)
+	}), &cobra.Command{
 		Use: "delete NAME", Short: "Delete a namespace that has no VMs or nodes", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()

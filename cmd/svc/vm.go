@@ -94,10 +94,7 @@ func newVMDeployCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), vm)
-			}
-			return printVM(cmd.OutOrStdout(), vm)
+			return printOut(cmd.OutOrStdout(), g.output, vm, func(w io.Writer) error { return printVM(w, vm) })
 		},
 	}
 	f := cmd.Flags()
@@ -107,7 +104,7 @@ func newVMDeployCmd(g *globals) *cobra.Command {
 	f.BoolVar(&req.ShouldGenerateName, "generate-name", false, "add - and 5 random characters to --name")
 	f.StringVar(&reservedPorts, "reserved-ports", "", "node:guest port forwards, e.g. 8080:80,2222:22")
 	f.Float64Var(&timeout, "timeout", api.DefaultTimeoutMinutes, "minutes to wait for the VM to run")
-	f.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	addOutputFlag(cmd, g, "table")
 	o.bind(f)
 	return cmd
 }
@@ -167,13 +164,10 @@ func newVMGetCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), vm)
-			}
-			return printVM(cmd.OutOrStdout(), vm)
+			return printOut(cmd.OutOrStdout(), g.output, vm, func(w io.Writer) error { return printVM(w, vm) })
 		},
 	}
-	cmd.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	addOutputFlag(cmd, g, "table")
 	return cmd
 }
 

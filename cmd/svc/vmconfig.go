@@ -33,14 +33,11 @@ func newVMConfigCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.output == "json" {
-				return printJSON(cmd.OutOrStdout(), c)
-			}
-			return printVMConfigs(cmd.OutOrStdout(), []api.VMConfig{c})
+			return printOut(cmd.OutOrStdout(), g.output, c, func(w io.Writer) error { return printVMConfigs(w, []api.VMConfig{c}) })
 		},
 	}
 	create.Flags().StringVar(&image, "image", "", "image the config's VMs are deployed from")
-	create.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	addOutputFlag(create, g, "table")
 	o.bind(create.Flags())
 
 	list := newListCmd(g, "List the VM configs of the namespace",
@@ -54,7 +51,7 @@ func newVMConfigCmd(g *globals) *cobra.Command {
 		Short: "Show a VM config",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.client()
+			cl, err := g.clientFor()
 			if err != nil {
 				return err
 			}
@@ -62,9 +59,10 @@ func newVMConfigCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), c)
+			return printOut(cmd.OutOrStdout(), g.output, c, func(w io.Writer) error { return printVMConfigs(w, []api.VMConfig{c}) })
 		},
 	}
+	addOutputFlag(get, g, "table")
 	del := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a VM config",

@@ -59,6 +59,7 @@ func routeDocs() map[string]routeDoc {
 		post + ns + "/vms":                                    {Summary: "Deploy a VM (answers once it runs)", Tag: "vms", Req: api.DeployRequest{}, Resp: api.VM{}, Code: 201},
 		get + ns + "/vms/{vm}":                                {Summary: "Get a VM", Tag: "vms", Resp: api.VM{}, Query: read},
 		del + ns + "/vms/{vm}":                                {Summary: "Delete a VM", Tag: "vms", Code: 204},
+		get + ns + "/vms/{vm}/console":                        {Summary: "The VM's screen: a websocket (subprotocol binary) carrying RFB with no security of its own; the token in Authorization, or from a browser as the subprotocol base64url.bearer.authorization.svc.<token, unpadded base64url>", Tag: "vms", Code: 101},
 		post + ns + "/vms/{vm}/exec":                          {Summary: "Start, stop, suspend, resume or revert a VM", Tag: "vms", Req: api.ExecRequest{}, Resp: api.VM{}},
 		post + ns + "/vms/{vm}/commit":                        {Summary: "Commit the VM's disk into its image", Tag: "vms", Req: api.CommitRequest{}, Resp: api.StatusURL{}},
 		post + ns + "/vms/{vm}/save":                          {Summary: "Save the VM's disk as a new image", Tag: "vms", Req: api.SaveRequest{}, Resp: api.StatusURL{}},

@@ -125,6 +125,9 @@ type Route struct {
 	Target Target
 	// Upload routes stream a large body, timed by progress.
 	Upload bool
+	// Stream routes hold the connection as long as the client does (a
+	// websocket): no body deadline, and a token may come as a subprotocol.
+	Stream bool
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
@@ -201,6 +204,7 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, Write: true, Target: Leader},
 		s.deleter(raftfsm.TypeVMDelete, "vm", func(ns, name string) any { return raftfsm.VMDelete{Namespace: ns, Name: name} }))
 	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, Write: true, Target: Leader}, s.execVM)
+	s.handle(Route{Method: get, Path: ns + "/vms/:vm/console", Rule: RuleMember, Stream: true}, s.console)
 
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
 	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Target: Leader}, s.createVMConfig)
@@ -259,7 +263,11 @@ func (s *Server) handle(rt Route, h handler) {
 		mode = bodyProgress
 	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
-		s.withBodyDeadline(w, r, mode)
+		if rt.Stream {
+			tokenFromSubprotocol(r)
+		} else {
+			s.withBodyDeadline(w, r, mode)
+		}
 		s.dropUnprovenForwarding(r)
 		if rt.Rule != RuleOpen && !s.b.CaughtUp() {
 			writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.b.Name()))

@@ -29,16 +29,26 @@ func (s *Server) listVMs(w http.ResponseWriter, _ *http.Request, p httprouter.Pa
 }
 
 func (s *Server) getVM(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	ns, name := p.ByName("namespace"), p.ByName("vm")
-	if err := s.requireNamespace(ns); err != nil {
+	vm, err := s.vmOf(p)
+	if err != nil {
 		return err
-	}
-	vm, ok := s.b.FSM().VM(ns, name)
-	if !ok {
-		return notFound("vm %q not found in namespace %q", name, ns)
 	}
 	writeJSON(w, http.StatusOK, s.vmToAPI(vm))
 	return nil
+}
+
+// vmOf is the VM a route's path names (404 for none; a missing namespace
+// as requireNamespace answers it).
+func (s *Server) vmOf(p httprouter.Params) (raftfsm.VM, error) {
+	ns, name := p.ByName("namespace"), p.ByName("vm")
+	if err := s.requireNamespace(ns); err != nil {
+		return raftfsm.VM{}, err
+	}
+	vm, ok := s.b.FSM().VM(ns, name)
+	if !ok {
+		return raftfsm.VM{}, notFound("vm %q not found in namespace %q", name, ns)
+	}
+	return vm, nil
 }
 
 func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {

@@ -58,7 +58,7 @@ var (
 // argCompletions names, per command, what its NAME arguments are.
 var argCompletions = map[string]namesOf{
 	"vm get": vmNames, "vm delete": vmNames, "vm start": vmNames, "vm stop": vmNames, "vm suspend": vmNames,
-	"vm resume": vmNames, "vm revert": vmNames, "vm commit": vmNames, "vm save": vmNames, "vm push": vmNames,
+	"vm resume": vmNames, "vm revert": vmNames, "vm commit": vmNames, "vm console": vmNames, "vm save": vmNames, "vm push": vmNames,
 	"image get": imageNames, "image delete": imageNames, "image copy": imageNames, "image describe": imageNames,
 	"image download": imageNames, "image push": imageNames, "image pull": remoteNames, "remote pull": remoteNames,
 	"iso get": isoNames, "iso delete": isoNames, "iso copy": isoNames, "iso describe": isoNames,

@@ -34,6 +34,7 @@ var routeCommands = map[string]string{
 	"GET /api/v1/namespaces/{namespace}/vms/{vm}":                "vm get",
 	"DELETE /api/v1/namespaces/{namespace}/vms/{vm}":             "vm delete",
 	"POST /api/v1/namespaces/{namespace}/vms/{vm}/exec":          "vm start", // also stop, suspend, resume, revert
+	"GET /api/v1/namespaces/{namespace}/vms/{vm}/console":        "vm console",
 	"POST /api/v1/namespaces/{namespace}/vms/{vm}/commit":        "vm commit",
 	"POST /api/v1/namespaces/{namespace}/vms/{vm}/save":          "vm save",
 	"POST /api/v1/namespaces/{namespace}/vms/{vm}/push":          "vm push",

@@ -42,7 +42,7 @@ func (o *vmOptionFlags) bind(f *pflag.FlagSet) {
 
 func newVMCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "vm", Short: "Deploy, list and run VMs"}
-	cmd.AddCommand(newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g), newVMCommitCmd(g), newVMSaveCmd(g),
+	cmd.AddCommand(newVMConsoleCmd(g), newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g), newVMCommitCmd(g), newVMSaveCmd(g),
 		newPushCmd(g, "vm", func(ctx context.Context, cl *api.Client, name, ref string) (api.JobName, error) {
 			return cl.PushVM(ctx, g.namespace, name, ref)
 		}))

@@ -62,9 +62,25 @@ func Authenticate(addr, password string, timeout time.Duration) ([]byte, error) 
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(timeout))
+	return login(c, password, false)
+}
+
+// Login logs in on a connection to an RFB server: VNC authentication with
+// password when the server offers it, else no security if it offers that.
+// It returns the security types offered; the connection is then where the
+// client sends its ClientInit.
+func Login(c net.Conn, password string) ([]byte, error) { return login(c, password, true) }
+
+func login(c net.Conn, password string, allowNone bool) ([]byte, error) {
 	types, err := Offer(c)
 	if err != nil {
 		return nil, err
+	}
+	if allowNone && !slices.Contains(types, SecurityVNCAuth) && slices.Contains(types, SecurityNone) {
+		if _, err := c.Write([]byte{SecurityNone}); err != nil {
+			return types, err
+		}
+		return types, securityResult(c)
 	}
 	if !slices.Contains(types, SecurityVNCAuth) {
 		return types, fmt.Errorf("%w: VNC authentication not offered (%v)", ErrAuthFailed, types)
@@ -79,14 +95,46 @@ func Authenticate(addr, password string, timeout time.Duration) ([]byte, error) 
 	if _, err := c.Write(Response(challenge, password)); err != nil {
 		return types, err
 	}
+	return types, securityResult(c)
+}
+
+func securityResult(c io.Reader) error {
 	var result [4]byte
 	if _, err := io.ReadFull(c, result[:]); err != nil {
-		return types, fmt.Errorf("rfb security result: %w", err)
+		return fmt.Errorf("rfb security result: %w", err)
 	}
 	if binary.BigEndian.Uint32(result[:]) != 0 {
-		return types, ErrAuthFailed
+		return ErrAuthFailed
 	}
-	return types, nil
+	return nil
+}
+
+// ServeNone plays the server's side of the opening to a client: RFB 3.8
+// with no security (the caller has authorized the client by other means),
+// leaving the connection where the client sends its ClientInit.
+func ServeNone(c io.ReadWriter) error {
+	if _, err := c.Write([]byte("RFB 003.008\n")); err != nil {
+		return err
+	}
+	ver := make([]byte, 12)
+	if _, err := io.ReadFull(c, ver); err != nil {
+		return fmt.Errorf("rfb client version: %w", err)
+	}
+	if string(ver) != "RFB 003.008\n" {
+		return fmt.Errorf("%w: the client speaks %q, not RFB 3.8", ErrNotRFB, ver)
+	}
+	if _, err := c.Write([]byte{1, SecurityNone}); err != nil {
+		return err
+	}
+	var choice [1]byte
+	if _, err := io.ReadFull(c, choice[:]); err != nil {
+		return fmt.Errorf("rfb security choice: %w", err)
+	}
+	if choice[0] != SecurityNone {
+		return fmt.Errorf("%w: the client chose security type %d", ErrNotRFB, choice[0])
+	}
+	_, err := c.Write([]byte{0, 0, 0, 0}) // SecurityResult: OK
+	return err
 }
 
 // Response is the answer to a VNC authentication challenge: the challenge

@@ -85,3 +85,31 @@ func TestAuthenticate_cases(t *testing.T) {
 		})
 	}
 }
+
+// ServeNone's opening is one a client completes with no password; a
+// client of another version is refused.
+func TestServeNone_cases(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	errc := make(chan error, 1)
+	go func() { errc <- ServeNone(a) }()
+	types, err := Login(b, "")
+	if err != nil || !bytes.Equal(types, []byte{SecurityNone}) {
+		t.Fatalf("login: %v %v", types, err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+
+	c, d := net.Pipe()
+	defer c.Close()
+	defer d.Close()
+	go func() { errc <- ServeNone(c) }()
+	greeting := make([]byte, 12)
+	_, _ = io.ReadFull(d, greeting)
+	_, _ = d.Write([]byte("RFB 003.003\n"))
+	if err := <-errc; !errors.Is(err, ErrNotRFB) {
+		t.Fatalf("an RFB 3.3 client: %v", err)
+	}
+}

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/rfb"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// The console is a VM's screen over a websocket: any peer accepts it and
+// carries RFB between the client and the VM's VNC server on its host, having
+// logged in there with the VM's VNC password, so that the client sees RFB
+// with no security of its own: the API token authorized it.
+//
+// A browser cannot set Authorization on a websocket. It sends the token as
+// a subprotocol instead, next to "binary" (as Kubernetes does):
+// "base64url.bearer.authorization.svc.<the token in unpadded base64url>".
+// Another site cannot ride it: it has no token, and the origin is checked.
+
+// ConsoleTokenProtocol prefixes the subprotocol that carries a token.
+const ConsoleTokenProtocol = "base64url.bearer.authorization.svc."
+
+// consoleSubprotocol is the one the server selects (noVNC's).
+const consoleSubprotocol = "binary"
+
+// consoleDialTimeout bounds reaching and logging in to the VNC server.
+const consoleDialTimeout = 10 * time.Second
+
+// tokenFromSubprotocol moves a token sent as a websocket subprotocol into
+// the Authorization header, where the route's authorization reads it.
+func tokenFromSubprotocol(r *http.Request) {
+	if r.Header.Get("Authorization") != "" {
+		return
+	}
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			enc, ok := strings.CutPrefix(strings.TrimSpace(p), ConsoleTokenProtocol)
+			if !ok {
+				continue
+			}
+			if tok, err := base64.RawURLEncoding.DecodeString(enc); err == nil {
+				r.Header.Set("Authorization", "Bearer "+string(tok))
+			}
+			return
+		}
+	}
+}
+
+// console accepts the websocket and carries the VM's screen.
+func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	vm, err := s.vmOf(p)
+	if err != nil {
+		return err
+	}
+	ns, name := vm.Namespace, vm.Name
+	if vm.Status != raftfsm.VMRunning && vm.Status != raftfsm.VMSuspended {
+		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q is %s: its screen shows only while it runs", name, vm.Status)
+	}
+	addr := net.JoinHostPort(vm.IP, strconv.Itoa(vm.VNCPort))
+	if g := s.cfg.Gate; g != nil && !g.Allowed(addr) {
+		return unavailable("5", "this peer may not reach %s", addr)
+	}
+	dctx, cancel := context.WithTimeout(r.Context(), consoleDialTimeout)
+	defer cancel()
+	var d net.Dialer
+	vnc, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return unavailable("5", "the screen of vm %q on %s does not answer: %v", name, vm.Node, err)
+	}
+	defer vnc.Close()
+	_ = vnc.SetDeadline(time.Now().Add(consoleDialTimeout))
+	if _, err := rfb.Login(vnc, vm.VNCPassword); err != nil {
+		return unavailable("5", "log in to the screen of vm %q: %v", name, err)
+	}
+	_ = vnc.SetDeadline(time.Time{})
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{consoleSubprotocol}})
+	if err != nil {
+		return nil // Accept has answered the client
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(1 << 20)
+	ctx, stop := context.WithCancel(context.Background()) // the request's ends with the hijack
+	defer stop()
+	client := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	if err := rfb.ServeNone(client); err != nil {
+		s.log.Info("console client left during the opening", "vm", ns+"/"+name, "err", err)
+		return nil
+	}
+	s.log.Info("console opened", "vm", ns+"/"+name, "node", vm.Node, "by", owner(r.Context()))
+	errc := make(chan error, 2)
+	go func() { errc <- pipe(vnc, client) }()
+	go func() { errc <- pipe(client, vnc) }()
+	err = <-errc // either side ends both
+	_ = client.Close()
+	_ = vnc.Close()
+	<-errc
+	s.log.Info("console closed", "vm", ns+"/"+name, "err", err)
+	return nil
+}
+
+// pipe copies src to dst until either fails.
+func pipe(dst, src net.Conn) error {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("console: %w", err)
+		}
+	}
+}

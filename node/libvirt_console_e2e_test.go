@@ -1,0 +1,102 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/rfb"
+)
+
+// A real VM's screen through the console websocket of the peer that does
+// not host it: RFB opens with no password (the proxy logged in), the screen
+// is not blank, and keys typed on it log in on tty1 and run a command the
+// guest then shows over SSH. Closing the websocket ends the proxy.
+func TestLibvirtCluster_console(t *testing.T) {
+	c, _ := libvirtCluster(t)
+	host, other := c.Members[0], c.Members[1]
+	vm := realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "screen", Node: host.Name})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ws, code, err := dialConsole(ctx, other.Peer.APIAddr(), "screen", c.Token("admin", true))
+	if err != nil {
+		t.Fatalf("console: %d %v", code, err)
+	}
+	defer ws.CloseNow()
+	if ws.Subprotocol() != "binary" {
+		t.Fatalf("subprotocol %q", ws.Subprotocol())
+	}
+	conn := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	if _, err := rfb.Login(conn, ""); err != nil {
+		t.Fatalf("RFB opening through the proxy: %v", err)
+	}
+	si, err := rfb.ClientInit(conn)
+	if err != nil || si.Width < 640 || si.Height < 400 {
+		t.Fatalf("server init %+v %v", si, err)
+	}
+	var lit int
+	c.WaitFor("text on the screen", time.Minute, func() error {
+		px, err := rfb.Frame(conn, si)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lit = 0
+		for i := 0; i+3 < len(px); i += si.BitsPerPixel / 8 {
+			if px[i]|px[i+1]|px[i+2] != 0 {
+				lit++
+			}
+		}
+		if lit < 500 {
+			return fmt.Errorf("%d lit pixels of %d", lit, si.Width*si.Height)
+		}
+		return nil
+	})
+	tty1 := func(what, pattern string) {
+		c.WaitFor(what, time.Minute, func() error {
+			out := guestRun(t, c, vm, "ps -o tty,args 2>/dev/null || ps")
+			if !strings.Contains(out, pattern) {
+				return fmt.Errorf("not yet:\n%s", out)
+			}
+			return nil
+		})
+	}
+	if err := rfb.Type(conn, "admin\n"); err != nil {
+		t.Fatal(err)
+	}
+	tty1("login asks for the password on tty1", "login")
+	if err := rfb.Type(conn, "admin\n"); err != nil {
+		t.Fatal(err)
+	}
+	tty1("a shell on tty1", "-sh")
+	// Unshifted keys only: what a keysym needs a modifier for is the
+	// keymap's business, not the proxy's.
+	if err := rfb.Type(conn, "touch /tmp/typed\n"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the typed command ran", time.Minute, func() error {
+		if out := guestRun(t, c, vm, "test -e /tmp/typed && echo yes || echo no"); strings.TrimSpace(out) != "yes" {
+			return fmt.Errorf("/tmp/typed: %q", out)
+		}
+		return nil
+	})
+	_ = ws.Close(websocket.StatusNormalClosure, "")
+
+	// A non-browser client (the Go client that 'svc vm console' uses) sends
+	// the token in the Authorization header, here to the VM's own host.
+	nc, err := c.Client(host).DialConsole(ctx, ns, "screen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := rfb.Login(nc, ""); err != nil {
+		t.Fatal(err)
+	}
+	if si2, err := rfb.ClientInit(nc); err != nil || si2.Width != si.Width {
+		t.Fatalf("second console: %+v %v", si2, err)
+	}
+}

@@ -21,6 +21,9 @@ var openRoutes = map[string]bool{
 	"GET /api/v1/openapi.json":  true,
 	"GET /api/v1/swagger":       true,
 	"GET /api/v1/swagger/*file": true,
+	// The web UI\'s page and files: it signs in with a pasted token.
+	"GET /ui":       true,
+	"GET /ui/*file": true,
 	// A restarted peer asks it before it can check tokens; it tells an index.
 	"GET /api/v1/internal/commit-index": true,
 }

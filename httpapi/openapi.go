@@ -17,6 +17,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/explorer"
+	"github.com/svc-project/svc/httpapi/webui"
 )
 
 // The OpenAPI document is built from the route table (s.routes) and the
@@ -66,8 +67,8 @@ func (s *Server) OpenAPI() (*openapi3.T, error) {
 		Security: openapi3.SecurityRequirements{{securityScheme: []string{}}},
 	}
 	for _, rt := range s.routes {
-		if strings.HasPrefix(rt.Path, internalPrefix) || strings.Contains(rt.Path, "*") {
-			continue // the peers' routes; the explorer's files
+		if strings.HasPrefix(rt.Path, internalPrefix) || strings.Contains(rt.Path, "*") || rt.Path == uiPath {
+			continue // the peers' routes; the explorer's and the UI's files
 		}
 		path := openAPIPath(rt.Path)
 		d, ok := docs[rt.Method+" "+path]
@@ -257,7 +258,17 @@ func (s *Server) explorerRoutes() {
 	}
 	s.handle(Route{Method: http.MethodGet, Path: explorerPath, Rule: RuleOpen}, serve)
 	s.handle(Route{Method: http.MethodGet, Path: explorerPath + "/*file", Rule: RuleOpen}, serve)
+	ui := webui.Handler(uiPath)
+	serveUI := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		ui.ServeHTTP(w, r)
+		return nil
+	}
+	s.handle(Route{Method: http.MethodGet, Path: uiPath, Rule: RuleOpen}, serveUI)
+	s.handle(Route{Method: http.MethodGet, Path: uiPath + "/*file", Rule: RuleOpen}, serveUI)
 }
+
+// uiPath is where the web UI is served.
+const uiPath = "/ui"
 
 // explorerPath is where the API explorer is served.
 const explorerPath = "/api/v1/swagger"

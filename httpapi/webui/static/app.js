@@ -1,0 +1,242 @@
+// The svc web UI: the public API only (and the console websocket), a token
+// in session storage, views refreshed by polling.
+import RFB from "./novnc/core/rfb.js";
+
+const POLL_MS = 2000;
+const $ = (sel) => document.querySelector(sel);
+const h = (tag, attrs = {}, ...kids) => {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const kid of kids.flat()) el.append(kid instanceof Node ? kid : document.createTextNode(kid ?? ""));
+  return el;
+};
+
+const state = { token: sessionStorage.getItem("svc-token"), ns: sessionStorage.getItem("svc-ns") || "svc-default", timer: null, rfb: null };
+
+async function call(method, path, body, headers = {}) {
+  const opts = { method, headers: { Authorization: "Bearer " + state.token, Accept: "application/json", ...headers } };
+  if (body !== undefined && !(body instanceof FormData) && !(body instanceof Blob)) {
+    opts.headers["Content-Type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  } else if (body !== undefined) {
+    opts.body = body;
+  }
+  const res = await fetch(path, opts);
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!res.ok) {
+    const err = new Error((data && data.message) || res.statusText);
+    err.code = res.status;
+    throw err;
+  }
+  return data;
+}
+const nsPath = (...parts) => "/api/v1/namespaces/" + encodeURIComponent(state.ns) + "/" + parts.map(encodeURIComponent).join("/");
+const showError = (e) => { $("#error").textContent = e ? String(e.message || e) : ""; if (e && e.code === 401) signOut(); };
+
+function signOut() {
+  sessionStorage.removeItem("svc-token");
+  state.token = null;
+  $("#token").value = ""; // the token leaves the page too, and what it showed
+  $("#view").replaceChildren();
+  delete $("#view").dataset.view;
+  $("#error").textContent = "";
+  stopConsole();
+  start();
+}
+
+async function signIn(ev) {
+  ev.preventDefault();
+  state.token = $("#token").value.trim().replace(/^Bearer\s+/i, "");
+  try {
+    await call("GET", "/api/v1/namespaces/" + encodeURIComponent(state.ns) + "/vms");
+  } catch (e) {
+    if (e.code === 401) { $("#signin-error").textContent = "This token is not valid: " + e.message; state.token = null; return; }
+  }
+  sessionStorage.setItem("svc-token", state.token);
+  $("#token").value = "";
+  start();
+}
+
+async function fillNamespaces() {
+  $("#namespace").value = state.ns;
+  let names = [state.ns];
+  try {
+    names = (await call("GET", "/api/v1/namespaces")).items.map((n) => n.name);
+  } catch { /* not an admin: type the namespace a token is bound to */ }
+  $("#namespaces").replaceChildren(...names.map((n) => h("option", { value: n })));
+}
+
+const bar = (free, total) => {
+  const fill = h("span");
+  fill.style.width = `${total ? Math.round(100 * (total - free) / total) : 0}%`; // CSSOM: allowed by the page's CSP
+  return h("span", {}, h("span", { class: "bar" }, fill), `${total - free} / ${total}`);
+};
+const table = (head, rows) => h("table", {}, h("thead", {}, h("tr", {}, head.map((c) => h("th", {}, c)))), h("tbody", {}, rows));
+const copyable = (text) => h("code", { class: "copy", title: "click to copy", onclick: () => navigator.clipboard && navigator.clipboard.writeText(text) }, text);
+
+const views = {
+  async nodes() {
+    const nodes = (await call("GET", nsPath("nodes"))).items;
+    return table(["Node", "Phase", "CPU used", "Memory", "GPU", "Tags"], nodes.map((n) => h("tr", { "data-node": n.name },
+      h("td", {}, n.name), h("td", {}, n.phase), h("td", {}, bar(n.availableCpu, n.allocatableCpu)),
+      h("td", {}, `${n.availableMemory} free of ${n.allocatableMemory}`), h("td", {}, `${n.availableGpu}/${n.allocatableGpu}`), h("td", {}, (n.svcTags || []).join(", ")))));
+  },
+  async vms() {
+    const [vms, images, configs] = await Promise.all([call("GET", nsPath("vms")), call("GET", nsPath("images")), call("GET", nsPath("vmconfigs"))]);
+    const act = (vm, action) => h("button", { type: "button", "data-action": action, onclick: () => run(() => call("POST", nsPath("vms", vm.name, "exec"), { action })) }, action);
+    const rows = vms.items.map((vm) => h("tr", { "data-vm": vm.name },
+      h("td", {}, vm.name), h("td", { class: "status-" + vm.status, "data-status": vm.status }, vm.status), h("td", {}, vm.node), h("td", {}, vm.image),
+      h("td", {}, copyable(`ssh -p ${vm.ssh} admin@${vm.ip}`), " ", copyable(`vnc://${vm.ip}:${vm.vnc}`)),
+      h("td", {}, ["start", "stop", "suspend", "resume", "revert"].map((a) => act(vm, a)),
+        h("button", { type: "button", "data-action": "commit", onclick: () => run(() => call("POST", nsPath("vms", vm.name, "commit"), {})) }, "commit"),
+        h("button", { type: "button", "data-action": "console", onclick: () => openConsole(vm.name) }, "console"),
+        h("button", { type: "button", "data-action": "delete", onclick: () => confirm(`Delete ${vm.name}?`) && run(() => call("DELETE", nsPath("vms", vm.name))) }, "delete"))));
+    return [deployForm(images.items, configs.items), table(["VM", "Status", "Node", "Image", "Connect", ""], rows)];
+  },
+  async images() { return artifactView("images", "image"); },
+  async isos() { return artifactView("isos", "iso"); },
+  async vmconfigs() {
+    const cfgs = (await call("GET", nsPath("vmconfigs"))).items;
+    return table(["Config", "Image", "CPU", "Memory", "Tag", ""], cfgs.map((c) => h("tr", {},
+      h("td", {}, c.name), h("td", {}, c.image), h("td", {}, c.cpu), h("td", {}, c.memory), h("td", {}, c.tag),
+      h("td", {}, h("button", { type: "button", onclick: () => run(() => call("DELETE", nsPath("vmconfigs", c.name))) }, "delete")))));
+  },
+  async jobs() {
+    const jobs = (await call("GET", nsPath("jobs"))).items;
+    return table(["Job", "Type", "State", "Progress", "Reference", "Message"], jobs.map((j) => h("tr", {},
+      h("td", {}, j.name), h("td", {}, j.type), h("td", {}, j.state),
+      h("td", {}, h("progress", { max: j.bytesTotal || 1, value: j.bytesDone })), h("td", {}, j.reference), h("td", {}, j.message))));
+  },
+};
+
+function deployForm(images, configs) {
+  const f = h("form", { class: "inline", id: "deploy-form" },
+    h("label", {}, "Name", h("input", { name: "name", placeholder: "generated" })),
+    h("label", {}, "Image", h("select", { name: "image" }, h("option", { value: "" }, "—"), images.map((i) => h("option", { value: i.name }, i.name)))),
+    h("label", {}, "or a registry reference", h("input", { name: "reference", placeholder: "registry/path:tag" })),
+    h("label", {}, "VM config", h("select", { name: "vmConfig" }, h("option", { value: "" }, "—"), configs.map((c) => h("option", { value: c.name }, c.name)))),
+    h("label", {}, "CPU", h("input", { name: "cpu", type: "number", min: 1, max: 256 })),
+    h("label", {}, "Memory (GiB)", h("input", { name: "memory", type: "number", min: 0, step: 0.25 })),
+    h("label", {}, "Tag", h("input", { name: "tag" })),
+    h("label", {}, "Node", h("input", { name: "node", placeholder: "any" })),
+    h("button", { type: "submit" }, "Deploy"));
+  f.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const d = Object.fromEntries(new FormData(f));
+    const body = { name: d.name || undefined, image: d.reference || d.image || undefined, vmConfig: d.vmConfig || undefined, tag: d.tag || undefined, node: d.node || undefined };
+    if (d.cpu) body.cpu = Number(d.cpu);
+    if (d.memory) body.memory = Number(d.memory);
+    const btn = f.querySelector("button");
+    btn.disabled = true;
+    btn.textContent = "Deploying…";
+    run(() => call("POST", nsPath("vms"), body)).finally(() => { btn.disabled = false; btn.textContent = "Deploy"; });
+  });
+  return f;
+}
+
+async function artifactView(kind, field) {
+  const items = (await call("GET", nsPath(kind))).items;
+  const progress = h("progress", { max: 1, value: 0, hidden: true });
+  const file = h("input", { type: "file", name: field });
+  const upload = h("form", { class: "inline" }, h("label", {}, "Name", h("input", { name: "name", required: true })), file, h("button", { type: "submit" }, "Upload"), progress);
+  upload.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const fd = new FormData(upload);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", nsPath("upload", field));
+    xhr.setRequestHeader("Authorization", "Bearer " + state.token);
+    progress.hidden = false;
+    xhr.upload.onprogress = (e) => { progress.max = e.total; progress.value = e.loaded; };
+    xhr.onload = () => { progress.hidden = true; showError(xhr.status >= 300 ? JSON.parse(xhr.responseText || "{}").message || xhr.statusText : null); refresh(); };
+    xhr.onerror = () => showError("upload failed");
+    xhr.send(fd);
+  });
+  return [upload, table(["Name", "State", "Size", "Used", "Source", "Description", ""], items.map((i) => h("tr", {},
+    h("td", {}, i.name), h("td", {}, i.state), h("td", {}, i.size), h("td", {}, i.spaceUsed), h("td", {}, `${i.sourceType} ${i.source || ""}`), h("td", {}, i.description),
+    h("td", {}, h("button", { type: "button", onclick: () => confirm(`Delete ${i.name}?`) && run(() => call("DELETE", nsPath(kind, i.name))) }, "delete")))))];
+}
+
+async function run(fn) {
+  try { await fn(); showError(null); } catch (e) { showError(e); }
+  refresh();
+}
+
+function tokenProtocol() {
+  const b64 = btoa(unescape(encodeURIComponent(state.token))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return "base64url.bearer.authorization.svc." + b64;
+}
+
+function openConsole(vm) {
+  location.hash = "console/" + encodeURIComponent(vm);
+}
+
+function stopConsole() {
+  if (state.rfb) { state.rfb.disconnect(); state.rfb = null; }
+}
+
+function showConsole(vm) {
+  stopConsole();
+  const target = h("div", { id: "console" });
+  const status = h("p", { id: "console-status" }, "connecting…");
+  $("#view").replaceChildren(h("h2", {}, "Console of " + vm), status, target);
+  $("#view").dataset.view = "console";
+  const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + nsPath("vms", vm, "console");
+  const rfb = new RFB(target, url, { wsProtocols: ["binary", tokenProtocol()] });
+  rfb.scaleViewport = true;
+  rfb.addEventListener("connect", () => { status.textContent = "connected"; rfb.focus(); });
+  rfb.addEventListener("disconnect", (e) => { status.textContent = e.detail.clean ? "closed" : "the console was refused or lost"; });
+  state.rfb = rfb;
+}
+
+async function refresh() {
+  const hash = location.hash.slice(1) || "vms";
+  for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.getAttribute("href") === "#" + hash);
+  if (hash.startsWith("console/")) return;
+  const view = views[hash] || views.vms;
+  try {
+    const content = await view();
+    if ((location.hash.slice(1) || "vms") !== hash) return;
+    // A view that is already shown keeps its forms (what the user typed):
+    // only its tables are replaced.
+    const shown = $("#view");
+    const tables = [content].flat().filter((n) => n.tagName === "TABLE");
+    const old = shown.querySelectorAll("table");
+    if (shown.dataset.view === hash && old.length === tables.length) {
+      old.forEach((t, i) => t.replaceWith(tables[i]));
+    } else {
+      shown.replaceChildren(...[content].flat());
+      shown.dataset.view = hash;
+    }
+  } catch (e) {
+    $("#view").replaceChildren(); // nothing stale under a refusal
+    delete $("#view").dataset.view;
+    showError(e);
+  }
+}
+
+function route() {
+  const hash = location.hash.slice(1);
+  if (hash.startsWith("console/")) showConsole(decodeURIComponent(hash.slice(8)));
+  else { stopConsole(); refresh(); }
+}
+
+function start() {
+  clearInterval(state.timer);
+  const signedIn = !!state.token;
+  $("#signin").hidden = signedIn;
+  $("#app").hidden = !signedIn;
+  if (!signedIn) return;
+  fillNamespaces();
+  route();
+  state.timer = setInterval(refresh, POLL_MS);
+}
+
+$("#signin-form").addEventListener("submit", signIn);
+$("#signout").addEventListener("click", signOut);
+$("#namespace").addEventListener("change", (ev) => { state.ns = ev.target.value; sessionStorage.setItem("svc-ns", state.ns); route(); });
+window.addEventListener("hashchange", route);
+start();

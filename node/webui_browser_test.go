@@ -1,0 +1,143 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/browser"
+	"github.com/svc-project/svc/internal/testcluster"
+)
+
+// waitJS polls a JavaScript condition in the page until it is true.
+func waitJS(t *testing.T, c *testcluster.Cluster, ctx context.Context, what, expr string, timeout time.Duration) {
+	t.Helper()
+	c.WaitFor(what, timeout, func() error {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("not yet: %s", expr)
+		}
+		return nil
+	})
+}
+
+// The web UI in headless Chromium, served by the peer that does not host
+// the VM: the sign-in page without a token; the node; a deploy of
+// mini-linux from the form until it runs; its console with text on the
+// canvas, where typed keys log in and run a command; the VM deleted; and a
+// token of another namespace that sees none of it.
+func TestWebUI_browser(t *testing.T) {
+	ctx := browser.New(t, 8*time.Minute)
+	c, _ := libvirtCluster(t)
+	host, other := c.Members[0], c.Members[1]
+	ui := "http://" + other.Peer.APIAddr() + "/ui/"
+	began := time.Now()
+	shot := func(name string) {
+		t.Logf("%s after %s", name, time.Since(began).Round(time.Second))
+		browser.Screenshot(t, ctx, "webui-"+name)
+	}
+	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			shot("failed")
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// A view is a fragment of the page: changing it is no navigation to wait for.
+	view := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Evaluate[string](`location.hash = "`+name+`"`)(ctx, tg)
+			return chromedp.Void{}, err
+		})
+	}
+	do("the sign-in page", chromedp.Navigate(ui), chromedp.WaitVisible("#signin-form"))
+	shot("signin")
+	do("sign in", chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
+		chromedp.WaitVisible("#app"), view("nodes"), chromedp.WaitVisible(`tr[data-node="`+host.Name+`"]`))
+	shot("nodes")
+
+	do("deploy from the form", view("vms"), chromedp.WaitVisible("#deploy-form"),
+		chromedp.SendKeys(`#deploy-form input[name="name"]`, "ui-vm"),
+		chromedp.SetValue(`#deploy-form select[name="image"]`, "mini-linux"),
+		chromedp.SendKeys(`#deploy-form input[name="cpu"]`, "1"),
+		chromedp.SendKeys(`#deploy-form input[name="memory"]`, "0.25"),
+		chromedp.SendKeys(`#deploy-form input[name="node"]`, host.Name),
+		chromedp.Click("#deploy-form button"))
+	waitJS(t, c, ctx, "the VM Running in the page", `!!document.querySelector('tr[data-vm="ui-vm"] td[data-status="Running"]')`, 4*time.Minute)
+	shot("vm-running")
+	vm, err := c.Client(host).GetVM(context.Background(), ns, "ui-vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guestRun(t, c, vm, "true") // booted
+
+	do("open the console", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="console"]`), chromedp.WaitVisible("#console canvas"))
+	waitJS(t, c, ctx, "the console connected", `document.querySelector("#console-status").textContent === "connected"`, time.Minute)
+	waitJS(t, c, ctx, "text on the canvas", `(() => {
+		const cv = document.querySelector("#console canvas");
+		if (!cv || !cv.width) return false;
+		const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+		let lit = 0;
+		for (let i = 0; i < d.length; i += 4) if (d[i] | d[i+1] | d[i+2]) lit++;
+		return lit > 500;
+	})()`, time.Minute)
+	shot("console")
+	typeLine := func(s string) { do("type "+s, chromedp.SendKeys("#console canvas", s+"\r")) }
+	tty1 := func(what, pattern string) {
+		c.WaitFor(what, time.Minute, func() error {
+			if out := guestRun(t, c, vm, "ps -o tty,args 2>/dev/null || ps"); !strings.Contains(out, pattern) {
+				return fmt.Errorf("not yet:\n%s", out)
+			}
+			return nil
+		})
+	}
+	typeLine("admin")
+	tty1("login asks for the password", "login")
+	typeLine("admin")
+	tty1("a shell on tty1", "-sh")
+	typeLine("touch /tmp/typed")
+	c.WaitFor("the typed command ran", time.Minute, func() error {
+		if out := guestRun(t, c, vm, "test -e /tmp/typed && echo yes || echo no"); strings.TrimSpace(out) != "yes" {
+			return fmt.Errorf("/tmp/typed: %q", out)
+		}
+		return nil
+	})
+	shot("console-typed")
+
+	do("delete the VM", view("vms"), chromedp.WaitVisible(`tr[data-vm="ui-vm"]`))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.confirm = () => true, true)`)); err != nil {
+		t.Fatal(err)
+	}
+	do("click delete", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="delete"]`))
+	waitJS(t, c, ctx, "the VM gone from the page", `!document.querySelector('tr[data-vm="ui-vm"]')`, time.Minute)
+
+	// A service account of another namespace sees none of svc-default.
+	cl := c.Client(host)
+	if _, err := cl.CreateNamespace(context.Background(), "team-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateServiceAccount(context.Background(), "team-b", "bot"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cl.ServiceAccountToken(context.Background(), "team-b", "bot", api.TokenRequest{Duration: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "private", Node: host.Name})
+	do("sign in as team-b", chromedp.Click("#signout"), chromedp.WaitVisible("#signin-form"),
+		chromedp.SendKeys("#token", tok.Token), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
+		view("vms"))
+	waitJS(t, c, ctx, "a refusal shown", `document.querySelector("#error").textContent.includes("is not bound")`, 30*time.Second)
+	if found, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('tr[data-vm="private"]')`)); err != nil || found {
+		t.Fatalf("another namespace's token sees the VM (%v)", err)
+	}
+	shot("other-namespace")
+}

@@ -29,6 +29,15 @@ func waitJS(t *testing.T, c *testcluster.Cluster, ctx context.Context, what, exp
 	})
 }
 
+// uiView shows a view of the UI: a fragment of the page, so changing it is
+// no navigation to wait for.
+func uiView(name string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Evaluate[string](`location.hash = "`+name+`"`)(ctx, tg)
+		return chromedp.Void{}, err
+	}
+}
+
 // The web UI in headless Chromium, served by the peer that does not host
 // the VM: the sign-in page without a token; the node; a deploy of
 // mini-linux from the form until it runs; its console with text on the
@@ -51,20 +60,13 @@ func TestWebUI_browser(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	// A view is a fragment of the page: changing it is no navigation to wait for.
-	view := func(name string) chromedp.Action[chromedp.Void] {
-		return chromedp.Action[chromedp.Void](func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-			_, err := chromedp.Evaluate[string](`location.hash = "`+name+`"`)(ctx, tg)
-			return chromedp.Void{}, err
-		})
-	}
 	do("the sign-in page", chromedp.Navigate(ui), chromedp.WaitVisible("#signin-form"))
 	shot("signin")
 	do("sign in", chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
-		chromedp.WaitVisible("#app"), view("nodes"), chromedp.WaitVisible(`tr[data-node="`+host.Name+`"]`))
+		chromedp.WaitVisible("#app"), uiView("nodes"), chromedp.WaitVisible(`tr[data-node="`+host.Name+`"]`))
 	shot("nodes")
 
-	do("deploy from the form", view("vms"), chromedp.WaitVisible("#deploy-form"),
+	do("deploy from the form", uiView("vms"), chromedp.WaitVisible("#deploy-form"),
 		chromedp.SendKeys(`#deploy-form input[name="name"]`, "ui-vm"),
 		chromedp.SetValue(`#deploy-form select[name="image"]`, "mini-linux"),
 		chromedp.SendKeys(`#deploy-form input[name="cpu"]`, "1"),
@@ -112,7 +114,7 @@ func TestWebUI_browser(t *testing.T) {
 	})
 	shot("console-typed")
 
-	do("delete the VM", view("vms"), chromedp.WaitVisible(`tr[data-vm="ui-vm"]`))
+	do("delete the VM", uiView("vms"), chromedp.WaitVisible(`tr[data-vm="ui-vm"]`))
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.confirm = () => true, true)`)); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestWebUI_browser(t *testing.T) {
 	realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "private", Node: host.Name})
 	do("sign in as team-b", chromedp.Click("#signout"), chromedp.WaitVisible("#signin-form"),
 		chromedp.SendKeys("#token", tok.Token), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
-		view("vms"))
+		uiView("vms"))
 	waitJS(t, c, ctx, "a refusal shown", `document.querySelector("#error").textContent.includes("is not bound")`, 30*time.Second)
 	if found, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('tr[data-vm="private"]')`)); err != nil || found {
 		t.Fatalf("another namespace's token sees the VM (%v)", err)

@@ -101,7 +101,20 @@ func TestWebUI_browser(t *testing.T) {
 			return nil
 		})
 	}
+	// The screen's pixels, summed: typing must change them (the echo).
+	const screenSum = `(() => {
+		const cv = document.querySelector("#console canvas");
+		const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+		let s = 0;
+		for (let i = 0; i < d.length; i += 4) s = (s * 31 + d[i] + d[i+1] + d[i+2]) % 1000000007;
+		return s;
+	})()`
+	before, err := chromedp.Run(ctx, chromedp.Evaluate[float64](screenSum))
+	if err != nil {
+		t.Fatal(err)
+	}
 	typeLine("admin")
+	waitJS(t, c, ctx, "the typed line echoed on the canvas", screenSum+` !== `+fmt.Sprint(before), 30*time.Second)
 	tty1("login asks for the password", "login")
 	typeLine("admin")
 	tty1("a shell on tty1", "-sh")

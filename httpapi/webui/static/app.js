@@ -93,6 +93,10 @@ const views = {
       h("td", {}, copyable(`ssh -p ${vm.ssh} admin@${vm.ip}`), " ", copyable(`vnc://${vm.ip}:${vm.vnc}`)),
       h("td", {}, ["start", "stop", "suspend", "resume", "revert"].map((a) => act(vm, a)),
         h("button", { type: "button", "data-action": "commit", onclick: () => run(() => call("POST", nsPath("vms", vm.name, "commit"), {})) }, "commit"),
+        h("button", { type: "button", "data-action": "save", onclick: () => {
+          const imageName = prompt(`Save ${vm.name}'s disk as a new image named:`);
+          if (imageName) run(() => call("POST", nsPath("vms", vm.name, "save"), { imageName }));
+        } }, "save"),
         h("button", { type: "button", "data-action": "console", onclick: () => openConsole(vm.name) }, "console"),
         h("button", { type: "button", "data-action": "delete", onclick: () => confirm(`Delete ${vm.name}?`) && run(() => call("DELETE", nsPath("vms", vm.name))) }, "delete"))));
     return [deployForm(images.items, configs.items), table(["VM", "Status", "Node", "Image", "Connect", ""], rows)];

@@ -99,6 +99,8 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 		return nil
 	}
 	s.log.Info("console opened", "vm", ns+"/"+name, "node", vm.Node, "by", owner(r.Context()))
+	s.metrics.consoles.Inc()
+	defer s.metrics.consoles.Dec()
 	errc := make(chan error, 2)
 	go func() { errc <- pipe(vnc, client) }()
 	go func() { errc <- pipe(client, vnc) }()

@@ -16,6 +16,7 @@ type httpMetrics struct {
 	forwardErrors prometheus.Counter
 	subjectSyncs  prometheus.Counter
 	connsRefused  prometheus.Counter
+	consoles      prometheus.Gauge
 }
 
 func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics {
@@ -42,11 +43,14 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_connections_refused_total", Help: "Connections refused for being over the connection limits.",
 		}),
+		consoles: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "svc_console_sessions", Help: "VM consoles this peer carries now.",
+		}),
 	}
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "svc_http_connections_open", Help: "Open API connections (HTTP and HTTPS).",
 	}, func() float64 { return float64(conns.open()) })
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.subjectSyncs, m.connsRefused, open)
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.subjectSyncs, m.connsRefused, m.consoles, open)
 	return m
 }
 

@@ -84,7 +84,21 @@ func TestLibvirtCluster_console(t *testing.T) {
 		}
 		return nil
 	})
+	if out, err := c.Client(other).Metrics(ctx); err != nil || !strings.Contains(string(out), "svc_console_sessions 1") {
+		t.Fatalf("the peer does not count the open console (%v)", err)
+	}
 	_ = ws.Close(websocket.StatusNormalClosure, "")
+	// Closing the websocket ends the proxy on the peer.
+	c.WaitFor("the console proxy ended", 30*time.Second, func() error {
+		out, err := c.Client(other).Metrics(ctx)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(out), "svc_console_sessions 0") {
+			return fmt.Errorf("still carried")
+		}
+		return nil
+	})
 
 	// A non-browser client (the Go client that 'svc vm console' uses) sends
 	// the token in the Authorization header, here to the VM's own host.

@@ -3,8 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
-	"errors"
-	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -101,32 +100,14 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	s.log.Info("console opened", "vm", ns+"/"+name, "node", vm.Node, "by", owner(r.Context()))
 	s.metrics.consoles.Inc()
 	defer s.metrics.consoles.Dec()
-	errc := make(chan error, 2)
-	go func() { errc <- pipe(vnc, client) }()
-	go func() { errc <- pipe(client, vnc) }()
-	err = <-errc // either side ends both
+	done := make(chan struct{}, 2)
+	carry := func(dst, src net.Conn) { _, _ = io.Copy(dst, src); done <- struct{}{} }
+	go carry(vnc, client)
+	go carry(client, vnc)
+	<-done // either side's end ends both
 	_ = client.Close()
 	_ = vnc.Close()
-	<-errc
-	s.log.Info("console closed", "vm", ns+"/"+name, "err", err)
+	<-done
+	s.log.Info("console closed", "vm", ns+"/"+name)
 	return nil
-}
-
-// pipe copies src to dst until either fails.
-func pipe(dst, src net.Conn) error {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return werr
-			}
-		}
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("console: %w", err)
-		}
-	}
 }

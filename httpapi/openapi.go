@@ -8,16 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3gen"
-	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/explorer"
-	"github.com/svc-project/svc/httpapi/webui"
 )
 
 // The OpenAPI document is built from the route table (s.routes) and the
@@ -67,8 +63,8 @@ func (s *Server) OpenAPI() (*openapi3.T, error) {
 		Security: openapi3.SecurityRequirements{{securityScheme: []string{}}},
 	}
 	for _, rt := range s.routes {
-		if strings.HasPrefix(rt.Path, internalPrefix) || strings.Contains(rt.Path, "*") || rt.Path == uiPath {
-			continue // the peers' routes; the explorer's and the UI's files
+		if !documented(rt) {
+			continue
 		}
 		path := openAPIPath(rt.Path)
 		d, ok := docs[rt.Method+" "+path]
@@ -123,7 +119,7 @@ func operation(rt Route, path string, d routeDoc, schemaOf func(any) (*openapi3.
 			return nil, err
 		}
 		mt := openapi3.NewMediaType().WithSchemaRef(ref)
-		if ex, ok := examples[reflect.TypeOf(d.Req)]; ok {
+		if ex, ok := examples()[reflect.TypeOf(d.Req)]; ok {
 			mt.Example = ex
 		}
 		op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).WithContent(openapi3.Content{"application/json": mt})}
@@ -228,47 +224,3 @@ func customizeSchema(_ string, t reflect.Type, tag reflect.StructTag, schema *op
 	}
 	return nil
 }
-
-// explorerRoutes serves the OpenAPI document and the explorer (no token:
-// the explorer is where a user pastes one). They are registered last, so
-// that the document, built at the first request, sees every route.
-func (s *Server) explorerRoutes() {
-	var once sync.Once
-	var body []byte
-	var buildErr error
-	s.handle(Route{Method: http.MethodGet, Path: "/api/v1/openapi.json", Rule: RuleOpen}, func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-		once.Do(func() {
-			doc, err := s.OpenAPI()
-			if err == nil {
-				body, err = json.MarshalIndent(doc, "", "  ")
-			}
-			buildErr = err
-		})
-		if buildErr != nil {
-			return fmt.Errorf("build the OpenAPI document: %w", buildErr)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, err := w.Write(body)
-		return err
-	})
-	page := explorer.Handler(explorerPath, "/api/v1/openapi.json")
-	serve := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-		page.ServeHTTP(w, r)
-		return nil
-	}
-	s.handle(Route{Method: http.MethodGet, Path: explorerPath, Rule: RuleOpen}, serve)
-	s.handle(Route{Method: http.MethodGet, Path: explorerPath + "/*file", Rule: RuleOpen}, serve)
-	ui := webui.Handler(uiPath)
-	serveUI := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-		ui.ServeHTTP(w, r)
-		return nil
-	}
-	s.handle(Route{Method: http.MethodGet, Path: uiPath, Rule: RuleOpen}, serveUI)
-	s.handle(Route{Method: http.MethodGet, Path: uiPath + "/*file", Rule: RuleOpen}, serveUI)
-}
-
-// uiPath is where the web UI is served.
-const uiPath = "/ui"
-
-// explorerPath is where the API explorer is served.
-const explorerPath = "/api/v1/swagger"

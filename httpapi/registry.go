@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -137,4 +139,29 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p httprouter.Param
 	}
 	writeJSON(w, http.StatusOK, api.JobName{JobName: job.Name})
 	return nil
+}
+
+// registryError answers a registry's error: the reference is bad (400), the
+// registry refused the credentials or this cluster may not reach it (403),
+// it has no such image (404), or it could not be read (503).
+func registryError(ref string, err error) error {
+	var ae *apiError
+	reason := ocidisk.Reason(err)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, ocidisk.ErrBadReference), errors.Is(err, ocidisk.ErrPlainHTTP), errors.Is(err, ocidisk.ErrNoDisk):
+		return badRequest("field %q: %s", "image", reason)
+	case errors.Is(err, ocidisk.ErrUnreachable):
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "%s", reason)
+	case ocidisk.IsUnauthorized(err):
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "registry credentials for %s were refused (add them with POST .../registrycredentials): %s", ref, reason)
+	case ocidisk.IsNotFound(err):
+		return notFound("%s not found in its registry: %s", ref, reason)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "reading %s took too long: %s", ref, reason)
+	case errors.Is(err, raftfsm.ErrNotFound), errors.Is(err, raftfsm.ErrAlreadyExists), errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, raftfsm.ErrConflict), errors.Is(err, api.ErrInvalid):
+		return err
+	}
+	return unavailable("30", "cannot read %s from its registry: %s", ref, reason)
 }

@@ -168,7 +168,7 @@ func New(cfg Config) *Server {
 	s.routesV1()
 	s.router.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/metrics", Rule: RuleOpen})
-	s.explorerRoutes()
+	s.pageRoutes()
 	return s
 }
 

@@ -31,10 +31,6 @@ type pulled struct {
 	kind  string        // ocidisk.KindImage or KindISO
 }
 
-// ErrDigestMismatch is wrapped when a pulled disk is not the content its
-// reference promised.
-var ErrDigestMismatch = errors.New("the pulled disk does not match its digest")
-
 // pullReference pulls the disk a reference names (an svc disk, or a
 // KubeVirt containerDisk) into the blob store. want, when set, is the digest
 // the disk must have.
@@ -62,7 +58,7 @@ func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk
 	}
 	defer os.Remove(tmp)
 	start := time.Now()
-	img := raftfsm.Image{Source: SourceOf(r), Arch: r.Config.Arch, Format: "raw", Description: r.Config.Description, VirtualSize: r.Config.VirtualSize}
+	img := raftfsm.Image{Source: sourceOf(r), Arch: r.Config.Arch, Format: "raw", Description: r.Config.Description, VirtualSize: r.Config.VirtualSize}
 	if r.ContainerDisk {
 		if _, err := ocidisk.PullContainerDisk(ctx, r.Ref, reg, arch, tmp, progress); err != nil {
 			return nil, err
@@ -85,10 +81,10 @@ func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk
 	}
 	defer st.Discard()
 	if !r.ContainerDisk && st.Digest != r.Config.Digest {
-		return nil, fmt.Errorf("%w: %s is %s, not %s", ErrDigestMismatch, r.Ref, st.Digest, r.Config.Digest)
+		return nil, fmt.Errorf("%w: %s is %s, not %s", imagestore.ErrDigestMismatch, r.Ref, st.Digest, r.Config.Digest)
 	}
 	if want != "" && st.Digest != want {
-		return nil, fmt.Errorf("%w: %s is now %s, not %s", ErrDigestMismatch, r.Ref, st.Digest, want)
+		return nil, fmt.Errorf("%w: %s is now %s, not %s", imagestore.ErrDigestMismatch, r.Ref, st.Digest, want)
 	}
 	lease, err := st.Commit()
 	if err != nil {
@@ -143,9 +139,9 @@ func (p *Peer) createImage(ctx context.Context, c raftfsm.ImageCreate) (raftfsm.
 	return c.Image, nil
 }
 
-// SourceOf is the source an image pulled from r records: the reference as
+// sourceOf is the source an image pulled from r records: the reference as
 // given, pinned to the manifest it resolved to.
-func SourceOf(r ocidisk.Resolved) string {
+func sourceOf(r ocidisk.Resolved) string {
 	s := r.Ref.String()
 	if _, ok := r.Ref.(name.Digest); ok {
 		return s
@@ -155,9 +151,9 @@ func SourceOf(r ocidisk.Resolved) string {
 
 var nonName = regexp.MustCompile(`[^a-z0-9._-]+`)
 
-// ImageNameFor derives an image name from a reference: the last path
+// imageNameFor derives an image name from a reference: the last path
 // element and the tag ("ubuntu-22.04" for "reg.example/os/ubuntu:22.04").
-func ImageNameFor(ref name.Reference) string {
+func imageNameFor(ref name.Reference) string {
 	repoTag, dig, pinned := strings.Cut(ref.String(), "@")
 	last := path.Base(repoTag)
 	base, id, tagged := strings.Cut(last, ":")
@@ -192,7 +188,7 @@ func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (r
 	if err != nil {
 		return raftfsm.Image{}, err
 	}
-	source := SourceOf(r)
+	source := sourceOf(r)
 	name := p.nameForPull(ns, ref, source)
 	if img, ok := p.FSM().Image(ns, name); ok && img.Source == source && img.Usable() {
 		return img, nil // pulled before: a peer holds it
@@ -219,10 +215,10 @@ func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (r
 }
 
 // nameForPull is the image name a reference is recorded under in a
-// namespace: ImageNameFor, unless that name holds an image of another
+// namespace: imageNameFor, unless that name holds an image of another
 // origin, then with a hash of the reference's repository and tag appended.
 func (p *Peer) nameForPull(ns string, ref name.Reference, source string) string {
-	n := ImageNameFor(ref)
+	n := imageNameFor(ref)
 	img, ok := p.FSM().Image(ns, n)
 	if !ok || (img.SourceType == raftfsm.SourceRegistry && raftfsm.SourceRepoTag(img.Source) == raftfsm.SourceRepoTag(source)) {
 		return n

@@ -62,7 +62,7 @@ func (p *Peer) catalog(ctx context.Context, ns, repo string) ([]api.RemoteImage,
 			if err != nil {
 				return err
 			}
-			it := api.RemoteImage{Name: ImageNameFor(ref), Type: api.RemoteTypeImage, Source: ref.String(), Description: r.Config.Description, Digest: r.Config.Digest}
+			it := api.RemoteImage{Name: imageNameFor(ref), Type: api.RemoteTypeImage, Source: ref.String(), Description: r.Config.Description, Digest: r.Config.Digest}
 			if r.ContainerDisk {
 				it.Description = "containerDisk"
 			} else {

@@ -265,3 +265,23 @@ func TestImageCreate_fromRegistry(t *testing.T) {
 		{name: "over an uploaded image", cmd: create(pulled("mini", "r.test/mini:1@sha256:05", digestB), "node-a", true), wantErr: ErrAlreadyExists},
 	})
 }
+
+// A VM deployed from a registry reference names an image not recorded yet;
+// its host may then record the blob it pulled (the name went elsewhere)
+// with BlobAddHolder, which creates no record for a digest nothing uses.
+func TestBlobAddHolder_referenced_digest(t *testing.T) {
+	ns := api.DefaultNamespace
+	const digestD = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+	runSteps(t, []step{
+		{name: "an unreferenced digest", cmd: mustEncode(t, TypeBlobAddHolder, BlobAddHolder{Digest: digestD, Node: "n1", SizeBytes: 9}), wantErr: ErrNotFound},
+		{name: "an image reference without its source", cmd: mustEncode(t, TypeVMCreate, VMCreate{VM: VM{Name: "v0", Namespace: ns, Node: "n1", Image: "pulled",
+			ImageDigest: digestD, VMOptions: VMOptions{CPU: 1, MemoryBytes: 1 << 20}, IP: "10.0.0.1", SSHPort: 20000, VNCPort: 5900, ScreensharePort: 20001, CreatedAt: t0}}), wantErr: ErrNotFound},
+		{name: "a VM from a reference", cmd: mustEncode(t, TypeVMCreate, VMCreate{VM: VM{Name: "v1", Namespace: ns, Node: "n1", Image: "pulled", ImageSource: "r.test/x:1@sha256:01",
+			ImageDigest: digestD, VMOptions: VMOptions{CPU: 1, MemoryBytes: 1 << 20}, IP: "10.0.0.1", SSHPort: 20000, VNCPort: 5900, ScreensharePort: 20001, CreatedAt: t0}})},
+		{name: "its host holds the blob", cmd: mustEncode(t, TypeBlobAddHolder, BlobAddHolder{Digest: digestD, Node: "n1", SizeBytes: 9}), check: func(t *testing.T, f *FSM) {
+			if b, ok := f.Blob(digestD); !ok || b.SizeBytes != 9 || len(b.Holders) != 1 || !f.BlobInUse(digestD) {
+				t.Fatalf("blob %+v %v", b, ok)
+			}
+		}},
+	})
+}

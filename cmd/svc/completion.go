@@ -28,50 +28,41 @@ func names[T any](list func(*api.Client, context.Context, string) ([]T, error), 
 	}
 }
 
-var (
-	vmNames      = names((*api.Client).ListVMs, func(v api.VM) string { return v.Name })
-	imageNames   = names((*api.Client).ListImages, func(v api.Image) string { return v.Name })
-	isoNames     = names((*api.Client).ListISOs, func(v api.ISO) string { return v.Name })
-	configNames  = names((*api.Client).ListVMConfigs, func(v api.VMConfig) string { return v.Name })
-	jobNames     = names((*api.Client).ListJobs, func(v api.Job) string { return v.Name })
-	remoteNames  = names((*api.Client).ListRemoteImages, func(v api.RemoteImage) string { return v.Name })
-	saNames      = names((*api.Client).ListServiceAccounts, func(v api.ServiceAccount) string { return v.Name })
-	regcredNames = names((*api.Client).ListRegistryCredentials, func(v api.RegistryCredential) string { return v.Server })
-	nodeNames    = func(ctx context.Context, cl *api.Client, ns string) ([]string, error) {
-		nodes, err := cl.ListNodes(ctx, ns, false)
-		out := make([]string, 0, len(nodes))
-		for _, n := range nodes {
-			out = append(out, n.Name)
-		}
-		return out, err
+// completionTables name, per command, what its NAME arguments are, and
+// what the flags that take a name complete to.
+func completionTables() (args, flags map[string]namesOf) {
+	vmNames := names((*api.Client).ListVMs, func(v api.VM) string { return v.Name })
+	imageNames := names((*api.Client).ListImages, func(v api.Image) string { return v.Name })
+	isoNames := names((*api.Client).ListISOs, func(v api.ISO) string { return v.Name })
+	configNames := names((*api.Client).ListVMConfigs, func(v api.VMConfig) string { return v.Name })
+	jobNames := names((*api.Client).ListJobs, func(v api.Job) string { return v.Name })
+	remoteNames := names((*api.Client).ListRemoteImages, func(v api.RemoteImage) string { return v.Name })
+	saNames := names((*api.Client).ListServiceAccounts, func(v api.ServiceAccount) string { return v.Name })
+	regcredNames := names((*api.Client).ListRegistryCredentials, func(v api.RegistryCredential) string { return v.Server })
+	nodeNames := names(func(cl *api.Client, ctx context.Context, ns string) ([]api.Node, error) {
+		return cl.ListNodes(ctx, ns, false)
+	},
+		func(v api.Node) string { return v.Name })
+	namespaceNames := names(func(cl *api.Client, ctx context.Context, _ string) ([]api.Namespace, error) {
+		return cl.ListNamespaces(ctx)
+	},
+		func(v api.Namespace) string { return v.Name })
+	args = map[string]namesOf{
+		"vm get": vmNames, "vm delete": vmNames, "vm start": vmNames, "vm stop": vmNames, "vm suspend": vmNames,
+		"vm resume": vmNames, "vm revert": vmNames, "vm commit": vmNames, "vm console": vmNames, "vm save": vmNames, "vm push": vmNames,
+		"image get": imageNames, "image delete": imageNames, "image copy": imageNames, "image describe": imageNames,
+		"image download": imageNames, "image push": imageNames, "image pull": remoteNames, "remote pull": remoteNames,
+		"iso get": isoNames, "iso delete": isoNames, "iso copy": isoNames, "iso describe": isoNames,
+		"vmconfig get": configNames, "vmconfig delete": configNames,
+		"node tag": nodeNames, "node untag": nodeNames, "node namespace": nodeNames,
+		"job get": jobNames, "job watch": jobNames,
+		"sa delete": saNames, "sa token": saNames, "regcred remove": regcredNames,
+		"namespace get": namespaceNames, "namespace delete": namespaceNames,
 	}
-	namespaceNames = func(ctx context.Context, cl *api.Client, _ string) ([]string, error) {
-		nss, err := cl.ListNamespaces(ctx)
-		out := make([]string, 0, len(nss))
-		for _, n := range nss {
-			out = append(out, n.Name)
-		}
-		return out, err
+	flags = map[string]namesOf{
+		"image": imageNames, "vmconfig": configNames, "node": nodeNames, "iso": isoNames, "namespace": namespaceNames,
 	}
-)
-
-// argCompletions names, per command, what its NAME arguments are.
-var argCompletions = map[string]namesOf{
-	"vm get": vmNames, "vm delete": vmNames, "vm start": vmNames, "vm stop": vmNames, "vm suspend": vmNames,
-	"vm resume": vmNames, "vm revert": vmNames, "vm commit": vmNames, "vm console": vmNames, "vm save": vmNames, "vm push": vmNames,
-	"image get": imageNames, "image delete": imageNames, "image copy": imageNames, "image describe": imageNames,
-	"image download": imageNames, "image push": imageNames, "image pull": remoteNames, "remote pull": remoteNames,
-	"iso get": isoNames, "iso delete": isoNames, "iso copy": isoNames, "iso describe": isoNames,
-	"vmconfig get": configNames, "vmconfig delete": configNames,
-	"node tag": nodeNames, "node untag": nodeNames, "node namespace": nodeNames,
-	"job get": jobNames, "job watch": jobNames,
-	"sa delete": saNames, "sa token": saNames, "regcred remove": regcredNames,
-	"namespace get": namespaceNames, "namespace delete": namespaceNames,
-}
-
-// flagCompletions names what flags that take a name complete to.
-var flagCompletions = map[string]namesOf{
-	"image": imageNames, "vmconfig": configNames, "node": nodeNames, "iso": isoNames, "namespace": namespaceNames,
+	return args, flags
 }
 
 // addCompletions gives the commands dynamic completion of the names they
@@ -96,7 +87,8 @@ func addCompletions(root *cobra.Command, g *globals) {
 			return out, cobra.ShellCompDirectiveNoFileComp
 		}
 	}
-	_ = root.RegisterFlagCompletionFunc("namespace", complete(namespaceNames))
+	argCompletions, flagCompletions := completionTables()
+	_ = root.RegisterFlagCompletionFunc("namespace", complete(flagCompletions["namespace"]))
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		path := strings.TrimPrefix(c.CommandPath(), "svc ")

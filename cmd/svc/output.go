@@ -15,18 +15,18 @@ import (
 
 // outputFormats are what -o takes on every command that prints records:
 // a table of the main columns, a wide table of every field, JSON, or YAML.
-var outputFormats = []string{"table", "wide", "json", "yaml"}
+func outputFormats() []string { return []string{"table", "wide", "json", "yaml"} }
 
 // addOutputFlag binds -o with its default format.
 func addOutputFlag(cmd *cobra.Command, g *globals, dflt string) {
-	cmd.Flags().StringVarP(&g.output, "output", "o", dflt, "output format: "+strings.Join(outputFormats, ", "))
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().StringVarP(&g.output, "output", "o", dflt, "output format: "+strings.Join(outputFormats(), ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats(), cobra.ShellCompDirectiveNoFileComp))
 }
 
 // checkOutput refuses an -o value that is not a format.
 func checkOutput(format string) error {
-	if !slices.Contains(outputFormats, format) {
-		return usageErrorf("-o %q: use %s", format, strings.Join(outputFormats, ", "))
+	if !slices.Contains(outputFormats(), format) {
+		return usageErrorf("-o %q: use %s", format, strings.Join(outputFormats(), ", "))
 	}
 	return nil
 }

@@ -97,11 +97,7 @@ func newPushCmd(g *globals, what string, push func(ctx context.Context, cl *api.
 			if err != nil {
 				return err
 			}
-			if !wait {
-				fmt.Fprintf(cmd.OutOrStdout(), "job %s started (svc job watch %s)\n", j.JobName, j.JobName)
-				return nil
-			}
-			return watchJob(cmd.Context(), cmd.OutOrStdout(), cl, g.namespace, j.JobName)
+			return startedJob(cmd, cl, g.namespace, j.JobName, wait)
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the job to end, with its progress")
@@ -163,6 +159,15 @@ func progressText(j api.Job) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d%%", j.BytesDone*100/j.BytesTotal)
+}
+
+// startedJob says which job started, or with wait follows it to its end.
+func startedJob(cmd *cobra.Command, cl *api.Client, ns, name string, wait bool) error {
+	if !wait {
+		fmt.Fprintf(cmd.OutOrStdout(), "job %s started (svc job watch %s)\n", name, name)
+		return nil
+	}
+	return watchJob(cmd.Context(), cmd.OutOrStdout(), cl, ns, name)
 }
 
 // watchJob follows a job with a progress bar until it ends; a failed job is

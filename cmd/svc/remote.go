@@ -53,11 +53,7 @@ func newPullCmd(g *globals, parent string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !wait {
-				fmt.Fprintf(cmd.OutOrStdout(), "job %s started (svc job watch %s)\n", j.JobName, j.JobName)
-				return nil
-			}
-			return watchJob(cmd.Context(), cmd.OutOrStdout(), cl, g.namespace, j.JobName)
+			return startedJob(cmd, cl, g.namespace, j.JobName, wait)
 		},
 	}
 	cmd.Flags().StringVar(&newName, "new-name", "", "name of the copy (default: the remote's name)")

@@ -27,13 +27,13 @@ func TestCLI_covers_every_route(t *testing.T) {
 	if err := json.Unmarshal(body, &doc); err != nil {
 		t.Fatal(err)
 	}
-	root := newRootCmd()
+	root, commands := newRootCmd(), routeCommands()
 	served := map[string]bool{}
 	for path, ops := range doc.Paths {
 		for method := range ops {
 			id := strings.ToUpper(method) + " " + path
 			served[id] = true
-			name, ok := routeCommands[id]
+			name, ok := commands[id]
 			if !ok {
 				t.Errorf("%s has no command", id)
 				continue
@@ -44,7 +44,7 @@ func TestCLI_covers_every_route(t *testing.T) {
 			}
 		}
 	}
-	for id := range routeCommands {
+	for id := range commands {
 		if !served[id] {
 			t.Errorf("routeCommands lists %s, which the API does not serve", id)
 		}

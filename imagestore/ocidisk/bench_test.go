@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/svc-project/svc/internal/registrytest"
 )
 
@@ -104,29 +105,12 @@ func BenchmarkRegistry_1GiB(b *testing.B) {
 	var repushBytes, craneRepushBytes int64
 	for i := range b.N {
 		// A repository per run: a second run must not find the chunks there.
-		r, err := ParseReference(fmt.Sprintf("%s/bench/svc-%d:v1", reg.Host, i), true, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		if _, err := Push(ctx, r, creds, disk, Config{Kind: KindImage}, nil); err != nil {
-			b.Fatal(err)
-		}
-		svcPush += time.Since(start)
-		res, err := Resolve(ctx, r, creds)
-		if err != nil {
-			b.Fatal(err)
-		}
+		r, push, pull := pushPull(b, creds, fmt.Sprintf("%s/bench/svc-%d:v1", reg.Host, i), disk, Config{Kind: KindImage})
+		svcPush, svcPull = svcPush+push, svcPull+pull
 		dst := filepath.Join(b.TempDir(), "pulled.raw")
-		start = time.Now()
-		if _, err := Pull(ctx, res, creds, dst, nil, nil); err != nil {
-			b.Fatal(err)
-		}
-		svcPull += time.Since(start)
-		_ = os.Remove(dst)
 
 		craneRef := fmt.Sprintf("%s/bench/crane-%d:v1", reg.Host, i)
-		start = time.Now()
+		start := time.Now()
 		runCrane(b, craneBin, dockerConfig, "append", "-f", layer, "-t", craneRef)
 		cranePush += time.Since(start)
 		start = time.Now()
@@ -160,6 +144,33 @@ func BenchmarkRegistry_1GiB(b *testing.B) {
 	b.ReportMetric(float64(craneRepushBytes)/n/1e6, "crane-repush-MB")
 }
 
+// pushPull pushes the disk to ref and pulls it back into a file it then
+// removes, timing both.
+func pushPull(b *testing.B, creds Registry, ref, disk string, cfg Config) (name.Reference, time.Duration, time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	r, err := ParseReference(ref, true, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := Push(ctx, r, creds, disk, cfg, nil); err != nil {
+		b.Fatal(err)
+	}
+	push := time.Since(start)
+	res, err := Resolve(ctx, r, creds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst := filepath.Join(b.TempDir(), "pulled.raw")
+	defer os.Remove(dst)
+	start = time.Now()
+	if _, err := Pull(ctx, res, creds, dst, nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	return r, push, time.Since(start)
+}
+
 // changeOnePercent overwrites 1 % of the disk (10 MiB, at an offset that
 // moves with seed) with new random bytes.
 func changeOnePercent(b *testing.B, path string, seed int64) {
@@ -182,28 +193,12 @@ func BenchmarkRegistry_chunkSize(b *testing.B) {
 	reg := registrytest.Start(b, registrytest.Options{})
 	creds := Registry{Username: reg.Username, Password: reg.Password, Insecure: true}
 	disk := benchDisk(b)
-	ctx := context.Background()
 	for _, mib := range []int64{16, 64, 256} {
 		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
 			var push, pull time.Duration
 			for i := range b.N {
-				r, _ := ParseReference(fmt.Sprintf("%s/chunks/m%d-%d:v1", reg.Host, mib, i), true, false)
-				start := time.Now()
-				if _, err := Push(ctx, r, creds, disk, Config{Kind: KindImage, ChunkSize: mib << 20}, nil); err != nil {
-					b.Fatal(err)
-				}
-				push += time.Since(start)
-				res, err := Resolve(ctx, r, creds)
-				if err != nil {
-					b.Fatal(err)
-				}
-				dst := filepath.Join(b.TempDir(), "pulled.raw")
-				start = time.Now()
-				if _, err := Pull(ctx, res, creds, dst, nil, nil); err != nil {
-					b.Fatal(err)
-				}
-				pull += time.Since(start)
-				_ = os.Remove(dst)
+				_, p, l := pushPull(b, creds, fmt.Sprintf("%s/chunks/m%d-%d:v1", reg.Host, mib, i), disk, Config{Kind: KindImage, ChunkSize: mib << 20})
+				push, pull = push+p, pull+l
 			}
 			b.ReportMetric(mbps(push/time.Duration(b.N)), "push-MB/s")
 			b.ReportMetric(mbps(pull/time.Duration(b.N)), "pull-MB/s")

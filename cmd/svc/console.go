@@ -18,7 +18,7 @@ func newVMConsoleCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "console VM",
 		Short:   "Serve the VM's screen on a local VNC port, through the API (no VNC password needed)",
-		Example: "  svc vm console web-1 --listen 127.0.0.1:5901 &  vncviewer 127.0.0.1:5901",
+		Example: "  svc vm console web-1 --listen 127.0.0.1:5999   # then: vncviewer 127.0.0.1:5999",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
@@ -50,7 +50,7 @@ func newVMConsoleCmd(g *globals) *cobra.Command {
 			}
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:5900", "local address of the VNC port")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "local address of the VNC port (default: a free port on loopback, printed)")
 	return cmd
 }
 

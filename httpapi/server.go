@@ -46,8 +46,9 @@ type Backend interface {
 	// CaughtUp reports whether the replica has caught up with the cluster
 	// since this peer started; until then only open routes are served.
 	CaughtUp() bool
-	// CommitIndex returns the commit index if this peer is a leader that
-	// has applied the entries of earlier terms, an error otherwise.
+	// CommitIndex returns, if this peer is a leader that has applied the
+	// entries of earlier terms, the index of the last command it applied
+	// (every acknowledged write is at or below it); an error otherwise.
 	CommitIndex() (uint64, error)
 	// SyncReplica waits until the replica has applied what the leader had
 	// committed when asked.
@@ -315,9 +316,9 @@ func (s *Server) handle(rt Route, h handler) {
 }
 
 // readIndex makes a consistent read on the leader linearizable: it notes the
-// commit index (which covers every acknowledged write once this leader has
-// applied its term's barrier), confirms with a quorum that it still leads,
-// and waits until the replica has applied that index.
+// index of the last applied command (which covers every acknowledged write
+// once this leader has applied its term's barrier), confirms with a quorum
+// that it still leads, and waits until the replica has applied that index.
 func (s *Server) readIndex(ctx context.Context) error {
 	idx, err := s.b.CommitIndex()
 	if err != nil {

@@ -85,8 +85,12 @@ func (p *Peer) SyncReplica(ctx context.Context) error {
 	return p.FSM().WaitIndex(ctx, idx)
 }
 
-// CommitIndex returns this peer's commit index if it leads and has applied
-// the entries of earlier terms (what every acknowledged write is below).
+// CommitIndex returns, if this peer leads and has applied the entries of
+// earlier terms, the index of the last command its replica applied: every
+// acknowledged write is at or below it (a write is acknowledged once the
+// leader applied it). It is not raft's commit index: the no-op that opens a
+// term and barriers are committed entries no replica records, so a replica
+// waiting for them would wait for the next write.
 func (p *Peer) CommitIndex() (uint64, error) {
 	if !p.IsLeader() {
 		return 0, fmt.Errorf("peer %s is not the leader", p.cfg.Name)
@@ -97,7 +101,7 @@ func (p *Peer) CommitIndex() (uint64, error) {
 	if !ready {
 		return 0, errLeaderNotDone
 	}
-	return p.store.CommitIndex(), nil
+	return p.FSM().Index(), nil
 }
 
 // leaderCommitIndex asks the leader (or this peer, if it leads) for its

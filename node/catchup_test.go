@@ -192,3 +192,22 @@ func metric(t *testing.T, m *testcluster.Member, sample string) float64 {
 	}
 	return 0
 }
+
+// A leader crashes and comes back at once, over and over, on a quiet
+// cluster: whichever peer then leads, the last entries of the log are the
+// new term's no-op and barrier, which no replica's state records. The
+// restarted peer still catches up, and a consistent read on the new leader
+// is answered.
+func TestCatchUp_restarted_leader_on_a_quiet_cluster(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	for round := range 4 {
+		m := c.WaitLeader()
+		c.Crash(m)
+		c.Restart(m)
+		c.WaitCaughtUp(m)
+		leader := c.WaitLeader()
+		if _, err := c.Client(leader).ListNodes(ctx(t), ns, true); err != nil {
+			t.Fatalf("round %d: a consistent read on the new leader %s: %v", round, leader.Name, err)
+		}
+	}
+}

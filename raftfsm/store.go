@@ -218,9 +218,6 @@ func (s *Store) Leader() (addr, id string) {
 	return string(a), string(i)
 }
 
-// CommitIndex returns the latest index this peer knows to be committed.
-func (s *Store) CommitIndex() uint64 { return s.raft.CommitIndex() }
-
 // LeaderCh delivers true when this peer becomes leader and false when it
 // stops being leader. It has one reader: the peer's leader loop.
 func (s *Store) LeaderCh() <-chan bool { return s.raft.LeaderCh() }

@@ -349,6 +349,7 @@ func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Running") {
 		t.Fatalf("a bare deploy on 'svc agent --dev': %v\n%s", err, out)
 	}
+	checkConsoleBridge(t, bin, a.api, "bare")
 	// The image commands, end to end: save the VM, download the result
 	// (digest-checked by the CLI), copy, describe, generate, list, delete.
 	if out, err := cli(t, bin, a.api, "vm", "save", "bare", "bare-saved", "--description", "saved by the CLI", "--wait", "10m"); err != nil || !strings.Contains(out, "done") {

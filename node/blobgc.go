@@ -33,6 +33,10 @@ func (p *Peer) blobGCLoop() {
 	}
 }
 
+// partialMaxAge is how long the partial disk of an interrupted pull is kept
+// for a pull of the same disk to resume.
+const partialMaxAge = 24 * time.Hour
+
 // collectBlobs runs one collection.
 func (p *Peer) collectBlobs(ctx context.Context) error {
 	removed, err := p.images.Collect(p.FSM().BlobInUse, p.cfg.BlobGCGrace)
@@ -40,6 +44,13 @@ func (p *Peer) collectBlobs(ctx context.Context) error {
 		p.cfg.Log.Info("removed an image blob nothing references", "digest", d)
 	}
 	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	partials, err := p.images.CollectPartials(partialMaxAge)
+	for _, d := range partials {
+		p.cfg.Log.Info("removed the partial disk of a pull nobody resumed", "digest", d, "after", partialMaxAge)
+	}
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -7,6 +7,7 @@ type peerMetrics struct {
 	reconcilePasses *prometheus.CounterVec
 	vmRuns          *prometheus.CounterVec
 	caughtUp        prometheus.GaugeFunc
+	pulledChunks    *prometheus.CounterVec
 }
 
 func newPeerMetrics(p *Peer) *peerMetrics {
@@ -28,7 +29,11 @@ func newPeerMetrics(p *Peer) *peerMetrics {
 			}
 			return 0
 		}),
+		pulledChunks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_pull_chunks_total",
+			Help: "Chunks of the svc disks this peer pulled, by where each came from: registry, local (a disk this peer holds) or resumed (written by an earlier, interrupted pull).",
+		}, []string{"from"}),
 	}
-	p.reg.MustRegister(m.reconcilePasses, m.vmRuns, m.caughtUp)
+	p.reg.MustRegister(m.reconcilePasses, m.vmRuns, m.caughtUp, m.pulledChunks)
 	return m
 }

@@ -19,16 +19,18 @@ import (
 )
 
 // A pull writes a disk from a registry into this peer's blob store and only
-// then records it: a pull that is stopped midway leaves a file in the
-// store's staging directory (removed when the peer starts again) and no
-// record.
+// then records it: a pull that is stopped midway leaves no blob and no
+// record. What it wrote of an svc disk stays as a partial disk (see
+// imagestore.Partial), so that the next pull of that disk on this peer
+// fetches only the rest; a containerDisk is pulled whole each time.
 
 // pulled is a disk a pull committed to the blob store, leased until its
 // record is in the replicated state.
 type pulled struct {
-	lease *imagestore.Lease
-	image raftfsm.Image // digest, sizes, format, arch, source; no name
-	kind  string        // ocidisk.KindImage or KindISO
+	lease  *imagestore.Lease
+	image  raftfsm.Image // digest, sizes, format, arch, source; no name
+	kind   string        // ocidisk.KindImage or KindISO
+	result ocidisk.PullResult
 }
 
 // pullReference pulls the disk a reference names (an svc disk, or a
@@ -52,30 +54,19 @@ func (p *Peer) pullReference(ctx context.Context, ns, reference, want, arch stri
 
 // pullResolved pulls what Resolve found.
 func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, want, arch string, progress ocidisk.Progress) (*pulled, error) {
-	tmp, err := p.images.TempPath("pull")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp)
 	start := time.Now()
 	img := raftfsm.Image{Source: sourceOf(r), Arch: r.Config.Arch, Format: "raw", Description: r.Config.Description, VirtualSize: r.Config.VirtualSize}
+	var st *imagestore.Staged
+	var res ocidisk.PullResult
+	var err error
 	if r.ContainerDisk {
-		if _, err := ocidisk.PullContainerDisk(ctx, r.Ref, reg, arch, tmp, progress); err != nil {
-			return nil, err
-		}
-		info, err := imagestore.Inspect(ctx, tmp)
-		if err == nil {
-			fi, serr := os.Stat(tmp)
-			err = errors.Join(serr, imagestore.CheckDisk(info, fi.Size()))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("the containerDisk's file: %w", err)
-		}
-		img.Format, img.VirtualSize, img.Arch = info.Format, info.VirtualSize, arch
-	} else if _, err := ocidisk.Pull(ctx, r, reg, tmp, p.images.Chunks(), progress); err != nil {
-		return nil, err
+		st, err = p.pullContainerDisk(ctx, r, reg, arch, progress, &img)
+	} else {
+		st, res, err = p.pullDisk(ctx, r, reg, progress)
 	}
-	st, err := p.images.StageFile(ctx, tmp)
+	p.metrics.pulledChunks.WithLabelValues("registry").Add(float64(res.ChunksFetched))
+	p.metrics.pulledChunks.WithLabelValues("local").Add(float64(res.ChunksLocal))
+	p.metrics.pulledChunks.WithLabelValues("resumed").Add(float64(res.ChunksResumed))
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +87,83 @@ func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk
 			p.cfg.Log.Warn("save the chunk index", "digest", img.Digest, "err", err)
 		}
 	}
-	p.cfg.Log.Info("pulled", "reference", img.Source, "digest", img.Digest, "bytes", st.Size, "took", time.Since(start))
+	p.cfg.Log.Info("pulled", "reference", img.Source, "digest", img.Digest, "bytes", st.Size, "took", time.Since(start),
+		"chunks_fetched", res.ChunksFetched, "chunks_local", res.ChunksLocal, "chunks_resumed", res.ChunksResumed)
 	kind := r.Config.Kind
 	if r.ContainerDisk {
 		kind = ocidisk.KindImage
 	}
-	return &pulled{lease: lease, image: img, kind: kind}, nil
+	return &pulled{lease: lease, image: img, kind: kind, result: res}, nil
+}
+
+// pullDisk pulls an svc disk into this peer's partial disk of it, keeping
+// what an earlier, interrupted pull of the same disk wrote, and stages the
+// result. A resumed disk that does not match its digest (its host lost
+// writes the journal recorded) is pulled again whole, once. While another
+// pull of this peer writes the same disk, this one writes a file of its own.
+func (p *Peer) pullDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
+	for attempt := 0; ; attempt++ {
+		part, err := p.images.OpenPartial(r.Config.Digest, r.Config.VirtualSize)
+		if errors.Is(err, imagestore.ErrPartialBusy) {
+			return p.pullDiskAlone(ctx, r, reg, progress)
+		}
+		if err != nil {
+			return nil, ocidisk.PullResult{}, err
+		}
+		res, err := ocidisk.PullInto(ctx, r, reg, part, p.images.Chunks(), progress)
+		if err != nil {
+			part.Close() // kept: the next pull of this disk goes on from here
+			return nil, res, err
+		}
+		st, err := part.Stage(ctx)
+		if err != nil {
+			return nil, res, err
+		}
+		if st.Digest == r.Config.Digest || res.ChunksResumed == 0 || attempt > 0 {
+			return st, res, nil
+		}
+		p.cfg.Log.Warn("a resumed pull does not match its digest; pulling it again whole", "reference", r.Ref.String(), "digest", st.Digest, "want", r.Config.Digest)
+		st.Discard()
+	}
+}
+
+// pullDiskAlone pulls an svc disk into a staging file of its own.
+func (p *Peer) pullDiskAlone(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
+	tmp, err := p.images.TempPath("pull")
+	if err != nil {
+		return nil, ocidisk.PullResult{}, err
+	}
+	res, err := ocidisk.Pull(ctx, r, reg, tmp, p.images.Chunks(), progress)
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, res, err
+	}
+	st, err := p.images.StageFile(ctx, tmp)
+	return st, res, err
+}
+
+// pullContainerDisk pulls a KubeVirt containerDisk into a staging file and
+// sets img's format, virtual size and arch from what it holds.
+func (p *Peer) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, arch string, progress ocidisk.Progress, img *raftfsm.Image) (*imagestore.Staged, error) {
+	tmp, err := p.images.TempPath("pull")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ocidisk.PullContainerDisk(ctx, r.Ref, reg, arch, tmp, progress); err != nil {
+		_ = os.Remove(tmp)
+		return nil, err
+	}
+	info, err := imagestore.Inspect(ctx, tmp)
+	if err == nil {
+		fi, serr := os.Stat(tmp)
+		err = errors.Join(serr, imagestore.CheckDisk(info, fi.Size()))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("the containerDisk's file: %w", err)
+	}
+	img.Format, img.VirtualSize, img.Arch = info.Format, info.VirtualSize, arch
+	return p.images.StageFile(ctx, tmp)
 }
 
 func indexOf(cs []ocidisk.Chunk) []imagestore.IndexedChunk {

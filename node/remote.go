@@ -144,5 +144,9 @@ func (p *Peer) pullJob(ctx context.Context, j raftfsm.Job, progress ocidisk.Prog
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("pulled %s into %s %q (%s)", img.Source, j.Kind, img.Name, img.Digest), nil
+	msg := fmt.Sprintf("pulled %s into %s %q (%s)", img.Source, j.Kind, img.Name, img.Digest)
+	if r := pd.result; r.ChunksResumed > 0 {
+		msg += fmt.Sprintf("; %d of %d chunks written by an earlier, interrupted pull", r.ChunksResumed, r.ChunksResumed+r.ChunksFetched+r.ChunksLocal)
+	}
+	return msg, nil
 }

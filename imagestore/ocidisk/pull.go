@@ -94,20 +94,37 @@ type ChunkSource interface {
 // PullResult says what a pull fetched.
 type PullResult struct {
 	// ChunksFetched and BytesFetched count what came from the registry
-	// (compressed bytes); ChunksLocal the chunks found on this peer.
-	ChunksFetched, ChunksLocal int
-	BytesFetched               int64
+	// (compressed bytes); ChunksLocal the chunks found on this peer;
+	// ChunksResumed those an earlier, interrupted pull had written.
+	ChunksFetched, ChunksLocal, ChunksResumed int
+	BytesFetched                              int64
 }
 
+// Disk is what PullInto writes a disk into. Its methods are called by
+// several goroutines at once.
+type Disk interface {
+	// File is the disk's file, of the disk's size, whose unwritten ranges
+	// read as zeros.
+	File() *os.File
+	// Written reports whether an earlier pull wrote the range whole.
+	Written(off, size int64) bool
+	// Clear makes a range read as zeros before it is written.
+	Clear(off, size int64) error
+	// Wrote records that the range is written whole.
+	Wrote(off, size int64) error
+}
+
+// newFile is a Disk that starts empty and records nothing.
+type newFile struct{ f *os.File }
+
+func (d newFile) File() *os.File          { return d.f }
+func (newFile) Written(int64, int64) bool { return false }
+func (newFile) Clear(int64, int64) error  { return nil }
+func (newFile) Wrote(int64, int64) error  { return nil }
+
 // Pull writes the svc disk r describes into the file at dst (created or
-// truncated): chunks in parallel, each checked against its layer digest as
-// it arrives, zeros left as holes; a chunk local holds is not fetched. The
-// caller checks the whole file against r.Config.Digest (which is what
-// vouches for the uncompressed content).
+// truncated), as PullInto does.
 func Pull(ctx context.Context, r Resolved, reg Registry, dst string, local ChunkSource, progress Progress) (PullResult, error) {
-	if r.ContainerDisk {
-		return PullResult{}, errors.New("pull: a containerDisk image is read with PullContainerDisk")
-	}
 	f, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return PullResult{}, fmt.Errorf("pull: %w", err)
@@ -116,11 +133,24 @@ func Pull(ctx context.Context, r Resolved, reg Registry, dst string, local Chunk
 	if err := f.Truncate(r.Config.VirtualSize); err != nil {
 		return PullResult{}, fmt.Errorf("pull: %w", err)
 	}
+	return PullInto(ctx, r, reg, newFile{f}, local, progress)
+}
+
+// PullInto writes the svc disk r describes into d: chunks in parallel,
+// each checked against its layer digest as it arrives, zeros left as
+// holes; a chunk d has from an earlier pull, or that local holds, is not
+// fetched. The caller checks the whole file against r.Config.Digest (which
+// is what vouches for the uncompressed content).
+func PullInto(ctx context.Context, r Resolved, reg Registry, d Disk, local ChunkSource, progress Progress) (PullResult, error) {
+	if r.ContainerDisk {
+		return PullResult{}, errors.New("pull: a containerDisk image is read with PullContainerDisk")
+	}
+	f := d.File()
 	puller, err := remote.NewPuller(reg.options(ctx)...)
 	if err != nil {
 		return PullResult{}, err
 	}
-	var fetched, localN, bytesN, done atomic.Int64
+	var fetched, localN, resumed, bytesN, done atomic.Int64
 	report := progress.serial()
 	report(0, r.Config.VirtualSize)
 	err = parallel(ctx, reg.jobs(), len(r.Chunks), func(ctx context.Context, next <-chan int) error {
@@ -133,6 +163,11 @@ func Pull(ctx context.Context, r Resolved, reg Registry, dst string, local Chunk
 		zbuf := make([]byte, 0, r.Config.ChunkSize+r.Config.ChunkSize/64+1<<16)
 		for i := range next {
 			c := r.Chunks[i]
+			if d.Written(c.Offset, c.Size) {
+				resumed.Add(1)
+				report(done.Add(c.Size), r.Config.VirtualSize)
+				continue
+			}
 			b := buf[:c.Size]
 			if local != nil && local.ReadChunk(c.Digest, b) {
 				localN.Add(1)
@@ -141,21 +176,28 @@ func Pull(ctx context.Context, r Resolved, reg Registry, dst string, local Chunk
 			} else {
 				fetched.Add(1)
 			}
+			if err := d.Clear(c.Offset, c.Size); err != nil {
+				return err
+			}
 			if err := writeSparse(f, b, c.Offset); err != nil {
+				return err
+			}
+			if err := d.Wrote(c.Offset, c.Size); err != nil {
 				return err
 			}
 			report(done.Add(c.Size), r.Config.VirtualSize)
 		}
 		return nil
 	})
+	res := PullResult{ChunksFetched: int(fetched.Load()), ChunksLocal: int(localN.Load()), ChunksResumed: int(resumed.Load()), BytesFetched: bytesN.Load()}
 	if err != nil {
-		return PullResult{}, fmt.Errorf("pull %s: %w", r.Ref, err)
+		return res, fmt.Errorf("pull %s: %w", r.Ref, err)
 	}
 	if err := f.Sync(); err != nil {
-		return PullResult{}, fmt.Errorf("pull: %w", err)
+		return res, fmt.Errorf("pull: %w", err)
 	}
 	report(r.Config.VirtualSize, r.Config.VirtualSize)
-	return PullResult{ChunksFetched: int(fetched.Load()), ChunksLocal: int(localN.Load()), BytesFetched: bytesN.Load()}, nil
+	return res, nil
 }
 
 // fetchChunk reads one chunk from the registry into b (its compressed form

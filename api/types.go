@@ -29,6 +29,11 @@ const (
 // valid peer token in HeaderPeerToken; a client's is dropped.
 const HeaderForwardedBy = "X-Svc-Forwarded-By"
 
+// HeaderNotLeader marks a peer's refusal of a request another peer
+// forwarded to it as the leader, which it no longer is: nothing of the
+// request ran, so the forwarding peer may send it to the new leader.
+const HeaderNotLeader = "X-Svc-Not-Leader"
+
 // HeaderPeerToken carries the forwarding peer's own token (the caller's stays
 // in Authorization).
 const HeaderPeerToken = "X-Svc-Peer-Token"

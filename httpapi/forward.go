@@ -49,7 +49,7 @@ const targetAddrKey ctxKey = 0
 func newForwarder(s *Server) *forwarder {
 	f := &forwarder{s: s, pending: newPendingWrites()}
 	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
-	f.tr = &http.Transport{
+	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if g := s.cfg.Gate; g != nil && !g.Allowed(addr) {
 				return nil, fmt.Errorf("dial %s: refused by gate", addr)
@@ -60,8 +60,9 @@ func newForwarder(s *Server) *forwarder {
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 0, // long calls (deploys) set their own deadline
 	}
+	f.tr = tr
 	f.proxy = &httputil.ReverseProxy{
-		Transport: f.tr,
+		Transport: &leaderRetry{f: f, next: tr},
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			addr, _ := pr.In.Context().Value(targetAddrKey).(string)
 			pr.Out.URL.Scheme = "http"
@@ -75,6 +76,7 @@ func newForwarder(s *Server) *forwarder {
 		},
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Del(api.HeaderNotLeader) // between peers only
 			if idx, err := strconv.ParseUint(resp.Header.Get(api.HeaderIndex), 10, 64); err == nil {
 				f.pending.note(resp.Request.Header.Get("Authorization"), idx, s.b.FSM())
 			}
@@ -113,7 +115,12 @@ func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if by := forwarded(r); by != "" {
+		w.Header().Set(api.HeaderNotLeader, "1")
 		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but %s is no longer the leader; retry", by, s.b.Name()))
+		return true
+	}
+	if err := replayable(r); err != nil {
+		writeError(w, s.log, err)
 		return true
 	}
 	name, addr, err := s.b.WaitLeader(r.Context())

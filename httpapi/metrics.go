@@ -14,6 +14,7 @@ type httpMetrics struct {
 	inFlight      prometheus.Gauge
 	forwarded     prometheus.Counter
 	forwardErrors prometheus.Counter
+	leaderRetries prometheus.Counter
 	subjectSyncs  prometheus.Counter
 	connsRefused  prometheus.Counter
 	consoles      prometheus.Gauge
@@ -37,6 +38,9 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 		forwardErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_forward_errors_total", Help: "Forwarded requests the leader or a VM's host did not answer.",
 		}),
+		leaderRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_http_leader_retries_total", Help: "Forwarded requests a former leader refused unrun, sent again to the new leader.",
+		}),
 		subjectSyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_subject_syncs_total", Help: "Well-signed tokens of a subject this replica did not know, checked again after catching up with the leader.",
 		}),
@@ -50,7 +54,7 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "svc_http_connections_open", Help: "Open API connections (HTTP and HTTPS).",
 	}, func() float64 { return float64(conns.open()) })
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.subjectSyncs, m.connsRefused, m.consoles, open)
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.leaderRetries, m.subjectSyncs, m.connsRefused, m.consoles, open)
 	return m
 }
 

@@ -35,6 +35,8 @@ type fakeBackend struct {
 	// peers' names to their API addresses.
 	name  string
 	peers map[string]string
+	// leaderView, when set on a follower, names the leader it knows.
+	leaderView func() string
 }
 
 func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
@@ -81,6 +83,10 @@ func (b *fakeBackend) IsLeader() bool    { return b.leader }
 func (b *fakeBackend) WaitLeader(context.Context) (string, string, error) {
 	if b.leader {
 		return b.Name(), "", nil
+	}
+	if b.leaderView != nil {
+		name := b.leaderView()
+		return name, b.peers[name], nil
 	}
 	return "", "", fmt.Errorf("%w: no leader known", raftfsm.ErrNotLeader)
 }

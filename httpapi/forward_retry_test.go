@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+)
+
+// electionTrio is three peers: n1 forwards writes to whom it takes for the
+// leader (view), n2 has just stopped leading, n3 leads. Each serves a write
+// route that runs on the leader and echoes who ran it and the body.
+func electionTrio(t *testing.T, view func() string) string {
+	t.Helper()
+	b1, b2, b3 := newFakeBackend(t, false), newFakeBackend(t, false), newFakeBackend(t, true)
+	b2.name, b3.name = "n2", "n3"
+	serve := func(b *fakeBackend) string {
+		s := New(Config{Backend: b, LeaderWait: 300 * time.Millisecond})
+		s.handle(Route{Method: http.MethodPost, Path: "/api/v1/echo", Rule: RuleMember, Target: Leader, Write: true},
+			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+				body, _ := io.ReadAll(r.Body)
+				writeJSON(w, http.StatusOK, api.Message{Message: b.Name() + ":" + string(body)})
+				return nil
+			})
+		addr, _ := serveOn(t, s)
+		return addr
+	}
+	addr1 := serve(b1)
+	b1.peers = map[string]string{"n2": serve(b2), "n3": serve(b3)}
+	b1.leaderView = view
+	return addr1
+}
+
+// A write forwarded to a peer that has just stopped leading is refused
+// there unrun and sent by the forwarding peer to the new leader, body and
+// all; with no new leader in time, or a body it could not keep, the caller
+// gets the refusal (503, Retry-After).
+func TestForward_write_refused_by_a_former_leader(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		view    func(calls int64) string
+		chunked bool
+		code    int
+		by      string
+	}{
+		{"the new leader known a moment later", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 3] }, false, 200, "n3:hello"},
+		{"no new leader in time", func(int64) string { return "n2" }, false, 503, ""},
+		{"a body of unknown length", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 2] }, true, 503, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			addr := electionTrio(t, func() string { return tc.view(calls.Add(1)) })
+			var body io.Reader = strings.NewReader("hello")
+			if tc.chunked {
+				body = io.NopCloser(body) // no length: sent chunked
+			}
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/echo", body)
+			req.Header.Set("Authorization", "Bearer "+adminToken(t))
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var m api.Message
+			_ = json.NewDecoder(resp.Body).Decode(&m)
+			if resp.StatusCode != tc.code || tc.code == 200 && m.Message != tc.by {
+				t.Fatalf("answered %d %q, want %d %q", resp.StatusCode, m.Message, tc.code, tc.by)
+			}
+			if tc.code == 503 && (resp.Header.Get("Retry-After") == "" || !strings.Contains(m.Message, "no longer the leader")) {
+				t.Fatalf("the refusal: %q (Retry-After %q)", m.Message, resp.Header.Get("Retry-After"))
+			}
+			if resp.Header.Get(api.HeaderNotLeader) != "" {
+				t.Fatal("the peers' own header reached the caller")
+			}
+		})
+	}
+}

@@ -27,6 +27,21 @@ import (
 	"github.com/svc-project/svc/internal/testcluster"
 )
 
+// leadOn hands the leadership over until m leads (a bounded number of times).
+func leadOn(t *testing.T, c *testcluster.Cluster, m *testcluster.Member) {
+	t.Helper()
+	for range 10 {
+		l := c.WaitLeader()
+		if l == m {
+			return
+		}
+		if err := l.Peer.Store().HandOver(ctx(t)); err != nil {
+			t.Logf("hand over from %s: %v", l.Name, err)
+		}
+	}
+	t.Fatalf("%s never became the leader", m.Name)
+}
+
 // pushWait bounds a push or pull job of a real VM's disk.
 const pushWait = 5 * time.Minute
 
@@ -67,7 +82,9 @@ func TestLibvirtCluster_push_deploy_reference(t *testing.T) {
 	src := realDeploy(t, a, api.DeployRequest{Image: "mini-linux", Name: "src", Node: host.Name})
 	guestRun(t, a, src, "echo pushed > /data/proof && sync")
 
-	// The first push is slowed and its host killed midway.
+	// The first push is slowed and its host killed midway; the host leads
+	// then, so the cluster loses its leader too.
+	leadOn(t, a, host)
 	ref := reg.Host + "/team/src:v1"
 	reg.SetRate(256 << 10)
 	job, err := cl.PushVM(ctx(t), ns, "src", ref)

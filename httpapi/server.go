@@ -50,8 +50,8 @@ type Backend interface {
 	// entries of earlier terms, the index of the last command it applied
 	// (every acknowledged write is at or below it); an error otherwise.
 	CommitIndex() (uint64, error)
-	// SyncReplica waits until the replica has applied what the leader had
-	// committed when asked.
+	// SyncReplica waits until the replica has applied every command the
+	// leader had applied when asked.
 	SyncReplica(ctx context.Context) error
 	// IsPeer reports whether ip is the address of a peer of the cluster
 	// (peers are never refused for the connection limits).

@@ -12,7 +12,7 @@ import (
 )
 
 // A peer that starts (or restarts) holds whatever its data dir had: a stale
-// replica. Until it has applied every entry the leader had committed when the
+// replica. Until it has applied every command the leader had applied when the
 // peer asked (it has "caught up"), it serves no authenticated call (503 with
 // Retry-After, never a stale list or a 401 for a good token) and creates or
 // starts no domain (deletes of domains nobody wants may go first).
@@ -73,8 +73,8 @@ func (p *Peer) catchUpLoop() {
 	}
 }
 
-// SyncReplica waits until this replica has applied every entry the leader
-// had committed when it was asked. Concurrent callers share leader round
+// SyncReplica waits until this replica has applied every command the leader
+// had applied when it was asked. Concurrent callers share leader round
 // trips (at most one is in flight), but each waits for a round trip that
 // started after it called.
 func (p *Peer) SyncReplica(ctx context.Context) error {

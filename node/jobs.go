@@ -151,7 +151,7 @@ func (p *Peer) runJob(j raftfsm.Job) {
 func (p *Peer) doJob(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
 	switch j.Type {
 	case raftfsm.JobPush:
-		return p.push(ctx, j, rep.progress(ctx))
+		return p.push(ctx, j, rep)
 	case raftfsm.JobPull:
 		return p.pullJob(ctx, j, rep.progress(ctx))
 	}
@@ -165,6 +165,7 @@ type jobReporter struct {
 	j              raftfsm.Job
 	state, message string
 	done, total    int64
+	stoppedVM      bool
 	last           time.Time
 }
 
@@ -179,14 +180,28 @@ func (r *jobReporter) send(ctx context.Context, always bool) {
 	if !always && time.Since(r.last) < jobReportEvery {
 		return
 	}
+	if err := r.apply(ctx); err != nil && !errors.Is(err, raftfsm.ErrConflict) {
+		r.p.cfg.Log.Warn("report job progress", "job", r.j.Name, "err", err)
+	}
+}
+
+func (r *jobReporter) apply(ctx context.Context) error {
 	r.last = time.Now()
 	_, err := r.p.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
 		Namespace: r.j.Namespace, Name: r.j.Name, State: r.state, BytesDone: r.done, BytesTotal: r.total,
-		Message: r.message, Time: time.Now().UTC().Truncate(time.Second),
+		Message: r.message, Time: time.Now().UTC().Truncate(time.Second), StoppedVM: r.stoppedVM,
 	})
-	if err != nil && !errors.Is(err, raftfsm.ErrConflict) {
-		r.p.cfg.Log.Warn("report job progress", "job", r.j.Name, "err", err)
+	return err
+}
+
+// markStoppedVM records on the job, before the push stops its VM, that it
+// does: a run after a crash then knows to start the VM again.
+func (r *jobReporter) markStoppedVM(ctx context.Context) error {
+	r.stoppedVM = true
+	if err := r.apply(ctx); err != nil {
+		return fmt.Errorf("record that the push stops the VM: %w", err)
 	}
+	return nil
 }
 
 // registryFor returns how to reach a reference's registry with the

@@ -18,20 +18,28 @@ import (
 // partialDir is where a member keeps the partial disks of its pulls.
 func partialDir(m *testcluster.Member) string { return filepath.Join(m.DataDir, "images", "partial") }
 
-// A VM's host is killed while it pulls the VM's disk from a registry: back,
-// it resumes the pull (the chunks it had written are not fetched again),
-// the VM runs on the whole disk, and the partial disk is gone.
-func TestDeploy_fromReference_pull_resumes_after_a_host_crash(t *testing.T) {
+// crashScene is a registry and a 3-peer cluster with a follower to host a
+// VM and be killed, and another peer to survive it.
+func crashScene(t *testing.T) (*registrytest.Server, *testcluster.Cluster, *testcluster.Member, *testcluster.Member) {
+	t.Helper()
 	reg := registrytest.Start(t, registrytest.Options{})
 	c := testcluster.New(t, 3, testcluster.Options{})
 	c.WaitLeader()
 	host := c.Followers()[0]
-	var survivor *testcluster.Member
 	for _, m := range c.Members {
 		if m != host {
-			survivor = m
+			return reg, c, host, m
 		}
 	}
+	t.Fatal("no peer besides the host")
+	return nil, nil, nil, nil
+}
+
+// A VM's host is killed while it pulls the VM's disk from a registry: back,
+// it resumes the pull (the chunks it had written are not fetched again),
+// the VM runs on the whole disk, and the partial disk is gone.
+func TestDeploy_fromReference_pull_resumes_after_a_host_crash(t *testing.T) {
+	reg, c, host, survivor := crashScene(t)
 	cl := c.Client(survivor)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -17,7 +17,7 @@ import (
 const pushStopTimeout = 3 * time.Minute
 
 // push sends a VM's disk or an image to the job's reference.
-func (p *Peer) push(ctx context.Context, j raftfsm.Job, progress ocidisk.Progress) (string, error) {
+func (p *Peer) push(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
 	reg, err := p.registryFor(j.Namespace, j.Reference, true)
 	if err != nil {
 		return "", err
@@ -29,7 +29,7 @@ func (p *Peer) push(ctx context.Context, j raftfsm.Job, progress ocidisk.Progres
 	var path string
 	cfg := ocidisk.Config{Kind: ocidisk.KindImage}
 	if j.VM != "" {
-		path, cfg, err = p.vmDisk(ctx, j)
+		path, cfg, err = p.vmDisk(ctx, j, rep)
 	} else {
 		path, cfg, err = p.imageDisk(ctx, j)
 	}
@@ -40,7 +40,7 @@ func (p *Peer) push(ctx context.Context, j raftfsm.Job, progress ocidisk.Progres
 		return "", err
 	}
 	cfg.ChunkSize = int64(p.cfg.ChunkMiB) << 20
-	res, err := ocidisk.Push(ctx, ref, reg, path, cfg, progress)
+	res, err := ocidisk.Push(ctx, ref, reg, path, cfg, rep.progress(ctx))
 	if err != nil {
 		return "", err
 	}
@@ -80,16 +80,19 @@ func (p *Peer) imageDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk.Co
 
 // vmDisk returns a consistent raw copy of a VM's disk: a running VM is
 // stopped (through the replicated state, as a user's stop) while its disk is
-// read, and started again.
-func (p *Peer) vmDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk.Config, error) {
+// read, and started again. The job records that it stopped the VM first, so
+// that a run after a crash starts again a VM it stopped, never one its user
+// stopped.
+func (p *Peer) vmDisk(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, ocidisk.Config, error) {
 	vm, ok := p.FSM().VM(j.Namespace, j.VM)
 	if !ok || vm.Node != p.cfg.Name {
 		return "", ocidisk.Config{}, fmt.Errorf("vm %q is gone or runs elsewhere", j.VM)
 	}
 	cfg := ocidisk.Config{Kind: ocidisk.KindImage, Arch: vm.Arch, CPU: vm.CPU, MemoryBytes: vm.MemoryBytes}
-	// A job run again after its peer restarted finds the VM it stopped.
-	wasRunning := vm.Desired == raftfsm.VMRunning || (j.State == raftfsm.JobRunning && vm.Desired == raftfsm.VMStopped)
-	if wasRunning {
+	if vm.Desired == raftfsm.VMRunning || j.StoppedVM {
+		if err := rep.markStoppedVM(ctx); err != nil {
+			return "", cfg, err
+		}
 		if err := p.setDesired(ctx, vm, "stop", raftfsm.VMStopped); err != nil && !errors.Is(err, raftfsm.ErrConflict) {
 			return "", cfg, err
 		}

@@ -63,6 +63,9 @@ type Job struct {
 	StartTime      time.Time  `json:"startTime"`
 	CompletionTime *time.Time `json:"completionTime,omitempty"`
 	Owner          string     `json:"owner,omitempty"`
+	// StoppedVM records that a push stopped its running VM to read the
+	// disk: a run after a crash starts the VM again only then.
+	StoppedVM bool `json:"stoppedVM,omitempty"`
 }
 
 // Ended tells whether the job is over.
@@ -131,6 +134,8 @@ type JobUpdate struct {
 	BytesTotal int64     `json:"bytesTotal"`
 	Message    string    `json:"message,omitempty"`
 	Time       time.Time `json:"time"`
+	// StoppedVM, once sent, stays set on the job.
+	StoppedVM bool `json:"stoppedVM,omitempty"`
 }
 
 // JobDelete forgets an ended job (the leader's clean-up).
@@ -213,6 +218,7 @@ func (s *State) applyJobUpdate(c JobUpdate) (any, error) {
 	}
 	j.State, j.BytesDone, j.BytesTotal = c.State, c.BytesDone, c.BytesTotal
 	j.Message = c.Message
+	j.StoppedVM = j.StoppedVM || c.StoppedVM
 	if len(j.Message) > MaxJobMessage {
 		j.Message = j.Message[:MaxJobMessage]
 	}

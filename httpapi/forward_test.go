@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -50,9 +51,11 @@ func hostPair(t *testing.T) (b1, b2 *fakeBackend, addr1, addr2 string, stop2 fun
 	return b1, b2, addr1, addr2, stop2
 }
 
-func where(t *testing.T, addr string, header http.Header) (int, string, http.Header) {
+// ask sends an admin's request to a peer and returns the answer's code,
+// Status or Message text and headers.
+func ask(t *testing.T, method, url string, body io.Reader, header http.Header) (int, string, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/namespaces/svc-default/vms/vm1/where", nil)
+	req, _ := http.NewRequest(method, url, body)
 	req.Header.Set("Authorization", "Bearer "+adminToken(t))
 	for k, v := range header {
 		req.Header[k] = v
@@ -65,6 +68,11 @@ func where(t *testing.T, addr string, header http.Header) (int, string, http.Hea
 	var m api.Message
 	_ = json.NewDecoder(resp.Body).Decode(&m)
 	return resp.StatusCode, m.Message, resp.Header
+}
+
+func where(t *testing.T, addr string, header http.Header) (int, string, http.Header) {
+	t.Helper()
+	return ask(t, http.MethodGet, "http://"+addr+"/api/v1/namespaces/svc-default/vms/vm1/where", nil, header)
 }
 
 // A request for a VM hosted on peer n2 that reaches peer n1 is answered by

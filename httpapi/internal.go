@@ -35,7 +35,7 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 
 // commitIndex tells a restarted peer the index its replica must reach.
 func (s *Server) commitIndex(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	idx, err := s.b.CommitIndex()
+	idx, err := s.b.AppliedIndex()
 	if err != nil {
 		return unavailable("1", "%v", err)
 	}

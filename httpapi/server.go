@@ -46,10 +46,10 @@ type Backend interface {
 	// CaughtUp reports whether the replica has caught up with the cluster
 	// since this peer started; until then only open routes are served.
 	CaughtUp() bool
-	// CommitIndex returns, if this peer is a leader that has applied the
+	// AppliedIndex returns, if this peer is a leader that has applied the
 	// entries of earlier terms, the index of the last command it applied
 	// (every acknowledged write is at or below it); an error otherwise.
-	CommitIndex() (uint64, error)
+	AppliedIndex() (uint64, error)
 	// SyncReplica waits until the replica has applied every command the
 	// leader had applied when asked.
 	SyncReplica(ctx context.Context) error
@@ -320,7 +320,7 @@ func (s *Server) handle(rt Route, h handler) {
 // once this leader has applied its term's barrier), confirms with a quorum
 // that it still leads, and waits until the replica has applied that index.
 func (s *Server) readIndex(ctx context.Context) error {
-	idx, err := s.b.CommitIndex()
+	idx, err := s.b.AppliedIndex()
 	if err != nil {
 		return unavailable("1", "cannot serve a consistent read yet: %v", err)
 	}

@@ -17,7 +17,8 @@ import (
 // Retry-After, never a stale list or a 401 for a good token) and creates or
 // starts no domain (deletes of domains nobody wants may go first).
 
-// CommitIndexPath is the API path where the leader tells its commit index.
+// CommitIndexPath is the API path where the leader tells the index of the
+// last command it applied (the path keeps its first name).
 const CommitIndexPath = "/api/v1/internal/commit-index"
 
 // Errors of catching up.
@@ -78,20 +79,20 @@ func (p *Peer) catchUpLoop() {
 // trips (at most one is in flight), but each waits for a round trip that
 // started after it called.
 func (p *Peer) SyncReplica(ctx context.Context) error {
-	idx, err := p.sync.index(ctx, p.leaderCommitIndex)
+	idx, err := p.sync.index(ctx, p.leaderAppliedIndex)
 	if err != nil {
 		return err
 	}
 	return p.FSM().WaitIndex(ctx, idx)
 }
 
-// CommitIndex returns, if this peer leads and has applied the entries of
+// AppliedIndex returns, if this peer leads and has applied the entries of
 // earlier terms, the index of the last command its replica applied: every
 // acknowledged write is at or below it (a write is acknowledged once the
 // leader applied it). It is not raft's commit index: the no-op that opens a
 // term and barriers are committed entries no replica records, so a replica
 // waiting for them would wait for the next write.
-func (p *Peer) CommitIndex() (uint64, error) {
+func (p *Peer) AppliedIndex() (uint64, error) {
 	if !p.IsLeader() {
 		return 0, fmt.Errorf("peer %s is not the leader", p.cfg.Name)
 	}
@@ -104,11 +105,11 @@ func (p *Peer) CommitIndex() (uint64, error) {
 	return p.FSM().Index(), nil
 }
 
-// leaderCommitIndex asks the leader (or this peer, if it leads) for its
-// commit index.
-func (p *Peer) leaderCommitIndex(ctx context.Context) (uint64, error) {
+// leaderAppliedIndex asks the leader (or this peer, if it leads) for the
+// index of the last command it applied.
+func (p *Peer) leaderAppliedIndex(ctx context.Context) (uint64, error) {
 	if p.IsLeader() {
-		return p.CommitIndex()
+		return p.AppliedIndex()
 	}
 	_, addr := p.LeaderAPI()
 	if addr == "" {
@@ -117,7 +118,7 @@ func (p *Peer) leaderCommitIndex(ctx context.Context) (uint64, error) {
 	var out api.CommitIndex
 	cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.plainHTTP}
 	if err := cl.Do(ctx, http.MethodGet, CommitIndexPath, nil, &out); err != nil {
-		return 0, fmt.Errorf("ask the leader for its commit index: %w", err)
+		return 0, fmt.Errorf("ask the leader for its applied index: %w", err)
 	}
 	return out.Index, nil
 }

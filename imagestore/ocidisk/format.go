@@ -38,6 +38,16 @@ const DefaultChunkSize = 64 << 20
 // 64 MiB chunks.
 const maxChunks = 1 << 20
 
+// Bounds of what a config may say: a pull sizes its buffers by the chunk
+// size and its file by the virtual size, so a registry's config must not
+// make a peer allocate what it likes.
+const (
+	// MaxChunkSize is the largest chunk a peer pushes (--chunk-mib 512).
+	MaxChunkSize = 512 << 20
+	// MaxVirtualSize is the largest disk: 64 TiB.
+	MaxVirtualSize = 64 << 40
+)
+
 // Config describes a disk; it is the manifest's config blob.
 type Config struct {
 	// Kind is KindImage or KindISO.
@@ -77,6 +87,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("disk config: format %q is not raw", c.Format)
 	case c.VirtualSize <= 0 || c.ChunkSize <= 0:
 		return fmt.Errorf("disk config: virtual size %d and chunk size %d must be positive", c.VirtualSize, c.ChunkSize)
+	case c.VirtualSize > MaxVirtualSize || c.ChunkSize > MaxChunkSize:
+		return fmt.Errorf("disk config: virtual size %d and chunk size %d must be at most %d and %d", c.VirtualSize, c.ChunkSize, int64(MaxVirtualSize), MaxChunkSize)
 	case !validDigest(c.Digest):
 		return fmt.Errorf("disk config: digest %q is not sha256:<64 hex digits>", c.Digest)
 	}

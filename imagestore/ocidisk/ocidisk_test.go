@@ -248,3 +248,29 @@ func mustLayer(t *testing.T, files map[string][]byte) v1.Layer {
 	}
 	return l
 }
+
+// A config is refused before anything is sized by it.
+func TestConfig_validate_bounds(t *testing.T) {
+	ok := Config{Kind: KindImage, Format: "raw", VirtualSize: 1 << 30, ChunkSize: DefaultChunkSize, Digest: "sha256:" + strings.Repeat("a", 64)}
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"a chunk of a terabyte", func(c *Config) { c.ChunkSize = 1 << 40 }, "at most"},
+		{"a disk of an exabyte", func(c *Config) { c.VirtualSize = 1 << 60 }, "at most"},
+		{"the largest chunk a peer pushes", func(c *Config) { c.ChunkSize = MaxChunkSize }, ""},
+		{"a format other than raw", func(c *Config) { c.Format = "qcow2" }, "not raw"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ok
+			c.mod(&cfg)
+			err := cfg.validate()
+			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("validate = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(FUZZTIME) ./httpapi/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(FUZZTIME) ./node
+	$(GO) test -run '^$$' -fuzz '^FuzzQcow2Header$$' -fuzztime $(FUZZTIME) ./imagestore/diskcheck
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI
 bench-once:

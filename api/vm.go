@@ -37,6 +37,11 @@ const (
 	ForwardPortMin, ForwardPortMax = 20000, 29999
 )
 
+// MinNodePort is the lowest node port a VM may hold: the ports below are
+// privileged, the host's own services' (and QEMU, which runs
+// unprivileged, cannot listen on them).
+const MinNodePort = 1024
+
 // Deploy defaults.
 const (
 	DefaultCPU       = 3

@@ -11,8 +11,10 @@ type Report struct {
 	Addr     string `json:"ip"`
 	APIAddr  string `json:"api"`
 	RaftAddr string `json:"raft"`
-	Arch     string `json:"arch"`
-	Version  string `json:"ver"`
+	// TLSPort is the port of the HTTPS API on Addr.
+	TLSPort int    `json:"tls,omitempty"`
+	Arch    string `json:"arch"`
+	Version string `json:"ver"`
 	// CPU is what the peer offers: its CPUs times Overcommit.
 	CPU         int     `json:"cpu"`
 	Overcommit  float64 `json:"oc,omitempty"`

@@ -274,6 +274,9 @@ func parseReservedPorts(s string) ([]raftfsm.PortMap, error) {
 		if seen[h] {
 			return nil, fmt.Errorf("node port %d is given twice", h)
 		}
+		if h < api.MinNodePort {
+			return nil, fmt.Errorf("node port %d is a privileged port of the host; use %d-65535", h, api.MinNodePort)
+		}
 		if (h >= api.VNCPortMin && h <= api.VNCPortMax) || (h >= api.ForwardPortMin && h <= api.ForwardPortMax) {
 			return nil, fmt.Errorf("node port %d is in a range svc allocates itself (%d-%d, %d-%d)", h, api.VNCPortMin, api.VNCPortMax, api.ForwardPortMin, api.ForwardPortMax)
 		}

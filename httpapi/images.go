@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -24,14 +25,11 @@ import (
 // "name" field and the file in "image", or raw bytes with ?name=.
 func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	return s.upload(w, r, p, imageArtifact().kind, func(ctx context.Context, st *imagestore.Staged, img *raftfsm.Image) error {
-		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		info, err := imagestore.Inspect(ictx, st.Path())
+		ictx, cancel := context.WithTimeout(ctx, checkTimeout)
+		info, err := diskcheck.Disk(ictx, st.Path(), "")
 		cancel()
-		if err == nil {
-			err = imagestore.CheckDisk(info, st.Size)
-		}
 		if err != nil {
-			return badRequest("not a disk image: %v", err)
+			return refusedDisk("not a disk image svc takes: ", err)
 		}
 		img.VirtualSize, img.Format, img.Arch = info.VirtualSize, info.Format, runtime.GOARCH
 		return nil
@@ -41,12 +39,26 @@ func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httproute
 // uploadISO is uploadImage for an ISO 9660 image (field "iso").
 func (s *Server) uploadISO(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	return s.upload(w, r, p, isoArtifact().kind, func(_ context.Context, st *imagestore.Staged, img *raftfsm.Image) error {
-		if err := imagestore.CheckISO(st.Path()); err != nil {
-			return badRequest("%v", err)
+		info, err := diskcheck.ISO(st.Path())
+		if err != nil {
+			return refusedDisk("", err)
 		}
-		img.VirtualSize, img.Format = st.Size, "iso"
+		img.VirtualSize, img.Format = info.VirtualSize, info.Format
 		return nil
 	})
+}
+
+// checkTimeout bounds the check of a disk that enters the cluster (qemu-img
+// check reads every table of a qcow2).
+const checkTimeout = 10 * time.Minute
+
+// refusedDisk answers a file diskcheck refused with a 400 that says why
+// (after prefix), and any other failure of the check as it is.
+func refusedDisk(prefix string, err error) error {
+	if errors.Is(err, diskcheck.ErrRefused) {
+		return badRequest("%s%v", prefix, err)
+	}
+	return err
 }
 
 // upload receives, checks (check fills in what the file says of itself)
@@ -149,7 +161,7 @@ func (s *Server) generateImage(w http.ResponseWriter, r *http.Request, p httprou
 		return err
 	}
 	defer st.Discard()
-	info, err := imagestore.Inspect(ctx, st.Path())
+	info, err := diskcheck.Disk(ctx, st.Path(), diskcheck.FormatQcow2)
 	if err != nil {
 		return err
 	}

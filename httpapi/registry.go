@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -152,6 +153,8 @@ func registryError(ref string, err error) error {
 		return ae
 	case errors.Is(err, ocidisk.ErrBadReference), errors.Is(err, ocidisk.ErrPlainHTTP), errors.Is(err, ocidisk.ErrNoDisk):
 		return badRequest("field %q: %s", "image", reason)
+	case errors.Is(err, diskcheck.ErrRefused):
+		return badRequest("field %q: the disk of %s is refused: %s", "image", ref, reason)
 	case errors.Is(err, ocidisk.ErrUnreachable):
 		return errorf(http.StatusForbidden, api.ReasonForbidden, "%s", reason)
 	case ocidisk.IsUnauthorized(err):

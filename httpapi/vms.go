@@ -136,6 +136,9 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	defer cancel()
 	got, err := s.waitVM(wctx, ns, vm.Name, func(vm raftfsm.VM) (bool, error) {
 		if vm.Status == raftfsm.VMFailed {
+			if vm.ErrorReason == api.ReasonBadRequest {
+				return false, badRequest("vm %q cannot start: %s", vm.Name, vm.ErrorMessage)
+			}
 			return false, errorf(http.StatusInternalServerError, api.ReasonInternalError, "vm %q failed to start on node %s: %s", vm.Name, vm.Node, vm.ErrorMessage)
 		}
 		return vm.Status == raftfsm.VMRunning, nil

@@ -11,11 +11,21 @@ import (
 
 // domainXML renders the libvirt domain of a spec. Networking is QEMU's
 // user-mode stack with host forwards, passed through qemu:commandline: the
-// guest is reached at the node's address on the forwarded ports.
+// guest is reached at the node's address on the forwarded ports. Every
+// disk's format is pinned and its whole backing chain declared (the
+// overlay svc made, on the base image, on nothing), so that QEMU never
+// probes a format or follows a name from an image's header; and QEMU runs
+// as an unprivileged user (the DAC label), whatever qemu.conf says.
 // vncSecretID names the QEMU secret object holding the VNC password.
 const vncSecretID = "vncpw0"
 
-func domainXML(domainType string, s Spec, disk, consoleLog, vncSecret string) (string, error) {
+// domainFiles are the host files of a domain and the DAC label (user and
+// group) its QEMU runs as.
+type domainFiles struct {
+	disk, console, vncSecret, label string
+}
+
+func domainXML(domainType string, s Spec, f domainFiles) (string, error) {
 	if s.CPU < 1 || s.MemoryMiB < 1 {
 		return "", fmt.Errorf("domain %s: cpu and memory must be positive", s.Name)
 	}
@@ -42,17 +52,27 @@ func domainXML(domainType string, s Spec, disk, consoleLog, vncSecret string) (s
 	// The password comes from a file only root reads, never from the command
 	// line (which every user of the host can see).
 	secret := ""
-	if vncSecret != "" {
-		if strings.Contains(vncSecret, ",") {
-			return "", fmt.Errorf("domain %s: the VNC secret's path %q holds a comma", s.Name, vncSecret)
+	if f.vncSecret != "" {
+		if strings.Contains(f.vncSecret, ",") {
+			return "", fmt.Errorf("domain %s: the VNC secret's path %q holds a comma", s.Name, f.vncSecret)
 		}
-		secret = "secret,id=" + vncSecretID + ",file=" + vncSecret + ",format=raw"
+		secret = "secret,id=" + vncSecretID + ",file=" + f.vncSecret + ",format=raw"
 		vnc += ",password-secret=" + vncSecretID
 	}
+	if f.label == "" {
+		return "", fmt.Errorf("domain %s: no user to run QEMU as", s.Name)
+	}
+	baseFormat := s.BaseFormat
+	if baseFormat == "" {
+		baseFormat = "qcow2"
+	}
+	if baseFormat != "qcow2" && baseFormat != "raw" {
+		return "", fmt.Errorf("domain %s: base format %q is not qcow2 or raw", s.Name, baseFormat)
+	}
 	data := struct {
-		Type, Disk, Console, Netdev, NIC, VNC, Secret string
+		Type, Disk, BaseFormat, Console, Netdev, NIC, VNC, Secret, Label string
 		Spec
-	}{domainType, disk, consoleLog, netdev, nic, vnc, secret, s}
+	}{domainType, f.disk, baseFormat, f.console, netdev, nic, vnc, secret, f.label, s}
 	var buf bytes.Buffer
 	if err := domainTmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("domain %s: %w", s.Name, err)
@@ -94,11 +114,17 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
     <disk type='file' device='disk'>
       <driver name='qemu' type='qcow2'/>
       <source file='{{x .Disk}}'/>
+      <backingStore type='file'>
+        <format type='{{x .BaseFormat}}'/>
+        <source file='{{x .BaseImage}}'/>
+        <backingStore/>
+      </backingStore>
       <target dev='{{if .LegacyIO}}hda{{else}}vda{{end}}' bus='{{if .LegacyIO}}ide{{else}}virtio{{end}}'/>
     </disk>{{if .ISO}}
     <disk type='file' device='cdrom'>
       <driver name='qemu' type='raw'/>
       <source file='{{x .ISO}}'/>
+      <backingStore/>
       <target dev='hdc' bus='ide'/>
       <readonly/>
     </disk>{{end}}
@@ -109,6 +135,9 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
     </serial>
     <memballoon model='none'/>
   </devices>
+  <seclabel type='static' model='dac' relabel='yes'>
+    <label>{{x .Label}}</label>
+  </seclabel>
   <qemu:commandline>
     <qemu:arg value='-netdev'/>
     <qemu:arg value='{{x .Netdev}}'/>

@@ -6,7 +6,7 @@ import (
 )
 
 func TestDomainXML_cases(t *testing.T) {
-	base := Spec{Name: "svc.p.ns.vm", CPU: 2, MemoryMiB: 512, ListenAddr: "10.0.0.5", VNCPort: 5901,
+	base := Spec{Name: "svc.p.ns.vm", CPU: 2, MemoryMiB: 512, ListenAddr: "10.0.0.5", VNCPort: 5901, BaseImage: "/images/base", BaseFormat: "raw",
 		Forwards: []Forward{{HostPort: 22001, GuestPort: 22}, {HostPort: 22002, GuestPort: 5900}}}
 	cases := []struct {
 		name    string
@@ -20,9 +20,16 @@ func TestDomainXML_cases(t *testing.T) {
 			want: []string{`<domain type='qemu'`, `bus='virtio'`, `virtio-net-pci,netdev=n0,bus=pci.0,addr=0x10`,
 				`hostfwd=tcp:10.0.0.5:22001-:22,hostfwd=tcp:10.0.0.5:22002-:5900`, `<qemu:arg value='10.0.0.5:1'/>`, `<vcpu>2</vcpu>`, `<memory unit='MiB'>512</memory>`},
 			notWant: []string{"cdrom", "host-passthrough"}},
+		{name: "the whole backing chain is declared, every format pinned", typ: TypeQEMU,
+			want: []string{"<driver name='qemu' type='qcow2'/>\n      <source file='/vms/d.qcow2'/>\n      <backingStore type='file'>\n        <format type='raw'/>\n        <source file='/images/base'/>\n        <backingStore/>\n      </backingStore>"}},
+		{name: "a qcow2 base", typ: TypeQEMU, mod: func(s *Spec) { s.BaseFormat = "qcow2" }, want: []string{"<format type='qcow2'/>\n        <source file='/images/base'/>"}},
+		{name: "a base of another format", typ: TypeQEMU, mod: func(s *Spec) { s.BaseFormat = "vmdk" }, wantErr: true},
+		{name: "QEMU runs as the unprivileged user", typ: TypeQEMU,
+			want: []string{"<seclabel type='static' model='dac' relabel='yes'>\n    <label>+995:+994</label>"}},
 		{name: "kvm passes the host cpu", typ: TypeKVM, want: []string{`<domain type='kvm'`, `host-passthrough`}},
 		{name: "legacy io", typ: TypeQEMU, mod: func(s *Spec) { s.LegacyIO = true }, want: []string{`bus='ide'`, `e1000,netdev=n0`}, notWant: []string{"virtio"}},
-		{name: "iso", typ: TypeQEMU, mod: func(s *Spec) { s.ISO = "/isos/a&b.iso" }, want: []string{`device='cdrom'`, `/isos/a&amp;b.iso`, `<boot dev='cdrom'/>`}},
+		{name: "iso", typ: TypeQEMU, mod: func(s *Spec) { s.ISO = "/isos/a&b.iso" },
+			want: []string{`device='cdrom'`, "<driver name='qemu' type='raw'/>\n      <source file='/isos/a&amp;b.iso'/>\n      <backingStore/>", `<boot dev='cdrom'/>`}},
 		{name: "reserved ports", typ: TypeQEMU, mod: func(s *Spec) { s.Forwards = append(s.Forwards, Forward{HostPort: 8080, GuestPort: 80}) }, want: []string{`hostfwd=tcp:10.0.0.5:8080-:80`}},
 		{name: "vnc password from a secret file", typ: TypeQEMU, mod: func(s *Spec) { s.VNCPassword = "pw" },
 			want: []string{`secret,id=vncpw0,file=/vms/d.vnc,format=raw`, `10.0.0.5:1,password-secret=vncpw0`}, notWant: []string{"pw'"}},
@@ -40,7 +47,7 @@ func TestDomainXML_cases(t *testing.T) {
 			if s.VNCPassword != "" {
 				secret = "/vms/d.vnc"
 			}
-			x, err := domainXML(c.typ, s, "/vms/d.qcow2", "/vms/d.log", secret)
+			x, err := domainXML(c.typ, s, domainFiles{disk: "/vms/d.qcow2", console: "/vms/d.log", vncSecret: secret, label: "+995:+994"})
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err = %v", err)
 			}

@@ -352,7 +352,9 @@ func (f *Fake) Export(ctx context.Context, name, dst string) error {
 	if err != nil {
 		return fmt.Errorf("export %s: %w", name, err)
 	}
-	trailer := fmt.Sprintf("\nsvc fake disk of %s, generation %d, exported at %d\n", name, gen, time.Now().UnixNano())
+	// A sector of its own, so that a raw disk stays whole sectors.
+	trailer := make([]byte, 512)
+	copy(trailer, fmt.Sprintf("\nsvc fake disk of %s, generation %d, exported at %d\n", name, gen, time.Now().UnixNano()))
 	if err := os.WriteFile(dst, append(base, trailer...), 0o600); err != nil {
 		return fmt.Errorf("export %s: %w", name, err)
 	}

@@ -32,6 +32,12 @@ type LibvirtConfig struct {
 	DomainType string
 	// Dir holds the VMs' overlay disks and console logs.
 	Dir string
+	// ImageDir holds the base images and ISOs the VMs use: QEMU's user must
+	// reach it, which Probe checks ("" skips the check).
+	ImageDir string
+	// QEMUUser is the unprivileged user QEMU runs as; "" takes libvirt-qemu
+	// (Debian, Ubuntu) or else qemu (Fedora, RHEL). Root is refused.
+	QEMUUser string
 	// Prefix starts the name of every domain of this peer (DomainPrefix).
 	Prefix string
 	Log    *slog.Logger
@@ -39,7 +45,8 @@ type LibvirtConfig struct {
 
 // Libvirt runs VMs through libvirtd.
 type Libvirt struct {
-	cfg LibvirtConfig
+	cfg  LibvirtConfig
+	user qemuUser
 
 	mu sync.Mutex
 	l  *libvirt.Libvirt
@@ -62,10 +69,14 @@ func NewLibvirt(cfg LibvirtConfig) (*Libvirt, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+	u, err := lookupQEMUUser(cfg.QEMUUser)
+	if err != nil {
+		return nil, err
+	}
+	if err := traversable(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("VM dir: %w", err)
 	}
-	return &Libvirt{cfg: cfg}, nil
+	return &Libvirt{cfg: cfg, user: u}, nil
 }
 
 // DetectDomainType returns TypeKVM when the host's KVM is backed by real
@@ -150,11 +161,29 @@ func do[T any](ctx context.Context, d *Libvirt, what string, f func(*libvirt.Lib
 	}
 }
 
-// Probe checks that libvirtd answers.
+// Probe checks that libvirtd answers and that QEMU's user can reach the
+// VMs' disks.
 func (d *Libvirt) Probe(ctx context.Context) error {
 	_, err := do(ctx, d, "libvirt version", func(l *libvirt.Libvirt) (uint64, error) { return l.ConnectGetVersion() })
-	return err
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{d.cfg.Dir, d.cfg.ImageDir} {
+		if dir == "" {
+			continue
+		}
+		if err := d.user.reach(dir); err != nil {
+			return err
+		}
+	}
+	if d.cfg.DomainType == TypeKVM {
+		return d.user.canUseKVM()
+	}
+	return nil
 }
+
+// QEMUUser names the user QEMU runs as.
+func (d *Libvirt) QEMUUser() string { return d.user.name }
 
 // DiskPath is where a domain's overlay lives.
 func (d *Libvirt) DiskPath(name string) string { return filepath.Join(d.cfg.Dir, name+".qcow2") }
@@ -179,6 +208,10 @@ func (d *Libvirt) writeVNCSecret(s Spec) (string, error) {
 		return "", nil
 	}
 	if err := os.WriteFile(p, []byte(s.VNCPassword), 0o600); err != nil {
+		return "", fmt.Errorf("VNC secret of %s: %w", s.Name, err)
+	}
+	// QEMU reads it as its own user; nobody else may.
+	if err := os.Chown(p, d.user.uid, d.user.gid); err != nil {
 		return "", fmt.Errorf("VNC secret of %s: %w", s.Name, err)
 	}
 	return p, nil
@@ -218,6 +251,10 @@ func (d *Libvirt) checkName(name string) error {
 	if !strings.HasPrefix(name, d.cfg.Prefix) {
 		return fmt.Errorf("domain %q is not this peer's (prefix %q)", name, d.cfg.Prefix)
 	}
+	// The name becomes file names in Dir.
+	if strings.ContainsAny(name, "/\x00") || strings.Contains(name, "..") {
+		return fmt.Errorf("domain %q: a name with '/' or '..' is no file name", name)
+	}
 	return nil
 }
 
@@ -236,7 +273,7 @@ func (d *Libvirt) Create(ctx context.Context, s Spec) error {
 	if err != nil {
 		return err
 	}
-	x, err := domainXML(d.cfg.DomainType, s, disk, d.consolePath(s.Name), secret)
+	x, err := domainXML(d.cfg.DomainType, s, domainFiles{disk: disk, console: d.consolePath(s.Name), vncSecret: secret, label: d.user.label()})
 	if err != nil {
 		return err
 	}

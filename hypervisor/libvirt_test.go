@@ -20,7 +20,7 @@ import (
 
 func newDriver(t *testing.T) (*hypervisor.Libvirt, string) {
 	t.Helper()
-	d, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: hypervisor.DomainPrefix("hvtest")})
+	d, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: guest.TempDir(t), Prefix: hypervisor.DomainPrefix("hvtest")})
 	if err != nil {
 		t.Fatal(err)
 	}

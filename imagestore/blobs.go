@@ -46,10 +46,22 @@ type Store struct {
 	fetching map[string]*fetch
 }
 
-// Open opens (or creates) a store in dir.
+// BlobDir is where the store in dir keeps its blobs.
+func BlobDir(dir string) string { return filepath.Join(dir, "blobs", "sha256") }
+
+// Open opens (or creates) a store in dir. The way to the blobs is
+// searchable by others (mode 0711, not listable), so that QEMU, which runs
+// as an unprivileged user, reaches the blob a VM starts from; the blobs
+// themselves are root's alone (0600) until libvirt gives one to QEMU.
 func Open(dir string) (*Store, error) {
-	for _, d := range []string{filepath.Join(dir, "blobs", "sha256"), filepath.Join(dir, "tmp")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		return nil, fmt.Errorf("image store: %w", err)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "blobs"), BlobDir(dir)} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, fmt.Errorf("image store: %w", err)
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
 			return nil, fmt.Errorf("image store: %w", err)
 		}
 	}
@@ -64,7 +76,7 @@ func Open(dir string) (*Store, error) {
 
 // Path returns where the blob of digest lives (whether or not it is there).
 func (s *Store) Path(digest string) string {
-	return filepath.Join(s.dir, "blobs", "sha256", strings.TrimPrefix(digest, "sha256:"))
+	return filepath.Join(BlobDir(s.dir), strings.TrimPrefix(digest, "sha256:"))
 }
 
 // Has reports whether the blob is here.
@@ -206,10 +218,15 @@ func (st *Staged) Commit() (*Lease, error) {
 	return &Lease{s: s, digest: st.Digest, created: created}, nil
 }
 
-// Put stages r, checks it against want (when not empty) and commits it; a
-// mismatch leaves nothing behind. The blob is not leased: callers reference
-// it in the replicated state before its grace period ends.
-func (s *Store) Put(ctx context.Context, r io.Reader, want string) (string, int64, error) {
+// Check vets a staged file before it is committed (diskcheck.Disk or ISO,
+// for what the blob is used as); a refusal leaves nothing behind.
+type Check func(ctx context.Context, path string) error
+
+// Put stages r, checks it against want (when not empty) and with check
+// (when not nil), and commits it; a mismatch or a refusal leaves nothing
+// behind. The blob is not leased: callers reference it in the replicated
+// state before its grace period ends.
+func (s *Store) Put(ctx context.Context, r io.Reader, want string, check Check) (string, int64, error) {
 	if want != "" && !ValidDigest(want) {
 		return "", 0, fmt.Errorf("%q: %w", want, ErrBadDigest)
 	}
@@ -220,6 +237,12 @@ func (s *Store) Put(ctx context.Context, r io.Reader, want string) (string, int6
 	if want != "" && st.Digest != want {
 		st.Discard()
 		return "", st.Size, fmt.Errorf("got %s, want %s: %w", st.Digest, want, ErrDigestMismatch)
+	}
+	if check != nil {
+		if err := check(ctx, st.Path()); err != nil {
+			st.Discard()
+			return "", st.Size, err
+		}
 	}
 	l, err := st.Commit()
 	if err != nil {

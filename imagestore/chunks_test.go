@@ -19,7 +19,7 @@ func TestStore_Chunks_cases(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := bytes.Repeat([]byte("a"), 4096), bytes.Repeat([]byte("b"), 4096)
-	digest, _, err := s.Put(context.Background(), bytes.NewReader(append(append([]byte{}, a...), b...)), "")
+	digest, _, err := s.Put(context.Background(), bytes.NewReader(append(append([]byte{}, a...), b...)), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,15 @@ type fetch struct {
 // BlobPath is the peer API path that serves a blob.
 func BlobPath(digest string) string { return "/api/v1/internal/blobs/" + digest }
 
+// ErrRefusedBlob is wrapped when a peer's blob fails the check it is
+// fetched with: the content is the digest's, so no other peer is asked.
+var ErrRefusedBlob = errors.New("the blob was refused")
+
 // Fetch makes sure the blob is here, streaming it from the first of sources
-// (peer API base URLs) that serves it. Concurrent fetches of one digest share
-// one transfer.
-func (s *Store) Fetch(ctx context.Context, client *http.Client, digest string, sources []string) error {
+// (peer API base URLs) that serves it and checking it with check before it
+// is kept: a blob a peer holds is vetted again by each peer it goes to.
+// Concurrent fetches of one digest share one transfer.
+func (s *Store) Fetch(ctx context.Context, client *http.Client, digest string, sources []string, check Check) error {
 	if s.Has(digest) {
 		return nil
 	}
@@ -36,7 +41,7 @@ func (s *Store) Fetch(ctx context.Context, client *http.Client, digest string, s
 	f := &fetch{done: make(chan struct{})}
 	s.fetching[digest] = f
 	s.mu.Unlock()
-	f.err = s.fetch(ctx, client, digest, sources)
+	f.err = s.fetch(ctx, client, digest, sources, check)
 	s.mu.Lock()
 	delete(s.fetching, digest)
 	s.mu.Unlock()
@@ -44,25 +49,25 @@ func (s *Store) Fetch(ctx context.Context, client *http.Client, digest string, s
 	return f.err
 }
 
-func (s *Store) fetch(ctx context.Context, client *http.Client, digest string, sources []string) error {
+func (s *Store) fetch(ctx context.Context, client *http.Client, digest string, sources []string, check Check) error {
 	if len(sources) == 0 {
 		return fmt.Errorf("fetch %s: no peer holds it", digest)
 	}
 	var errs []error
 	for _, src := range sources {
-		err := s.fetchFrom(ctx, client, digest, src)
+		err := s.fetchFrom(ctx, client, digest, src, check)
 		if err == nil {
 			return nil
 		}
 		errs = append(errs, err)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, ErrRefusedBlob) {
 			break
 		}
 	}
 	return fmt.Errorf("fetch %s: %w", digest, errors.Join(errs...))
 }
 
-func (s *Store) fetchFrom(ctx context.Context, client *http.Client, digest, src string) error {
+func (s *Store) fetchFrom(ctx context.Context, client *http.Client, digest, src string, check Check) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(src, "/")+BlobPath(digest), nil)
 	if err != nil {
 		return fmt.Errorf("from %s: %w", src, err)
@@ -75,7 +80,16 @@ func (s *Store) fetchFrom(ctx context.Context, client *http.Client, digest, src 
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("from %s: %s", src, resp.Status)
 	}
-	if _, _, err := s.Put(ctx, resp.Body, digest); err != nil {
+	refusing := func(ctx context.Context, path string) error {
+		if check == nil {
+			return nil
+		}
+		if err := check(ctx, path); err != nil {
+			return fmt.Errorf("%w: %w", ErrRefusedBlob, err)
+		}
+		return nil
+	}
+	if _, _, err := s.Put(ctx, resp.Body, digest, refusing); err != nil {
 		return fmt.Errorf("from %s: %w", src, err)
 	}
 	return nil

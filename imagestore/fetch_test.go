@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,7 +50,7 @@ func TestStore_put_cases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, n, err := s.Put(context.Background(), bytes.NewReader(data), c.want)
+			d, n, err := s.Put(context.Background(), bytes.NewReader(data), c.want, nil)
 			if !errors.Is(err, c.wantErr) {
 				t.Fatalf("err = %v, want %v", err, c.wantErr)
 			}
@@ -93,6 +92,33 @@ func serve(t *testing.T, blobs map[string][]byte, hits *atomic.Int32) *httptest.
 	return srv
 }
 
+// A blob the check refuses is not kept, and no other peer is asked for the
+// same content.
+func TestStore_fetch_refused_by_its_check(t *testing.T) {
+	blob := bytes.Repeat([]byte("y"), 1<<20)
+	d := digestOf(blob)
+	var hits atomic.Int32
+	a := serve(t, map[string][]byte{d: blob}, &hits)
+	b := serve(t, map[string][]byte{d: blob}, &hits)
+	dir := t.TempDir()
+	s, _ := Open(dir)
+	refusal := errors.New("it names a host file")
+	checked := ""
+	err := s.Fetch(context.Background(), http.DefaultClient, d, []string{a.URL, b.URL}, func(_ context.Context, path string) error {
+		checked = path
+		return refusal
+	})
+	if !errors.Is(err, ErrRefusedBlob) || !errors.Is(err, refusal) {
+		t.Fatalf("err = %v", err)
+	}
+	if s.Has(d) || hits.Load() != 1 || entries(t, filepath.Join(dir, "tmp")) != 0 {
+		t.Fatalf("has %v, %d peers asked, %d staging files", s.Has(d), hits.Load(), entries(t, filepath.Join(dir, "tmp")))
+	}
+	if filepath.Dir(checked) != filepath.Join(dir, "tmp") {
+		t.Fatalf("the check saw %q, not the staged file", checked)
+	}
+}
+
 func TestStore_fetch_cases(t *testing.T) {
 	good := bytes.Repeat([]byte("x"), 1<<20)
 	d := digestOf(good)
@@ -115,7 +141,7 @@ func TestStore_fetch_cases(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s, _ := Open(dir)
-			err := s.Fetch(context.Background(), http.DefaultClient, d, c.sources)
+			err := s.Fetch(context.Background(), http.DefaultClient, d, c.sources, nil)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err = %v", err)
 			}
@@ -143,7 +169,7 @@ func TestStore_fetch_cancelled_leaves_nothing(t *testing.T) {
 	s, _ := Open(dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
-	if err := s.Fetch(ctx, http.DefaultClient, d, []string{srv.URL}); err == nil {
+	if err := s.Fetch(ctx, http.DefaultClient, d, []string{srv.URL}, nil); err == nil {
 		t.Fatal("a cancelled fetch succeeded")
 	}
 	if s.Has(d) || entries(t, filepath.Join(dir, "tmp")) != 0 {
@@ -162,7 +188,7 @@ func TestStore_concurrent_fetches_share_one_transfer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := s.Fetch(context.Background(), http.DefaultClient, d, []string{srv.URL}); err != nil {
+			if err := s.Fetch(context.Background(), http.DefaultClient, d, []string{srv.URL}, nil); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -170,59 +196,5 @@ func TestStore_concurrent_fetches_share_one_transfer(t *testing.T) {
 	wg.Wait()
 	if h := hits.Load(); h < 1 || h > 8 || !s.Has(d) {
 		t.Fatalf("hits %d", h)
-	}
-}
-
-func TestInspect_qcow2(t *testing.T) {
-	if _, err := exec.LookPath("qemu-img"); err != nil {
-		if os.Getenv("SVC_REQUIRE_LIBVIRT") == "1" {
-			t.Fatal("qemu-img missing")
-		}
-		t.Skip("qemu-img missing")
-	}
-	p := filepath.Join(t.TempDir(), "d.qcow2")
-	if out, err := exec.Command("qemu-img", "create", "-q", "-f", "qcow2", p, "64M").CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	info, err := Inspect(context.Background(), p)
-	if err != nil || info.Format != "qcow2" || info.VirtualSize != 64<<20 {
-		t.Fatalf("info %+v %v", info, err)
-	}
-	txt := filepath.Join(t.TempDir(), "notes.txt")
-	_ = os.WriteFile(txt, []byte("hello"), 0o600)
-	if info, err := Inspect(context.Background(), txt); err != nil || info.Format != "raw" {
-		t.Fatalf("a text file: %+v %v", info, err)
-	}
-}
-
-func TestCheckISO_cases(t *testing.T) {
-	if _, err := exec.LookPath("genisoimage"); err != nil {
-		if os.Getenv("SVC_REQUIRE_LIBVIRT") == "1" {
-			t.Fatal("genisoimage missing")
-		}
-		t.Skip("genisoimage missing")
-	}
-	dir := t.TempDir()
-	_ = os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hi"), 0o600)
-	iso := filepath.Join(t.TempDir(), "a.iso")
-	if out, err := exec.Command("genisoimage", "-quiet", "-o", iso, dir).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
-	short := filepath.Join(t.TempDir(), "short")
-	_ = os.WriteFile(short, []byte("not an iso"), 0o600)
-	zeros := filepath.Join(t.TempDir(), "zeros")
-	_ = os.WriteFile(zeros, make([]byte, 64<<10), 0o600)
-	cases := []struct {
-		name string
-		path string
-		ok   bool
-	}{{"an ISO", iso, true}, {"a short text", short, false}, {"zeros", zeros, false}}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			err := CheckISO(c.path)
-			if (err == nil) != c.ok || (!c.ok && !errors.Is(err, ErrNotAnISO)) {
-				t.Fatalf("err = %v", err)
-			}
-		})
 	}
 }

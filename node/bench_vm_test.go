@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/internal/guest"
 	"github.com/svc-project/svc/internal/testcluster"
 	"github.com/svc-project/svc/raftfsm"
@@ -156,7 +157,12 @@ func BenchmarkImageTransfer(b *testing.B) {
 	for range b.N {
 		_, _ = dst.Peer.Images().RemoveUnused(img.Digest, func(string) bool { return false }) // fetch it afresh
 		start := time.Now()
-		if err := dst.Peer.Images().Fetch(context.Background(), peerHTTP(dst), img.Digest, []string{"http://" + a.Peer.APIAddr()}); err != nil {
+		// With the check a peer runs on a blob it receives, as a deploy does.
+		check := func(ctx context.Context, path string) error {
+			_, err := diskcheck.Disk(ctx, path, "")
+			return err
+		}
+		if err := dst.Peer.Images().Fetch(context.Background(), peerHTTP(dst), img.Digest, []string{"http://" + a.Peer.APIAddr()}, check); err != nil {
 			b.Fatal(err)
 		}
 		peer += time.Since(start)

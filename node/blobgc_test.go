@@ -21,11 +21,11 @@ func TestBlobGC_removes_only_unreferenced_old_blobs(t *testing.T) {
 	a := c.Members[0]
 	img := upload(t, c.Client(a), "tiny", tinyImage(t))
 	store := a.Peer.Images()
-	orphan, _, err := store.Put(context.Background(), bytes.NewReader([]byte("nobody's")), "")
+	orphan, _, err := store.Put(context.Background(), bytes.NewReader([]byte("nobody's")), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	young, _, err := store.Put(context.Background(), bytes.NewReader([]byte("just arrived")), "")
+	young, _, err := store.Put(context.Background(), bytes.NewReader([]byte("just arrived")), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

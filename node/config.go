@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -138,3 +139,14 @@ func (c *Config) setDefaults() error {
 	}
 	return nil
 }
+
+// storeDir is where a peer with data dir dataDir keeps its image store.
+func storeDir(dataDir string) string { return filepath.Join(dataDir, "images") }
+
+// VMDir is where a peer with data dir dataDir keeps its VMs' overlay disks:
+// the libvirt driver's Dir.
+func VMDir(dataDir string) string { return filepath.Join(dataDir, "vms") }
+
+// ImageDir is where a peer with data dir dataDir keeps the blobs its VMs
+// start from: the libvirt driver's ImageDir.
+func ImageDir(dataDir string) string { return imagestore.BlobDir(storeDir(dataDir)) }

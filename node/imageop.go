@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -85,9 +85,11 @@ func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) er
 		return err
 	}
 	defer staged.Discard()
-	info, err := imagestore.Inspect(ctx, staged.Path())
+	// What the hypervisor wrote is checked like any disk that enters the
+	// cluster before it is recorded.
+	info, err := diskcheck.Disk(ctx, staged.Path(), "")
 	if err != nil {
-		return err
+		return fmt.Errorf("the written disk: %w", err)
 	}
 	lease, err := staged.Commit()
 	if err != nil {

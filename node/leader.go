@@ -261,7 +261,7 @@ func wantPhase(m gossip.Member) (string, string) {
 func facts(m gossip.Member) raftfsm.NodeFacts {
 	r := m.Report
 	return raftfsm.NodeFacts{
-		Addr: r.Addr, APIAddr: r.APIAddr, RaftAddr: r.RaftAddr, GossipAddr: m.GossipAddr,
+		Addr: r.Addr, APIAddr: r.APIAddr, RaftAddr: r.RaftAddr, GossipAddr: m.GossipAddr, TLSPort: r.TLSPort,
 		Arch: r.Arch, Version: r.Version, Capacity: raftfsm.Capacity{CPU: r.CPU, MemoryBytes: r.MemoryBytes, GPU: r.GPU},
 		CPUOvercommit: r.Overcommit,
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -62,7 +61,12 @@ func Start(cfg Config) (*Peer, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	// Searchable by others, not listable: QEMU's user goes through it to
+	// the VMs' disks (see VMDir and ImageDir).
+	if err := os.MkdirAll(cfg.DataDir, 0o711); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	cfg.Log = cfg.Log.With("peer", cfg.Name)
@@ -78,7 +82,7 @@ func Start(cfg Config) (*Peer, error) {
 	}()
 
 	var err error
-	p.images, err = imagestore.Open(filepath.Join(cfg.DataDir, "images"))
+	p.images, err = imagestore.Open(storeDir(cfg.DataDir))
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +180,7 @@ func (p *Peer) report() gossip.Report {
 		Addr:        p.cfg.Bind,
 		APIAddr:     p.apiL.Addr().String(),
 		RaftAddr:    p.store.Addr(),
+		TLSPort:     p.tlsL.Addr().(*net.TCPAddr).Port,
 		Arch:        p.cfg.Arch,
 		Version:     p.cfg.Version,
 		CPU:         int(float64(p.cfg.Capacity.CPU) * p.cfg.CPUOvercommit),

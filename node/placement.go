@@ -83,10 +83,19 @@ func (p *Peer) schedulerNodes() []scheduler.Node {
 			TotalCPU: n.Capacity.CPU, FreeCPU: n.Capacity.CPU - n.Used.CPU,
 			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - n.Used.MemoryBytes,
 			TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - n.Used.GPU,
-			UsedPorts: p.FSM().PortsInUse(n.Name),
+			UsedPorts: usedPorts(p.FSM().PortsInUse(n.Name), n.OwnPorts()),
 		})
 	}
 	return out
+}
+
+// usedPorts are the ports of a node that no VM may take: its VMs' and its
+// peer's own.
+func usedPorts(vms, own map[int]bool) map[int]bool {
+	for port := range own {
+		vms[port] = true
+	}
+	return vms
 }
 
 // allocatePorts picks the lowest free VNC port and two forward ports (SSH,

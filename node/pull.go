@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -76,6 +77,9 @@ func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk
 	}
 	if want != "" && st.Digest != want {
 		return nil, fmt.Errorf("%w: %s is now %s, not %s", imagestore.ErrDigestMismatch, r.Ref, st.Digest, want)
+	}
+	if err := vetPulled(ctx, r, st, &img); err != nil {
+		return nil, err
 	}
 	lease, err := st.Commit()
 	if err != nil {
@@ -142,8 +146,8 @@ func (p *Peer) pullDiskAlone(ctx context.Context, r ocidisk.Resolved, reg ocidis
 	return st, res, err
 }
 
-// pullContainerDisk pulls a KubeVirt containerDisk into a staging file and
-// sets img's format, virtual size and arch from what it holds.
+// pullContainerDisk pulls a KubeVirt containerDisk into a staging file;
+// its arch is the one asked for.
 func (p *Peer) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, arch string, progress ocidisk.Progress, img *raftfsm.Image) (*imagestore.Staged, error) {
 	tmp, err := p.images.TempPath("pull")
 	if err != nil {
@@ -153,17 +157,30 @@ func (p *Peer) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg oc
 		_ = os.Remove(tmp)
 		return nil, err
 	}
-	info, err := imagestore.Inspect(ctx, tmp)
-	if err == nil {
-		fi, serr := os.Stat(tmp)
-		err = errors.Join(serr, imagestore.CheckDisk(info, fi.Size()))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return nil, fmt.Errorf("the containerDisk's file: %w", err)
-	}
-	img.Format, img.VirtualSize, img.Arch = info.Format, info.VirtualSize, arch
+	img.Arch = arch
 	return p.images.StageFile(ctx, tmp)
+}
+
+// vetPulled checks a pulled disk before it is kept, as an upload is
+// checked: an svc disk is raw, a containerDisk's file qcow2 or raw (its
+// format and virtual size are then what it is), an ISO an ISO.
+func vetPulled(ctx context.Context, r ocidisk.Resolved, st *imagestore.Staged, img *raftfsm.Image) error {
+	if r.Config.Kind == ocidisk.KindISO && !r.ContainerDisk {
+		if _, err := diskcheck.ISO(st.Path()); err != nil {
+			return fmt.Errorf("%s: %w", r.Ref, err)
+		}
+		return nil
+	}
+	format := diskcheck.FormatRaw
+	if r.ContainerDisk {
+		format = ""
+	}
+	info, err := diskcheck.Disk(ctx, st.Path(), format)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Ref, err)
+	}
+	img.Format, img.VirtualSize = info.Format, info.VirtualSize
+	return nil
 }
 
 func indexOf(cs []ocidisk.Chunk) []imagestore.IndexedChunk {

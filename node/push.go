@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -116,9 +117,9 @@ func (p *Peer) vmDisk(ctx context.Context, j raftfsm.Job, rep *jobReporter) (str
 	if err != nil {
 		return "", cfg, err
 	}
-	info, err := imagestore.Inspect(ctx, exported)
+	info, err := diskcheck.Disk(ctx, exported, "")
 	if err != nil {
-		return dst, cfg, err
+		return dst, cfg, fmt.Errorf("the VM's disk: %w", err)
 	}
 	if info.Format == "raw" {
 		return dst, cfg, os.Rename(exported, dst)

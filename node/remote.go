@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -133,12 +132,6 @@ func (p *Peer) pullJob(ctx context.Context, j raftfsm.Job, progress ocidisk.Prog
 	if pd.kind != kind {
 		pd.lease.Release()
 		return "", fmt.Errorf("%s is a disk of kind %q, not %q", j.Reference, pd.kind, kind)
-	}
-	if kind == ocidisk.KindISO {
-		if err := imagestore.CheckISO(p.images.Path(pd.image.Digest)); err != nil {
-			pd.lease.Release()
-			return "", err
-		}
 	}
 	img, err := p.record(ctx, pd, j.Namespace, j.Image, raftfsm.SourceRemote, j.Owner, j.Kind)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -187,6 +188,9 @@ func TestVM_bad_input(t *testing.T) {
 	c.WaitLeader()
 	cl := c.Client(c.Followers()[0])
 	upload(t, cl, "tiny", tinyImage(t))
+	pinned := c.Members[0]
+	_, apiPort, _ := net.SplitHostPort(pinned.Peer.APIAddr())
+	_, raftPort, _ := net.SplitHostPort(pinned.Peer.RaftAddr())
 	cases := []struct {
 		name      string
 		req       api.DeployRequest
@@ -203,6 +207,9 @@ func TestVM_bad_input(t *testing.T) {
 		{"tagRequired alone", api.DeployRequest{Image: "tiny", TagRequired: boolp(true)}, 400, `field "tagRequired"`},
 		{"reserved ports", api.DeployRequest{Image: "tiny", ReservedPorts: "8080-80"}, 400, `field "reservedPorts"`},
 		{"reserved port in our range", api.DeployRequest{Image: "tiny", ReservedPorts: "20001:80"}, 400, `field "reservedPorts"`},
+		{"privileged reserved port (the host's ssh)", api.DeployRequest{Image: "tiny", ReservedPorts: "22:22"}, 400, "privileged port of the host"},
+		{"the node's API port", api.DeployRequest{Image: "tiny", CPU: intp(1), Node: pinned.Name, ReservedPorts: apiPort + ":80"}, 409, "port " + apiPort + " is taken"},
+		{"the node's Raft port", api.DeployRequest{Image: "tiny", CPU: intp(1), Node: pinned.Name, ReservedPorts: raftPort + ":80"}, 409, "port " + raftPort + " is taken"},
 		{"timeout", api.DeployRequest{Image: "tiny", Timeout: floatp(0)}, 400, `field "timeout"`},
 		{"timeout under a minute", api.DeployRequest{Image: "tiny", Timeout: floatp(0.001)}, 400, `field "timeout"`},
 		{"display", api.DeployRequest{Image: "tiny", DisplayWidth: intp(-5)}, 400, `field "displayWidth"`},

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -55,7 +57,7 @@ func (p *Peer) ensureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 	defer cancel()
 	var ferr error
 	if len(sources) > 0 {
-		if ferr = p.images.Fetch(fctx, p.peerHTTP, digest, sources); ferr == nil {
+		if ferr = p.images.Fetch(fctx, p.peerHTTP, digest, sources, blobCheck(vm, digest)); ferr == nil {
 			p.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))
 			if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name}); err != nil {
 				p.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
@@ -63,12 +65,15 @@ func (p *Peer) ensureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 			return nil
 		}
 		ferr = fmt.Errorf("image %s from %s: %w", digest, strings.Join(b.Holders, ","), ferr)
-		if !fromRegistry {
+		if !fromRegistry || errors.Is(ferr, diskcheck.ErrRefused) {
 			return ferr
 		}
 		p.cfg.Log.Warn("no peer could send the image; pulling it from its registry", "err", ferr)
 	}
 	pd, err := p.pullReference(fctx, vm.Namespace, vm.ImageSource, digest, vm.Arch, nil)
+	if errors.Is(err, diskcheck.ErrRefused) {
+		return fmt.Errorf("pull %s: %w", vm.ImageSource, err)
+	}
 	if err != nil {
 		return errors.Join(ferr, fmt.Errorf("pull %s: %s", vm.ImageSource, ocidisk.Reason(err)))
 	}
@@ -80,6 +85,22 @@ func (p *Peer) ensureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 		}
 	}
 	return nil
+}
+
+// blobCheck vets a blob fetched from a peer for what the VM uses it as:
+// its disk (of the format its image is recorded as) or its ISO. A peer
+// checks a blob it receives as if a user had uploaded it.
+func blobCheck(vm raftfsm.VM, digest string) imagestore.Check {
+	if digest == vm.ISODigest && digest != vm.ImageDigest {
+		return func(_ context.Context, path string) error {
+			_, err := diskcheck.ISO(path)
+			return err
+		}
+	}
+	return func(ctx context.Context, path string) error {
+		_, err := diskcheck.Disk(ctx, path, vm.ImageFormat)
+		return err
+	}
 }
 
 // healthLoop probes the hypervisor and gossips a problem while it does not

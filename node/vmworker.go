@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -117,7 +119,12 @@ func (w *vmWorker) run(ctx context.Context, vm raftfsm.VM, o observation) {
 		result = "retry"
 	default:
 		p.cfg.Log.Warn("vm failed", "vm", key, "err", err)
-		w.report(ctx, vm, raftfsm.VMFailed, err.Error(), vm.ObservedRevertGen)
+		msg, reason := err.Error(), ""
+		if r := (*diskcheck.RefusedError)(nil); errors.As(err, &r) {
+			// The user's disk, not this host, is at fault: the deploy says so.
+			msg, reason = "the image's disk is refused: "+r.Reason, api.ReasonBadRequest
+		}
+		w.reportFailed(ctx, vm, msg, reason)
 		result = "failed"
 	}
 	p.metrics.vmRuns.WithLabelValues(result).Inc()
@@ -230,12 +237,25 @@ func (w *vmWorker) retryOrFail(vm raftfsm.VM, err error) error {
 
 // report records the VM's status through the leader.
 func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string, gen int64) {
-	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	_, err := w.p.Apply(rctx, raftfsm.TypeVMStatus, raftfsm.VMStatus{
+	w.apply(ctx, raftfsm.VMStatus{
 		Namespace: vm.Namespace, Name: vm.Name, Node: w.p.cfg.Name, Status: status, ErrorMessage: msg, ObservedRevertGen: gen,
 	})
+}
+
+// reportFailed records that the VM failed, and why (reason: see
+// raftfsm.VM.ErrorReason).
+func (w *vmWorker) reportFailed(ctx context.Context, vm raftfsm.VM, msg, reason string) {
+	w.apply(ctx, raftfsm.VMStatus{
+		Namespace: vm.Namespace, Name: vm.Name, Node: w.p.cfg.Name, Status: raftfsm.VMFailed, ErrorMessage: msg, ErrorReason: reason,
+		ObservedRevertGen: vm.ObservedRevertGen,
+	})
+}
+
+func (w *vmWorker) apply(ctx context.Context, st raftfsm.VMStatus) {
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_, err := w.p.Apply(rctx, raftfsm.TypeVMStatus, st)
 	if err != nil && !errors.Is(err, raftfsm.ErrNotFound) {
-		w.p.cfg.Log.Warn("report vm status", "vm", vm.Namespace+"/"+vm.Name, "status", status, "err", err)
+		w.p.cfg.Log.Warn("report vm status", "vm", st.Namespace+"/"+st.Name, "status", st.Status, "err", err)
 	}
 }

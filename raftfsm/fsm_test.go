@@ -690,3 +690,16 @@ func TestFSM_vm_delete_of_an_incarnation(t *testing.T) {
 		t.Fatal("the VM stayed")
 	}
 }
+
+func TestNodeFacts_OwnPorts(t *testing.T) {
+	f := NodeFacts{APIAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:7000", GossipAddr: "[fd00::1]:7946", TLSPort: 8443}
+	got := f.OwnPorts()
+	for _, p := range []int{8080, 7000, 7946, 8443} {
+		if !got[p] {
+			t.Errorf("port %d missing from %v", p, got)
+		}
+	}
+	if len(got) != 4 || len(NodeFacts{APIAddr: "no port"}.OwnPorts()) != 0 {
+		t.Fatalf("OwnPorts = %v", got)
+	}
+}

@@ -1,6 +1,8 @@
 package raftfsm
 
 import (
+	"net"
+	"strconv"
 	"time"
 )
 
@@ -107,11 +109,29 @@ type NodeFacts struct {
 	APIAddr    string   `json:"apiAddr"`
 	RaftAddr   string   `json:"raftAddr"`
 	GossipAddr string   `json:"gossipAddr"`
+	TLSPort    int      `json:"tlsPort,omitempty"`
 	Arch       string   `json:"arch"`
 	Version    string   `json:"version"`
 	Capacity   Capacity `json:"capacity"`
 	// CPUOvercommit is how many vCPUs the node offers per CPU (0: 1).
 	CPUOvercommit float64 `json:"cpuOvercommit,omitempty"`
+}
+
+// OwnPorts are the ports the node's peer listens on at its address (API,
+// HTTPS, Raft, gossip): no VM may take them.
+func (f NodeFacts) OwnPorts() map[int]bool {
+	out := map[int]bool{}
+	if f.TLSPort > 0 {
+		out[f.TLSPort] = true
+	}
+	for _, a := range []string{f.APIAddr, f.RaftAddr, f.GossipAddr} {
+		if _, port, err := net.SplitHostPort(a); err == nil {
+			if n, err := strconv.Atoi(port); err == nil && n > 0 {
+				out[n] = true
+			}
+		}
+	}
+	return out
 }
 
 // Node is one peer of the cluster as the replicated state knows it. Its facts

@@ -78,8 +78,12 @@ type VM struct {
 	// PendingOp is a commit or save its host is carrying out.
 	PendingOp *ImageOp `json:"pendingOp,omitempty"`
 
-	Status            string    `json:"status"`
-	ErrorMessage      string    `json:"errorMessage,omitempty"`
+	Status       string `json:"status"`
+	ErrorMessage string `json:"errorMessage,omitempty"`
+	// ErrorReason, with a Failed status, is the API reason of a failure
+	// that is the caller's to fix (BadRequest: the disk was refused); empty
+	// for a failure of the host.
+	ErrorReason       string    `json:"errorReason,omitempty"`
 	ObservedRevertGen int64     `json:"observedRevertGen"`
 	CreatedAt         time.Time `json:"createdAt"`
 }

@@ -40,6 +40,7 @@ type VMStatus struct {
 	Node              string `json:"node"`
 	Status            string `json:"status"`
 	ErrorMessage      string `json:"errorMessage,omitempty"`
+	ErrorReason       string `json:"errorReason,omitempty"` // see VM.ErrorReason
 	ObservedRevertGen int64  `json:"observedRevertGen"`
 }
 
@@ -104,10 +105,10 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 	if u.CPU+vm.CPU > n.Capacity.CPU || u.MemoryBytes+vm.MemoryBytes > n.Capacity.MemoryBytes || u.GPU+vm.GPU > n.Capacity.GPU {
 		return nil, ruleErr(ErrNoRoom, "node %s no longer has room for vm %s", vm.Node, vm.Name)
 	}
-	used := s.ix().ports[vm.Node]
+	used, own := s.ix().ports[vm.Node], n.OwnPorts()
 	seen := map[int]bool{}
 	for _, p := range vm.Ports() {
-		if p <= 0 || p > 65535 || used[p] || seen[p] {
+		if p < api.MinNodePort || p > 65535 || used[p] || seen[p] || own[p] {
 			return nil, ruleErr(ErrNoRoom, "node %s port %d is taken", vm.Node, p)
 		}
 		seen[p] = true
@@ -122,7 +123,7 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 			return nil, ruleErr(ErrNotFound, "iso %q not found in namespace %q", vm.ISO, vm.Namespace)
 		}
 	}
-	vm.Status, vm.Desired, vm.ErrorMessage = VMPending, VMRunning, ""
+	vm.Status, vm.Desired, vm.ErrorMessage, vm.ErrorReason = VMPending, VMRunning, "", ""
 	vm.RevertGen, vm.ObservedRevertGen = 0, 0
 	vm.UID = index
 	s.VMs[k] = vm
@@ -174,7 +175,7 @@ func (s *State) applyVMAction(c VMAction) (any, error) {
 		return nil, ruleErr(ErrInvalid, "unknown action %q: use start, stop, suspend, resume or revert", c.Action)
 	}
 	if vm.Status == VMFailed {
-		vm.Status, vm.ErrorMessage = VMPending, ""
+		vm.Status, vm.ErrorMessage, vm.ErrorReason = VMPending, "", ""
 	}
 	return vm.clone(), nil
 }
@@ -192,7 +193,13 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	if !slices.Contains(reportable, c.Status) {
 		return nil, ruleErr(ErrInvalid, "unknown VM status %q", c.Status)
 	}
-	vm.Status, vm.ErrorMessage = c.Status, c.ErrorMessage
+	if c.ErrorReason != "" && c.ErrorReason != api.ReasonBadRequest {
+		return nil, ruleErr(ErrInvalid, "a VM fails for its host or for a BadRequest, not %q", c.ErrorReason)
+	}
+	vm.Status, vm.ErrorMessage, vm.ErrorReason = c.Status, c.ErrorMessage, ""
+	if c.Status == VMFailed {
+		vm.ErrorReason = c.ErrorReason
+	}
 	if c.ObservedRevertGen > vm.ObservedRevertGen {
 		vm.ObservedRevertGen = c.ObservedRevertGen
 	}

@@ -146,7 +146,7 @@ func (s *State) applyVMImageOpDone(c VMImageOpDone) (any, error) {
 	vm.RevertGen++
 	vm.Desired, vm.PendingOp = VMRunning, nil
 	if vm.Status == VMFailed {
-		vm.Status, vm.ErrorMessage = VMPending, ""
+		vm.Status, vm.ErrorMessage, vm.ErrorReason = VMPending, "", ""
 	}
 	out := *img
 	return &out, nil

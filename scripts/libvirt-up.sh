@@ -1,11 +1,25 @@
 #!/usr/bin/env bash
 # Makes sure libvirtd and virtlogd run on this host, and starts them where
-# they do not (no systemd needed): the QEMU driver's users and groups, root
-# as the QEMU user, then both daemons in the background. Waits (at most 60 s)
-# until libvirtd answers. Idempotent; needs root. Logs: /var/log/libvirt/.
+# they do not (no systemd needed): the QEMU driver's users and groups, then
+# both daemons in the background. Waits (at most 60 s) until libvirtd
+# answers. Idempotent; needs root. Logs: /var/log/libvirt/.
+# QEMU runs as the unprivileged libvirt-qemu user: svc pins it in every
+# domain it defines, and this script leaves qemu.conf's default (Debian's:
+# libvirt-qemu) in place, undoing the root user earlier versions set.
 set -euo pipefail
 sock=/var/run/libvirt/libvirt-sock
 answers() { virsh -c qemu:///system version >/dev/null 2>&1; }
+# What udev does on a Debian host: /dev/kvm belongs to group kvm, mode 0660.
+# Without it (no udev here), QEMU's user cannot open /dev/kvm, and libvirt
+# probes QEMU again at every call (4 s each) because its capabilities said
+# otherwise.
+kvm_dev() {
+  [ -c /dev/kvm ] && [ "$(id -u)" -eq 0 ] || return 0
+  [ "$(stat -c %G:%a /dev/kvm)" = kvm:660 ] && return 0
+  getent group kvm >/dev/null || groupadd -r kvm
+  chgrp kvm /dev/kvm && chmod 0660 /dev/kvm
+}
+kvm_dev
 if answers; then exit 0; fi
 [ "$(id -u)" -eq 0 ] || { echo "libvirt-up.sh: needs root" >&2; exit 1; }
 command -v libvirtd >/dev/null || { echo "libvirt-up.sh: libvirtd is not installed: run scripts/install-deps.sh" >&2; exit 1; }
@@ -14,9 +28,9 @@ getent group kvm >/dev/null || groupadd -r kvm
 getent group libvirt-qemu >/dev/null || groupadd -r libvirt-qemu
 getent passwd libvirt-qemu >/dev/null || useradd -r -g libvirt-qemu -G kvm -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu
 conf=/etc/libvirt/qemu.conf
-mkdir -p /etc/libvirt && touch "$conf"
-grep -q '^user = "root"' "$conf" || echo 'user = "root"' >>"$conf"
-grep -q '^group = "root"' "$conf" || echo 'group = "root"' >>"$conf"
+if [ -f "$conf" ]; then
+  sed -i '/^user = "root"$/d; /^group = "root"$/d' "$conf"
+fi
 mkdir -p /var/log/libvirt /var/run/libvirt /var/lib/libvirt
 
 if ! pgrep -x virtlogd >/dev/null; then

@@ -41,6 +41,7 @@ type agentFlags struct {
 	reapAfter       time.Duration
 	libvirtSocket   string
 	domainType      string
+	qemuUser        string
 	logLevel        string
 	logFormat       string
 	maxConns        int
@@ -109,6 +110,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.StringVar(&a.libvirtSocket, "libvirt-socket", hypervisor.DefaultSocket, "libvirtd's unix socket")
 	f.StringVar(&a.hypervisor, "hypervisor", "libvirt", "libvirt, or fake: VMs that only exist in the agent's memory, for tests of the cluster (chaos runs)")
 	f.StringVar(&a.domainType, "domain-type", "auto", "libvirt domain type: kvm (hardware virtualisation), qemu (software emulation) or auto (probe the host)")
+	f.StringVar(&a.qemuUser, "qemu-user", "", "unprivileged user QEMU runs as, never root (default: libvirt-qemu, or qemu where the host has no libvirt-qemu)")
 	f.IntVar(&a.maxConns, "max-conns", 0, "open API connections of clients other than the cluster's peers (default: 3/4 of the file limit, at most 16384)")
 	f.IntVar(&a.maxConnsClient, "max-conns-per-client", 512, "open API connections of one client address")
 	f.IntVar(&a.chunkMiB, "chunk-mib", 64, "size in MiB of the chunks a disk is cut into when pushed to a registry (1 to 512)")
@@ -169,7 +171,7 @@ func (a *agentFlags) run(cmd *cobra.Command) error {
 	}
 	cfg.Log = log
 	if lv, ok := cfg.Driver.(*hypervisor.Libvirt); ok {
-		log.Info("hypervisor", "driver", "libvirt", "socket", a.libvirtSocket, "domain_type", lv.DomainType())
+		log.Info("hypervisor", "driver", "libvirt", "socket", a.libvirtSocket, "domain_type", lv.DomainType(), "qemu_user", lv.QEMUUser())
 	} else {
 		log.Warn("hypervisor", "driver", "fake", "note", "VMs exist only in this agent's memory; for tests")
 	}
@@ -274,10 +276,11 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		dt = ""
 	}
 	drv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{
-		Socket: a.libvirtSocket, DomainType: dt, Dir: filepath.Join(cfg.DataDir, "vms"), Prefix: hypervisor.DomainPrefix(cfg.Name),
+		Socket: a.libvirtSocket, DomainType: dt, Dir: node.VMDir(cfg.DataDir), ImageDir: node.ImageDir(cfg.DataDir),
+		QEMUUser: a.qemuUser, Prefix: hypervisor.DomainPrefix(cfg.Name),
 	})
 	if err != nil {
-		return cfg, fmt.Errorf("--domain-type: %w", err)
+		return cfg, fmt.Errorf("libvirt driver (--domain-type, --qemu-user): %w", err)
 	}
 	cfg.Driver = drv
 	return cfg, nil

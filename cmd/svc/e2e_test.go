@@ -78,7 +78,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	}
 	image := guest.RequireLibvirt(t) // the agents run VMs on this host's libvirtd
 	bin := buildBinary(t)
-	dir := t.TempDir()
+	dir := guest.TempDir(t) // QEMU's user reaches the data dirs
 	var agents []*agentProc
 	// Names and an address of this test's own: other packages' tests run
 	// peers on the same libvirtd at the same time, and a peer removes the
@@ -292,7 +292,7 @@ func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
 	}
 	image := guest.RequireLibvirt(t)
 	bin := buildBinary(t)
-	dir := t.TempDir()
+	dir := guest.TempDir(t)  // QEMU's user reaches the data dir
 	const ip = "127.0.250.2" // this test's own address and peer name on the shared libvirtd
 	ports := freePortsOn(t, ip, 4)
 	a := &agentProc{name: "e2e-dev", api: "http://" + ip + ":" + strconv.Itoa(ports[0]), logFile: filepath.Join(dir, "agent.log")}

@@ -18,7 +18,7 @@ import (
 func RequireLibvirt(t testing.TB) string {
 	t.Helper()
 	image := built(t, "SVC_TEST_IMAGE", "mini-linux.qcow2")
-	d, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: t.TempDir(), Prefix: "svc.probe."})
+	d, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: TempDir(t), Prefix: "svc.probe."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,4 +71,18 @@ func FreePort(t testing.TB, addr string) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TempDir is t.TempDir made searchable by others (mode 0711), along with
+// the test's own temporary directory it is in: QEMU runs as an unprivileged
+// user, and reaches the disks of a data dir made there.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/guest"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -130,12 +131,15 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	}
 	c := &Cluster{tb: tb, opts: opts}
 	dir := tb.TempDir()
+	if opts.Libvirt {
+		dir = guest.TempDir(tb) // QEMU's user reaches the data dirs
+	}
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", opts.Prefix, i+1)
 		m := &Member{Name: name, DataDir: filepath.Join(dir, name), gate: &gate{blocked: map[string]bool{}}}
 		var drv hypervisor.Driver
 		if opts.Libvirt {
-			lv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: filepath.Join(m.DataDir, "vms"), Prefix: hypervisor.DomainPrefix(name)})
+			lv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/svc-project/svc/api"
 )
@@ -24,8 +25,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		return bodyError(err)
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return badRequest("request body must be a JSON object")
+	if trimmed := strings.TrimSpace(string(body)); !strings.HasPrefix(trimmed, "{") {
+		return badRequest("request body must be a JSON object") // not null, a list or a scalar
+	}
+	if !utf8.Valid(body) {
+		return badRequest("request body is not valid UTF-8")
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {

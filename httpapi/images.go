@@ -101,12 +101,8 @@ func (s *Server) nameFree(kind, ns, name string) error {
 	if err := api.ValidateImageName("name", name); err != nil {
 		return badRequest("field \"name\": %s", err)
 	}
-	get := (*raftfsm.FSM).Image
-	if kind == raftfsm.KindISO {
-		get = (*raftfsm.FSM).ISO
-	}
-	if _, ok := get(s.b.FSM(), ns, name); ok {
-		return errorf(http.StatusConflict, api.ReasonAlreadyExists, "%s %q already exists in namespace %q", kind, name, ns)
+	if taken := s.b.FSM().NameTaken(ns, name); taken != "" {
+		return errorf(http.StatusConflict, api.ReasonAlreadyExists, "%s %q already exists in namespace %q", taken, name, ns)
 	}
 	return nil
 }

@@ -288,3 +288,18 @@ func TestServer_route_flags(t *testing.T) {
 		}
 	}
 }
+
+// No page of the API may be framed by another site, whichever page it is.
+func TestPages_refuse_framing(t *testing.T) {
+	h := New(Config{Backend: newFakeBackend(t, true)}).Handler()
+	for _, path := range []string{"/api/v1/swagger", "/api/v1/swagger/init.js", "/ui/", "/ui/app.js", "/ui/vms"} {
+		t.Run(path, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+			if w.Code != http.StatusOK || w.Header().Get("X-Frame-Options") != "DENY" ||
+				!strings.Contains(w.Header().Get("Content-Security-Policy"), FrameRule) {
+				t.Fatalf("%d, headers %v", w.Code, w.Header())
+			}
+		})
+	}
+}

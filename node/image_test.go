@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/disktest"
 	"github.com/svc-project/svc/internal/testcluster"
 )
 
@@ -52,6 +53,9 @@ func TestImage_generate_copy_describe_delete(t *testing.T) {
 		{"negative size", api.GenerateImageRequest{Name: "x", Size: "-1G"}},
 		{"unknown unit", api.GenerateImageRequest{Name: "x", Size: "10Q"}},
 		{"too small", api.GenerateImageRequest{Name: "x", Size: "100"}},
+		{"an exponent", api.GenerateImageRequest{Name: "x", Size: "1e3G"}},
+		{"a sign", api.GenerateImageRequest{Name: "x", Size: "+10G"}},
+		{"a space", api.GenerateImageRequest{Name: "x", Size: " 10G"}},
 		{"name with a slash", api.GenerateImageRequest{Name: "a/b", Size: "1G"}},
 	} {
 		if _, err := cl.GenerateImage(ctx(t), ns, c.req); api.CodeOf(err) != http.StatusBadRequest {
@@ -236,5 +240,59 @@ func TestISO_upload_attach_delete(t *testing.T) {
 	}
 	if leader.Peer.FSM().BlobInUse(iso.Digest) {
 		t.Fatal("the deleted ISOs' content is still in use")
+	}
+}
+
+// Images and ISOs of a namespace share one set of names: no upload, copy,
+// save or pull gives an image an ISO's name, or the other way round.
+func TestImage_and_ISO_names_are_one_set(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	c.WaitLeader()
+	cl := c.Client(c.Members[0])
+	f, err := os.Open(isoFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	if _, err := cl.UploadISO(ctx(t), ns, "shared", f, fi.Size()); err != nil {
+		t.Fatal(err)
+	}
+	img := upload(t, cl, "disk", tinyImage(t))
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: img.Name, Name: "saver", CPU: intp(1)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"save a VM onto an ISO's name", func() error {
+			_, err := cl.SaveVM(ctx(t), ns, "saver", api.SaveRequest{ImageName: "shared"})
+			return err
+		}},
+		{"copy an image onto an ISO's name", func() error {
+			_, err := cl.CopyImage(ctx(t), ns, "disk", api.CopyRequest{NewName: "shared"})
+			return err
+		}},
+		{"copy an ISO onto an image's name", func() error {
+			_, err := cl.CopyISO(ctx(t), ns, "shared", api.CopyRequest{NewName: "disk"})
+			return err
+		}},
+		{"upload an image under an ISO's name", func() error {
+			b := disktest.Read(t, tinyImage(t))
+			_, err := cl.UploadImage(ctx(t), ns, "shared", bytes.NewReader(b), int64(len(b)))
+			return err
+		}},
+		{"generate an image under an ISO's name", func() error {
+			_, err := cl.GenerateImage(ctx(t), ns, api.GenerateImageRequest{Name: "shared", Size: "1G"})
+			return err
+		}},
+	} {
+		if err := tc.call(); api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), "already exists") {
+			t.Errorf("%s: %v, want 409", tc.name, err)
+		}
+	}
+	if imgs, _ := cl.ListImages(ctx(t), ns); len(imgs) != 1 {
+		t.Fatalf("images %+v", imgs)
 	}
 }

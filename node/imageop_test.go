@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,4 +167,36 @@ func TestImageOp_host_crash_during_commit(t *testing.T) {
 		t.Fatalf("staging files left: %v", tmp)
 	}
 	waitRunning(t, c, cl, "w", 30*time.Second)
+}
+
+// While a save (or commit) is under way, every lifecycle action on its VM
+// is refused at once with a 409 that names the operation, and the VM runs
+// again when it is done.
+func TestImageOp_actions_refused_while_one_runs(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	c.WaitLeader()
+	host := c.Members[0]
+	cl := c.Client(host)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "busy", CPU: intp(1), Memory: floatp(0.25)}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	host.Fake.HoldExports(release)
+	if _, err := cl.SaveVM(ctx(t), ns, "busy", api.SaveRequest{ImageName: "busy-saved"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, action := range []string{"stop", "suspend", "revert", "start", "resume"} {
+		start := time.Now()
+		_, err := cl.ExecVM(ctx(t), ns, "busy", action)
+		if api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), `save into image "busy-saved"`) || time.Since(start) > 10*time.Second {
+			t.Fatalf("%s during a save: %v after %s", action, err, time.Since(start))
+		}
+	}
+	close(release)
+	waitImage(t, c, cl, "busy-saved", api.ImageReady, 30*time.Second)
+	waitRunning(t, c, cl, "busy", 30*time.Second)
+	if _, err := cl.ExecVM(ctx(t), ns, "busy", "stop"); err != nil {
+		t.Fatalf("stop after the save: %v", err)
+	}
 }

@@ -295,11 +295,12 @@ func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (r
 
 // nameForPull is the image name a reference is recorded under in a
 // namespace: imageNameFor, unless that name holds an image of another
-// origin, then with a hash of the reference's repository and tag appended.
+// origin or an ISO, then with a hash of the reference's repository and tag
+// appended.
 func (p *Peer) nameForPull(ns string, ref name.Reference, source string) string {
 	n := imageNameFor(ref)
 	img, ok := p.FSM().Image(ns, n)
-	if !ok || (img.SourceType == raftfsm.SourceRegistry && raftfsm.SourceRepoTag(img.Source) == raftfsm.SourceRepoTag(source)) {
+	if !ok && p.FSM().NameTaken(ns, n) == "" || ok && img.SourceType == raftfsm.SourceRegistry && raftfsm.SourceRepoTag(img.Source) == raftfsm.SourceRepoTag(source) {
 		return n
 	}
 	sum := sha256.Sum256([]byte(raftfsm.SourceRepoTag(source)))

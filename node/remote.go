@@ -115,6 +115,9 @@ func (p *Peer) PullRemote(ctx context.Context, ns, typ, name, newName, owner str
 	if taken && (existing.SourceType != raftfsm.SourceRemote || raftfsm.SourceRepoTag(existing.Source) != it.Source) {
 		return raftfsm.Job{}, fmt.Errorf("%s %q already exists in namespace %q: %w", kind, newName, ns, raftfsm.ErrAlreadyExists)
 	}
+	if other := p.FSM().NameTaken(ns, newName); other != "" && other != kind {
+		return raftfsm.Job{}, fmt.Errorf("%s %q already exists in namespace %q: %w", other, newName, ns, raftfsm.ErrAlreadyExists)
+	}
 	return p.CreateJob(ctx, raftfsm.Job{Namespace: ns, Type: raftfsm.JobPull, Reference: it.Source, Image: newName, Kind: kind, Owner: owner})
 }
 

@@ -96,6 +96,19 @@ func (s *State) artifact(kind, ns, name string) (*Image, map[string]*Image, stri
 	return img, m, word, nil
 }
 
+// nameTaken returns the kind of the image or ISO of a namespace that has a
+// name ("" for none): images and ISOs share one set of names, so that a
+// name always means one thing.
+func (s *State) nameTaken(ns, name string) string {
+	if _, ok := s.Images[key(ns, name)]; ok {
+		return KindImage
+	}
+	if _, ok := s.ISOs[key(ns, name)]; ok {
+		return KindISO
+	}
+	return ""
+}
+
 // addArtifact records a new image or ISO under its name.
 func (s *State) addArtifact(m map[string]*Image, word string, img *Image) error {
 	if err := api.ValidateImageName(word+" name", img.Name); err != nil {
@@ -108,8 +121,8 @@ func (s *State) addArtifact(m map[string]*Image, word string, img *Image) error 
 		return ruleErr(ErrNotFound, "namespace %q not found", img.Namespace)
 	}
 	k := key(img.Namespace, img.Name)
-	if _, ok := m[k]; ok {
-		return ruleErr(ErrAlreadyExists, "%s %q already exists in namespace %q", word, img.Name, img.Namespace)
+	if taken := s.nameTaken(img.Namespace, img.Name); taken != "" {
+		return ruleErr(ErrAlreadyExists, "%s %q already exists in namespace %q", taken, img.Name, img.Namespace)
 	}
 	m[k] = img
 	s.ix().addDigest(img.Digest)

@@ -177,3 +177,11 @@ func (f *FSM) Cert() (Cert, bool) {
 	}
 	return *f.state.Cert, true
 }
+
+// NameTaken returns the kind (image or iso) of what holds a name in a
+// namespace, or "" when nothing does: images and ISOs share their names.
+func (f *FSM) NameTaken(ns, name string) string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.nameTaken(ns, name)
+}

@@ -147,6 +147,11 @@ func (s *State) applyVMAction(c VMAction) (any, error) {
 	refuse := func(why string) (any, error) {
 		return nil, ruleErr(ErrConflict, "cannot %s vm %q: %s", c.Action, c.Name, why)
 	}
+	if op := vm.PendingOp; op != nil {
+		// The operation stops the VM and starts it again when it is done:
+		// an action now would be undone by it, or undo it.
+		return refuse(fmt.Sprintf("a %s into image %q is under way; it restarts the VM when it is done", op.Kind, op.Image))
+	}
 	switch c.Action {
 	case ActionStart:
 		if vm.Desired == VMRunning && vm.Status != VMFailed {

@@ -21,7 +21,6 @@ func Handler(page, spec string) http.Handler {
 	dist, _ := fs.Sub(files, "dist")
 	assets := http.StripPrefix(page+"/", http.FileServer(http.FS(dist)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
 		switch r.URL.Path {
 		case page, page + "/", page + "/index.html":
 			serve(w, "text/html; charset=utf-8", index)

@@ -34,6 +34,9 @@ var ErrBadReference = errors.New("bad image reference")
 // tag or digest takes "latest" when latest is true (push) and is refused
 // otherwise (deploy and pull: a disk is never pulled as "latest" by accident).
 func ParseReference(ref string, insecure, latest bool) (name.Reference, error) {
+	if err := checkReference(ref, latest); err != nil {
+		return nil, fmt.Errorf("%w %q: %v", ErrBadReference, ref, err)
+	}
 	opts := []name.Option{name.StrictValidation}
 	if insecure {
 		opts = append(opts, name.Insecure)

@@ -34,12 +34,7 @@ func (s *Server) downloadImage(w http.ResponseWriter, r *http.Request, p httprou
 	f, err := s.b.Images().Open(img.Digest)
 	if err == nil {
 		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("stat blob: %w", err)
-		}
-		http.ServeContent(w, r, "", st.ModTime(), f)
-		return nil
+		return serveBlobFile(w, r, f, `"`+img.Digest+`"`)
 	}
 	if !errors.Is(err, imagestore.ErrNotFound) {
 		return err
@@ -58,7 +53,8 @@ func fileName(img raftfsm.Image) string {
 }
 
 // streamFromHolder answers with the blob as a peer that holds it serves it
-// (status, length, range), trying the holders in turn.
+// (status, length, range, the type that carries a multipart boundary, and
+// a refused range as the holder refused it), trying the holders in turn.
 func (s *Server) streamFromHolder(w http.ResponseWriter, r *http.Request, digest string) error {
 	b, _ := s.b.FSM().Blob(digest)
 	tok, err := s.b.PeerToken()
@@ -86,13 +82,15 @@ func (s *Server) streamFromHolder(w http.ResponseWriter, r *http.Request, digest
 			errs = append(errs, err)
 			continue
 		}
-		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		switch resp.StatusCode {
+		case http.StatusOK, http.StatusPartialContent, http.StatusRequestedRangeNotSatisfiable:
+		default:
 			errs = append(errs, fmt.Errorf("%s: %s", holder, resp.Status))
 			resp.Body.Close()
 			continue
 		}
 		defer resp.Body.Close()
-		for _, k := range []string{"Content-Length", "Content-Range", "Accept-Ranges", "Last-Modified"} {
+		for _, k := range []string{"Content-Type", "Content-Length", "Content-Range", "Accept-Ranges", "Last-Modified"} {
 			if v := resp.Header.Get(k); v != "" {
 				w.Header().Set(k, v)
 			}

@@ -299,12 +299,6 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, p httprouter.
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat blob: %w", err)
-	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("ETag", `"`+digest+`"`)
-	http.ServeContent(w, r, "", st.ModTime(), f)
-	return nil
+	return serveBlobFile(w, r, f, `"`+digest+`"`)
 }

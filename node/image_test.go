@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
@@ -294,5 +298,64 @@ func TestImage_and_ISO_names_are_one_set(t *testing.T) {
 	}
 	if imgs, _ := cl.ListImages(ctx(t), ns); len(imgs) != 1 {
 		t.Fatalf("images %+v", imgs)
+	}
+}
+
+// Ranges are answered alike by the peer that holds the blob and by one that
+// relays it: a refused range is a 416 Status with "bytes */<size>", and
+// several ranges arrive as multipart with their boundary.
+func TestImage_download_ranges(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{})
+	c.WaitLeader()
+	holder, other := c.Members[0], c.Members[1]
+	path := tinyImage(t)
+	want, _ := os.ReadFile(path)
+	size := len(want)
+	upload(t, c.Client(holder), "tiny", path)
+	c.WaitFor("the image known to the other peer", 10*time.Second, func() error {
+		_, err := c.Client(other).GetImage(ctx(t), ns, "tiny")
+		return err
+	})
+	get := func(m *testcluster.Member, rng string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+m.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/images/tiny/download", nil)
+		req.Header.Set("Authorization", "Bearer "+c.Client(m).Token)
+		req.Header.Set("Range", rng)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	for _, m := range []*testcluster.Member{holder, other} {
+		for _, rng := range []string{"bytes=-0", fmt.Sprintf("bytes=%d-", size), "bytes=5-2", "bytes=x-1", "items=0-1"} {
+			resp, b := get(m, rng)
+			var st api.Status
+			if resp.StatusCode != http.StatusRequestedRangeNotSatisfiable || json.Unmarshal(b, &st) != nil || st.Code != 416 ||
+				resp.Header.Get("Content-Range") != fmt.Sprintf("bytes */%d", size) {
+				t.Errorf("through %s, %s: %d %v %s", m.Name, rng, resp.StatusCode, resp.Header, b)
+			}
+		}
+		resp, b := get(m, "bytes=0-9")
+		if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(b, want[:10]) || resp.Header.Get("Content-Range") != fmt.Sprintf("bytes 0-9/%d", size) {
+			t.Errorf("through %s, one range: %d %v", m.Name, resp.StatusCode, resp.Header)
+		}
+		resp, b = get(m, "bytes=0-9,20-29")
+		mt, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if resp.StatusCode != http.StatusPartialContent || mt != "multipart/byteranges" || params["boundary"] == "" {
+			t.Fatalf("through %s, two ranges: %d %v", m.Name, resp.StatusCode, resp.Header)
+		}
+		mr := multipart.NewReader(bytes.NewReader(b), params["boundary"])
+		for _, part := range [][]byte{want[:10], want[20:30]} {
+			p, err := mr.NextPart()
+			if err != nil {
+				t.Fatalf("through %s: %v", m.Name, err)
+			}
+			if got, _ := io.ReadAll(p); !bytes.Equal(got, part) {
+				t.Fatalf("through %s: a part of %d bytes", m.Name, len(got))
+			}
+		}
 	}
 }

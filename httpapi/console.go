@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -36,6 +38,10 @@ const consoleSubprotocol = "binary"
 
 // consoleDialTimeout bounds reaching and logging in to the VNC server.
 const consoleDialTimeout = 10 * time.Second
+
+// consoleHandshakeTimeout bounds a client's RFB opening after the upgrade:
+// a websocket that never speaks is closed.
+const consoleHandshakeTimeout = 10 * time.Second
 
 // tokenFromSubprotocol moves a token sent as a websocket subprotocol into
 // the Authorization header, where the route's authorization reads it.
@@ -83,6 +89,15 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	if _, err := rfb.Login(vnc, vm.VNCPassword); err != nil {
 		return unavailable("5", "log in to the screen of vm %q: %v", name, err)
 	}
+	// QEMU takes 32 viewers of a screen and drops the next at ClientInit:
+	// that is found out before the upgrade, so the client gets a Status.
+	serverInit, err := rfb.ClientInitRaw(vnc)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return errorf(http.StatusTooManyRequests, api.ReasonTooManyRequests, "the screen of vm %q has as many viewers as it takes (QEMU's limit is 32); close one and try again", name)
+	}
+	if err != nil {
+		return unavailable("5", "open the screen of vm %q: %v", name, err)
+	}
 	_ = vnc.SetDeadline(time.Time{})
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{consoleSubprotocol}})
 	if err != nil {
@@ -93,10 +108,16 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	ctx, stop := context.WithCancel(context.Background()) // the request's ends with the hijack
 	defer stop()
 	client := websocket.NetConn(ctx, ws, websocket.MessageBinary)
-	if err := rfb.ServeNone(client); err != nil {
-		s.log.Info("console client left during the opening", "vm", ns+"/"+name, "err", err)
+	_ = client.SetDeadline(time.Now().Add(consoleHandshakeTimeout))
+	err = rfb.ServeNone(client)
+	if err == nil {
+		err = rfb.ServeInit(client, serverInit)
+	}
+	if err != nil {
+		s.log.Info("console client left or stalled during the opening", "vm", ns+"/"+name, "err", err)
 		return nil
 	}
+	_ = client.SetDeadline(time.Time{})
 	s.log.Info("console opened", "vm", ns+"/"+name, "node", vm.Node, "by", owner(r.Context()))
 	s.metrics.consoles.Inc()
 	defer s.metrics.consoles.Dec()

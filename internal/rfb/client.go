@@ -16,25 +16,39 @@ type ServerInit struct {
 
 // ClientInit asks to share the screen and reads the server's ServerInit.
 func ClientInit(c io.ReadWriter) (ServerInit, error) {
-	if _, err := c.Write([]byte{1}); err != nil { // shared
+	raw, err := ClientInitRaw(c)
+	if err != nil {
 		return ServerInit{}, err
 	}
-	var h [24]byte
-	if _, err := io.ReadFull(c, h[:]); err != nil {
-		return ServerInit{}, fmt.Errorf("rfb server init: %w", err)
+	return ServerInit{
+		Width: int(binary.BigEndian.Uint16(raw[0:2])), Height: int(binary.BigEndian.Uint16(raw[2:4])),
+		BitsPerPixel: int(raw[4]), Name: string(raw[24:]),
+	}, nil
+}
+
+// maxDesktopName bounds the desktop name of a ServerInit.
+const maxDesktopName = 1 << 16
+
+// ClientInitRaw asks to share the screen and returns the server's
+// ServerInit as it was sent (24 bytes and the desktop name), for a proxy
+// to hand on. A server that takes no more clients closes here.
+func ClientInitRaw(c io.ReadWriter) ([]byte, error) {
+	if _, err := c.Write([]byte{1}); err != nil { // shared
+		return nil, err
+	}
+	h := make([]byte, 24)
+	if _, err := io.ReadFull(c, h); err != nil {
+		return nil, fmt.Errorf("rfb server init: %w", err)
 	}
 	n := binary.BigEndian.Uint32(h[20:24])
-	if n > 1<<16 {
-		return ServerInit{}, fmt.Errorf("%w: a desktop name of %d bytes", ErrNotRFB, n)
+	if n > maxDesktopName {
+		return nil, fmt.Errorf("%w: a desktop name of %d bytes", ErrNotRFB, n)
 	}
 	name := make([]byte, n)
 	if _, err := io.ReadFull(c, name); err != nil {
-		return ServerInit{}, fmt.Errorf("rfb server init: %w", err)
+		return nil, fmt.Errorf("rfb server init: %w", err)
 	}
-	return ServerInit{
-		Width: int(binary.BigEndian.Uint16(h[0:2])), Height: int(binary.BigEndian.Uint16(h[2:4])),
-		BitsPerPixel: int(h[4]), Name: string(name),
-	}, nil
+	return append(h, name...), nil
 }
 
 // ErrUnexpected is wrapped when a server sends what a raw frame request

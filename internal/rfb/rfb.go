@@ -137,6 +137,18 @@ func ServeNone(c io.ReadWriter) error {
 	return err
 }
 
+// ServeInit ends the opening ServeNone began: it reads the client's
+// ClientInit (its shared flag is moot: a proxy always shares) and sends
+// serverInit, a ServerInit as ClientInitRaw returned it.
+func ServeInit(c io.ReadWriter, serverInit []byte) error {
+	var shared [1]byte
+	if _, err := io.ReadFull(c, shared[:]); err != nil {
+		return fmt.Errorf("rfb client init: %w", err)
+	}
+	_, err := c.Write(serverInit)
+	return err
+}
+
 // Response is the answer to a VNC authentication challenge: the challenge
 // encrypted with DES under the password (its first 8 bytes, zero-padded, each
 // byte's bits reversed, as VNC does).

@@ -3,10 +3,12 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"sync"
 	"syscall"
@@ -130,7 +132,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		ip, _, _ := net.SplitHostPort(c.RemoteAddr().String())
 		if l.lim.acquire(ip) {
-			return &countedConn{Conn: c, release: func() { l.lim.release(ip) }}, nil
+			return &countedConn{Conn: c, release: func() { l.lim.release(ip) }, statusErrors: l.plain}, nil
 		}
 		l.refused()
 		go refuse(c, l.plain)
@@ -148,11 +150,43 @@ func refuse(c net.Conn, plain bool) {
 	_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+string(body))
 }
 
-// countedConn gives its count back once when closed.
+// countedConn gives its count back once when closed. On a plain listener
+// it also turns the errors net/http writes itself, before any handler, for
+// a request it cannot read (431 for headers or a request line over
+// MaxHeaderBytes, 400 for a malformed request) into the API's Status body,
+// so that every refusal has the same shape.
 type countedConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	once         sync.Once
+	release      func()
+	statusErrors bool
+}
+
+// earlyError is what net/http writes for a request it cannot read. A
+// handler's answer never looks like it: it has a Date header, and headers
+// in sorted order (Connection before Content-Type).
+var earlyError = regexp.MustCompile(`^HTTP/1\.1 ([45]\d\d) [^\r\n]*\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n([^\r\n]*)$`)
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	m := earlyError.FindSubmatch(p)
+	if !c.statusErrors || m == nil {
+		return c.Conn.Write(p)
+	}
+	code, _ := strconv.Atoi(string(m[1]))
+	reason, msg := api.ReasonBadRequest, string(m[2])
+	switch {
+	case code == http.StatusRequestHeaderFieldsTooLarge:
+		msg = "the request line and headers are over 64 KiB"
+	case code >= 500:
+		reason = api.ReasonInternalError
+	}
+	body, _ := json.Marshal(api.NewStatus(code, reason, msg))
+	resp := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		code, http.StatusText(code), len(body), body)
+	if _, err := io.WriteString(c.Conn, resp); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (c *countedConn) Close() error {

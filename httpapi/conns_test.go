@@ -226,3 +226,33 @@ func TestConns_limits_per_client_and_in_all(t *testing.T) {
 		})
 	}
 }
+
+// What net/http refuses before any handler runs is answered with the same
+// Status body as every other refusal.
+func TestConns_early_refusals_are_statuses(t *testing.T) {
+	s := New(Config{Backend: newFakeBackend(t, true)})
+	addr, _ := serveOn(t, s)
+	cases := []struct {
+		name, request string
+		code          int
+	}{
+		{"headers over the limit", "GET /api/v1/cluster-info HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 100<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"a path over the limit", "GET /api/v1/" + strings.Repeat("p", 100<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"a malformed request line", "GARBAGE\r\n\r\n", http.StatusBadRequest},
+		{"a malformed header", "GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", http.StatusBadRequest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn := dialRaw(t, addr)
+			if _, err := io.WriteString(conn, c.request); err != nil {
+				t.Fatal(err)
+			}
+			resp, b, err := conn.response(5 * time.Second)
+			var st api.Status
+			if err != nil || resp.StatusCode != c.code || resp.Header.Get("Content-Type") != "application/json" ||
+				json.Unmarshal(b, &st) != nil || st.Code != c.code || st.Kind != "Status" {
+				t.Fatalf("%v %v %s", resp, err, b)
+			}
+		})
+	}
+}

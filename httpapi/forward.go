@@ -119,7 +119,7 @@ func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request) bool {
 		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but %s is no longer the leader; retry", by, s.b.Name()))
 		return true
 	}
-	if err := replayable(r); err != nil {
+	if err := replayable(w, r); err != nil {
 		writeError(w, s.log, err)
 		return true
 	}
@@ -156,6 +156,10 @@ func (f *forwarder) toVMHost(w http.ResponseWriter, r *http.Request, p httproute
 	addr := s.b.PeerAPI(vm.Node)
 	if addr == "" {
 		writeError(w, s.log, unavailable("2", "vm %q is on peer %s, whose address is not known here yet", vm.Name, vm.Node))
+		return true
+	}
+	if err := replayable(w, r); err != nil {
+		writeError(w, s.log, err)
 		return true
 	}
 	f.forward(w, r, addr)

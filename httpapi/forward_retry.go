@@ -15,8 +15,9 @@ import (
 // leading: it refuses the request before running any of it (HeaderNotLeader).
 // The forwarding peer then sends it to the new leader itself, a bounded
 // number of times, so that a write through a follower during an election
-// does not fail for the caller. Only bodies it holds whole can be sent
-// again; any other refusal, or failure, reaches the caller as it is.
+// does not fail for the caller. It holds every forwarded body whole (they
+// are all small JSON); any other refusal, or failure, reaches the caller as
+// it is.
 
 // maxReplayBody is the largest request body kept to be sent again: every
 // JSON body fits (larger ones are refused with 413).
@@ -25,20 +26,24 @@ const maxReplayBody = maxJSONBody
 // leaderRetries bounds how often one request is sent to a new leader.
 const leaderRetries = 3
 
-// replayable reads a small request body whole, so that it can be sent
-// again. A body of unknown or larger size is left as it is (sent once).
-func replayable(r *http.Request) error {
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength < 0 || r.ContentLength > maxReplayBody {
+// replayable reads a request body whole before it is forwarded (every
+// forwarded route takes a JSON body of at most maxReplayBody), so that it can
+// be sent again, and so that a body that is too large (413), too slow (408)
+// or short of its Content-Length (400) is refused here with the same
+// Status the peer that runs the route would give.
+func replayable(w http.ResponseWriter, r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, r.ContentLength+1))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReplayBody))
 	if err != nil {
-		return badRequest("read the request body: %v", err)
+		return bodyError(err)
 	}
-	if int64(len(b)) != r.ContentLength {
+	if r.ContentLength >= 0 && int64(len(b)) != r.ContentLength {
 		return badRequest("the request body is %d bytes, not the %d its Content-Length says", len(b), r.ContentLength)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	return nil
 }

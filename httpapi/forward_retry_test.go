@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -39,7 +40,7 @@ func electionTrio(t *testing.T, view func() string) string {
 
 // A write forwarded to a peer that has just stopped leading is refused
 // there unrun and sent by the forwarding peer to the new leader, body and
-// all; with no new leader in time, or a body it could not keep, the caller
+// all (of known length or not); with no new leader in time, the caller
 // gets the refusal (503, Retry-After).
 func TestForward_write_refused_by_a_former_leader(t *testing.T) {
 	for _, tc := range []struct {
@@ -51,7 +52,7 @@ func TestForward_write_refused_by_a_former_leader(t *testing.T) {
 	}{
 		{"the new leader known a moment later", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 3] }, false, 200, "n3:hello"},
 		{"no new leader in time", func(int64) string { return "n2" }, false, 503, ""},
-		{"a body of unknown length", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 2] }, true, 503, ""},
+		{"a body of unknown length (held whole too)", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 2] }, true, 200, "n3:hello"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls atomic.Int64
@@ -69,6 +70,49 @@ func TestForward_write_refused_by_a_former_leader(t *testing.T) {
 			}
 			if h.Get(api.HeaderNotLeader) != "" {
 				t.Fatal("the peers' own header reached the caller")
+			}
+		})
+	}
+}
+
+// A write whose body is too slow or too large is refused alike by the
+// leader and through a follower, which refuses it itself before forwarding.
+func TestForward_body_refusals_alike_on_every_peer(t *testing.T) {
+	limits := Limits{BodyTimeout: 300 * time.Millisecond}
+	serve := func(b *fakeBackend) string {
+		s := New(Config{Backend: b, Limits: limits})
+		s.handle(Route{Method: http.MethodPost, Path: "/api/v1/echo", Rule: RuleMember, Target: Leader, Write: true},
+			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+				var v struct{}
+				if err := decodeJSON(w, r, &v); err != nil {
+					return err
+				}
+				writeJSON(w, http.StatusOK, api.Message{Message: b.Name()})
+				return nil
+			})
+		addr, _ := serveOn(t, s)
+		return addr
+	}
+	leader, follower := newFakeBackend(t, true), newFakeBackend(t, false)
+	leader.name = "n2"
+	follower.peers = map[string]string{"n2": serve(leader)}
+	follower.leaderView = func() string { return "n2" }
+	peers := map[string]string{"leader": follower.peers["n2"], "follower": serve(follower)}
+	for name, addr := range peers {
+		t.Run(name+": a slow body", func(t *testing.T) {
+			conn := dialRaw(t, addr)
+			_, _ = io.WriteString(conn, "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+adminToken(t)+
+				"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\":")
+			resp, b, err := conn.response(5 * time.Second)
+			var st api.Status
+			if err != nil || resp.StatusCode != http.StatusRequestTimeout || json.Unmarshal(b, &st) != nil || st.Reason != api.ReasonTimeout {
+				t.Fatalf("%v %v %s", resp, err, b)
+			}
+		})
+		t.Run(name+": a body over 1 MiB", func(t *testing.T) {
+			code, _, _ := ask(t, http.MethodPost, "http://"+addr+"/api/v1/echo", strings.NewReader(`{"a":"`+strings.Repeat("x", 2<<20)+`"}`), nil)
+			if code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("answered %d", code)
 			}
 		})
 	}

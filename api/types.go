@@ -105,6 +105,10 @@ type ApplyRequest struct {
 	Body json.RawMessage `json:"body"`
 }
 
+// AppliedIndexPath is a peer's own route that tells the index of the last
+// command its replica applied (a CommitIndex).
+const AppliedIndexPath = "/api/v1/internal/applied-index"
+
 // CommitIndex is the leader's answer on /api/v1/internal/commit-index: the
 // index a restarted peer's replica must reach before it serves.
 type CommitIndex struct {

@@ -42,3 +42,10 @@ func (s *Server) commitIndex(w http.ResponseWriter, _ *http.Request, _ httproute
 	writeJSON(w, http.StatusOK, api.CommitIndex{Index: idx})
 	return nil
 }
+
+// appliedIndex tells another peer the index this peer's replica has
+// applied (a write that must reach every replica waits for it).
+func (s *Server) appliedIndex(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	writeJSON(w, http.StatusOK, api.CommitIndex{Index: s.b.FSM().Index()})
+	return nil
+}

@@ -58,6 +58,9 @@ type Backend interface {
 	IsPeer(ip string) bool
 	// PeerToken is this peer's token for calls to other peers.
 	PeerToken() (string, error)
+	// WaitPeersApplied waits a bounded time until every other live peer's
+	// replica has applied index, and returns those that did not in time.
+	WaitPeersApplied(ctx context.Context, index uint64) []string
 	// Place chooses a node, ports and a name for a VM and records it; it
 	// runs on the leader.
 	Place(ctx context.Context, p Placement) (raftfsm.VM, error)
@@ -253,6 +256,7 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
 	// Open: a restarted peer asks it before it can check any token.
 	s.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RuleOpen}, s.commitIndex)
+	s.handle(Route{Method: get, Path: api.AppliedIndexPath, Rule: RulePeer}, s.appliedIndex)
 	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true, Target: Leader}, s.internalApply)
 }
 

@@ -137,6 +137,8 @@ func (b *fakeBackend) Place(ctx context.Context, p Placement) (raftfsm.VM, error
 	}
 	return *v.(*raftfsm.VM), nil
 }
+func (b *fakeBackend) WaitPeersApplied(context.Context, uint64) []string { return nil }
+
 func (b *fakeBackend) PeerToken() (string, error) {
 	tok, _, err := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindPeer, Name: "n1"}, auth.PeerTTL, time.Now())
 	return tok, err

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -29,6 +31,12 @@ func (s *Server) deleter(t raftfsm.Type, param string, body func(ns, name string
 		}
 		if _, err := s.apply(r.Context(), t, body(ns, name)); err != nil {
 			return err
+		}
+		if t == raftfsm.TypeSADelete {
+			// Its tokens stop working on a peer once that peer applied this.
+			if lagging := s.b.WaitPeersApplied(r.Context(), s.b.FSM().Index()); len(lagging) > 0 {
+				w.Header().Add("Warning", fmt.Sprintf("299 - %q", "peers "+strings.Join(lagging, ", ")+" did not confirm the deletion in time; they refuse its tokens once they do"))
+			}
 		}
 		w.WriteHeader(http.StatusNoContent)
 		return nil

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/svc-project/svc/api"
@@ -113,7 +114,8 @@ func (p *Peer) adminRemoveUser(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
-	if err := p.RemoveUser(ctx, req.User); err != nil {
+	lagging, err := p.RemoveUser(ctx, req.User)
+	if err != nil {
 		code := http.StatusServiceUnavailable
 		if errors.Is(err, raftfsm.ErrNotFound) {
 			code = http.StatusNotFound
@@ -121,5 +123,9 @@ func (p *Peer) adminRemoveUser(w http.ResponseWriter, r *http.Request) {
 		adminError(w, code, err)
 		return
 	}
-	adminReply(w, http.StatusOK, api.Message{Message: "user " + req.User + " removed; its tokens no longer work"})
+	msg := "user " + req.User + " removed; every peer refuses its tokens"
+	if len(lagging) > 0 {
+		msg = "user " + req.User + " removed; peers " + strings.Join(lagging, ", ") + " did not confirm it in time and refuse its tokens once they do; every other peer refuses them now"
+	}
+	adminReply(w, http.StatusOK, api.Message{Message: msg})
 }

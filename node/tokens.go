@@ -52,9 +52,13 @@ func (p *Peer) MintUserToken(ctx context.Context, user string, admin bool, ttl t
 }
 
 // RemoveUser removes a user through the leader; its tokens stop working.
-func (p *Peer) RemoveUser(ctx context.Context, user string) error {
-	_, err := p.Apply(ctx, raftfsm.TypeUserRemove, raftfsm.UserRemove{Name: user})
-	return err
+// It returns once every live peer's replica has applied the removal (its
+// tokens are refused everywhere), or names the peers that did not in time.
+func (p *Peer) RemoveUser(ctx context.Context, user string) (lagging []string, err error) {
+	if _, err := p.Apply(ctx, raftfsm.TypeUserRemove, raftfsm.UserRemove{Name: user}); err != nil {
+		return nil, err
+	}
+	return p.WaitPeersApplied(ctx, p.FSM().Index()), nil
 }
 
 // waitFor waits for the replica to satisfy cond, bounded by ctx and 10 s.

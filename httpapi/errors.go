@@ -59,6 +59,10 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusConflict, api.ReasonConflict, "%s", err.Error())
 	case errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, api.ErrInvalid):
 		return badRequest("%s", err.Error())
+	case errors.Is(err, raftfsm.ErrTooMany):
+		e := errorf(http.StatusTooManyRequests, api.ReasonTooManyRequests, "%s", err.Error())
+		e.retryAfter = "10"
+		return e
 	case errors.Is(err, raftfsm.ErrTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "%s", err.Error())
 	case errors.Is(err, raftfsm.ErrNotLeader):

@@ -67,6 +67,7 @@ func fromStatus(err error) error {
 		api.ReasonBadRequest:         raftfsm.ErrInvalid,
 		api.ReasonServiceUnavailable: raftfsm.ErrNotLeader,
 		api.ReasonTimeout:            raftfsm.ErrTimeout,
+		api.ReasonTooManyRequests:    raftfsm.ErrTooMany,
 	}[se.Status.Reason]
 	if kind == nil {
 		return err

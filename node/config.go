@@ -75,6 +75,9 @@ type Config struct {
 	// ChunkMiB is the size of the chunks this peer cuts a disk into when it
 	// pushes it to a registry (default ocidisk.DefaultChunkSize, 64 MiB).
 	ChunkMiB int
+	// MaxJobs bounds the jobs (pushes, pulls) this peer runs at once; the
+	// others wait their turn, oldest first (default 4).
+	MaxJobs int
 	// Gate optionally refuses traffic to some addresses (tests).
 	Gate Gate
 	Log  *slog.Logger
@@ -133,6 +136,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.BlobGCGrace <= 0 {
 		c.BlobGCGrace = time.Hour
+	}
+	if c.MaxJobs <= 0 {
+		c.MaxJobs = 4
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

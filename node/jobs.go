@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/svc-project/svc/api"
@@ -90,7 +91,9 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// jobLoop starts this peer's jobs that are not running here.
+// jobLoop runs this peer's jobs, at most MaxJobs at once; the others wait
+// (Pending), oldest first, so that a flood of jobs costs a queue, not a
+// goroutine and buffers each.
 func (p *Peer) jobLoop() {
 	running := map[string]bool{}
 	ended := make(chan string)
@@ -98,12 +101,12 @@ func (p *Peer) jobLoop() {
 	defer tick.Stop()
 	for {
 		changed := p.FSM().Changed()
-		if p.CaughtUp() {
-			for _, j := range p.FSM().Jobs("") {
-				k := j.Namespace + "/" + j.Name
-				if j.Node != p.cfg.Name || j.Ended() || running[k] {
-					continue
+		if p.CaughtUp() && len(running) < p.cfg.MaxJobs {
+			for _, j := range p.queuedJobs(running) {
+				if len(running) >= p.cfg.MaxJobs {
+					break
 				}
+				k := j.Namespace + "/" + j.Name
 				running[k] = true
 				p.goRun(func() {
 					p.runJob(j)
@@ -123,6 +126,30 @@ func (p *Peer) jobLoop() {
 		case <-tick.C:
 		}
 	}
+}
+
+// queuedJobs are this peer's jobs that have not ended and do not run here,
+// those that ran before a restart first, then oldest first.
+func (p *Peer) queuedJobs(running map[string]bool) []raftfsm.Job {
+	var out []raftfsm.Job
+	for _, j := range p.FSM().Jobs("") {
+		if j.Node == p.cfg.Name && !j.Ended() && !running[j.Namespace+"/"+j.Name] {
+			out = append(out, j)
+		}
+	}
+	slices.SortFunc(out, func(a, b raftfsm.Job) int {
+		if ra, rb := a.State == raftfsm.JobRunning, b.State == raftfsm.JobRunning; ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		if c := a.StartTime.Compare(b.StartTime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out
 }
 
 // runJob carries a job out and reports how it ended.

@@ -11,6 +11,9 @@ var (
 	ErrAlreadyExists = errors.New("already exists")
 	ErrConflict      = errors.New("conflict")
 	ErrInvalid       = errors.New("invalid")
+	// ErrTooMany is wrapped when a namespace is at a limit of open work
+	// (jobs): it may try again once some of it has ended.
+	ErrTooMany = errors.New("too many")
 	// ErrNotLeader is wrapped when a write reached a peer that is not (or no
 	// longer) the leader, or the cluster has no leader.
 	ErrNotLeader = errors.New("not the leader")

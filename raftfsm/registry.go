@@ -180,6 +180,10 @@ func (s *State) applyRegistryCredentialDelete(c RegistryCredentialDelete) (any, 
 	return nil, nil
 }
 
+// MaxOpenJobs is how many jobs that have not ended a namespace may have: a
+// member cannot queue work without bound on the peers.
+const MaxOpenJobs = 64
+
 func (s *State) applyJobCreate(c JobCreate) (any, error) {
 	j := c.Job.clone()
 	if err := api.ValidateName("job name", j.Name, api.MaxNameLen); err != nil {
@@ -197,6 +201,15 @@ func (s *State) applyJobCreate(c JobCreate) (any, error) {
 	k := key(j.Namespace, j.Name)
 	if _, ok := s.Jobs[k]; ok {
 		return nil, ruleErr(ErrAlreadyExists, "job %q already exists", j.Name)
+	}
+	open := 0
+	for _, o := range s.Jobs {
+		if o.Namespace == j.Namespace && !o.Ended() {
+			open++
+		}
+	}
+	if open >= MaxOpenJobs {
+		return nil, ruleErr(ErrTooMany, "namespace %q has %d jobs that have not ended, the most it may have; start more once some have ended", j.Namespace, open)
 	}
 	j.State, j.CompletionTime = JobPending, nil
 	s.Jobs[k] = j

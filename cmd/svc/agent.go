@@ -47,6 +47,7 @@ type agentFlags struct {
 	maxConns        int
 	maxConnsClient  int
 	chunkMiB        int
+	maxJobs         int
 	hypervisor      string
 	cpuOvercommit   float64
 }
@@ -114,6 +115,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.maxConns, "max-conns", 0, "open API connections of clients other than the cluster's peers (default: 3/4 of the file limit, at most 16384)")
 	f.IntVar(&a.maxConnsClient, "max-conns-per-client", 512, "open API connections of one client address")
 	f.IntVar(&a.chunkMiB, "chunk-mib", 64, "size in MiB of the chunks a disk is cut into when pushed to a registry (1 to 512)")
+	f.IntVar(&a.maxJobs, "max-jobs", 4, "registry jobs (pushes, pulls) this peer runs at once; the others wait their turn (1 to 64)")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&a.logFormat, "log-format", "text", "text or json")
 	return cmd
@@ -199,9 +201,13 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		BootstrapExpect: a.bootstrapExpect, Join: a.join, Version: version, ReapAfter: a.reapAfter,
 		APILimits: httpapi.Limits{MaxConns: a.maxConns, MaxConnsPerClient: a.maxConnsClient},
 		ChunkMiB:  a.chunkMiB,
+		MaxJobs:   a.maxJobs,
 	}
 	if a.chunkMiB < 1 || a.chunkMiB > 512 {
 		return cfg, errors.New("--chunk-mib must be between 1 and 512")
+	}
+	if a.maxJobs < 1 || a.maxJobs > 64 {
+		return cfg, errors.New("--max-jobs must be between 1 and 64")
 	}
 	if a.maxConns < 0 || a.maxConnsClient < 0 {
 		return cfg, errors.New("--max-conns and --max-conns-per-client must not be negative")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -272,5 +273,27 @@ func TestConfig_validate_bounds(t *testing.T) {
 				t.Fatalf("validate = %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A push sizes its buffers by the disk, not by the chunk size: a 1 MiB
+// disk pushed with 512 MiB chunks allocates a few MiB, not a gigabyte.
+func TestPush_buffers_sized_by_the_disk(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	creds := Registry{Username: reg.Username, Password: reg.Password, Insecure: true}
+	path := filepath.Join(t.TempDir(), "small.raw")
+	data := make([]byte, 1<<20)
+	copy(data, "a small disk")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := Push(ctxT(t), ref(t, reg.Host+"/team/small:v1"), creds, path, Config{Kind: KindImage, ChunkSize: MaxChunkSize}, nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Fatalf("a push of a 1 MiB disk allocated %d MiB", got>>20)
 	}
 }

@@ -159,8 +159,11 @@ func PullInto(ctx context.Context, r Resolved, reg Registry, d Disk, local Chunk
 			return err
 		}
 		defer dec.Close()
-		buf := make([]byte, r.Config.ChunkSize)
-		zbuf := make([]byte, 0, r.Config.ChunkSize+r.Config.ChunkSize/64+1<<16)
+		// Buffers of the largest chunk the manifest has (each is at most
+		// the config's chunk size, which is bounded).
+		size := largestChunk(r.Chunks)
+		buf := make([]byte, size)
+		zbuf := make([]byte, 0, size+size/64+1<<16)
 		for i := range next {
 			c := r.Chunks[i]
 			if d.Written(c.Offset, c.Size) {
@@ -284,4 +287,13 @@ func ListTags(ctx context.Context, repo name.Repository, reg Registry) ([]string
 		tags = tags[:MaxTags]
 	}
 	return tags, nil
+}
+
+// largestChunk is the size of the largest of chunks.
+func largestChunk(chunks []Chunk) int64 {
+	var n int64
+	for _, c := range chunks {
+		n = max(n, c.Size)
+	}
+	return n
 }

@@ -154,10 +154,13 @@ func pushChunks(ctx context.Context, pusher *remote.Pusher, repo name.Repository
 			return err
 		}
 		defer enc.Close()
-		buf := make([]byte, cfg.ChunkSize)
+		// Buffers of the largest chunk this disk has, not of the chunk
+		// size: a small disk takes little memory whatever the setting.
+		size := min(cfg.ChunkSize, cfg.VirtualSize)
+		buf := make([]byte, size)
 		// Incompressible data grows a little under zstd: room for it, so
 		// that a chunk is compressed without regrowing its output.
-		zbuf := make([]byte, 0, cfg.ChunkSize+cfg.ChunkSize/64+1<<16)
+		zbuf := make([]byte, 0, size+size/64+1<<16)
 		for i := range next {
 			off := int64(i) * cfg.ChunkSize
 			size := min(cfg.ChunkSize, cfg.VirtualSize-off)

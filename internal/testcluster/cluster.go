@@ -44,6 +44,8 @@ type Options struct {
 	// ChunkMiB is the peers' push chunk size (default 1 MiB: small disks
 	// still make many chunks).
 	ChunkMiB int
+	// MaxJobs is how many jobs each peer runs at once (default: the peers').
+	MaxJobs int
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
 }
@@ -159,7 +161,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
 			Gate: m.gate, Log: c.logger(), Driver: drv,
 			VMInterval: 200 * time.Millisecond, HealthInterval: 100 * time.Millisecond,
-			BlobGCInterval: 200 * time.Millisecond, ChunkMiB: opts.ChunkMiB,
+			BlobGCInterval: 200 * time.Millisecond, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
 		}
 		if opts.ProductionTiming {
 			m.cfg.RaftTiming, m.cfg.Local = raftfsm.Timing{}, false

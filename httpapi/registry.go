@@ -41,7 +41,7 @@ func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if _, err := ocidisk.ParseReference(req.Server+"/x:y", req.AllowInsecure, false); err != nil || req.Server == "" {
+	if _, err := ocidisk.ParseUserReference(req.Server+"/x:y", req.AllowInsecure, false); err != nil || req.Server == "" {
 		return badRequest("field \"server\": %q is not a registry host[:port]", req.Server)
 	}
 	if len(req.Username) > 1024 || len(req.Password) > 1024 {
@@ -126,7 +126,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p httprouter.Param
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	ref, err := ocidisk.ParseReference(req.ImageReference, true, true)
+	ref, err := ocidisk.ParseUserReference(req.ImageReference, true, true)
 	if err != nil {
 		return badRequest("field \"imageReference\": %s", err)
 	}
@@ -136,7 +136,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p httprouter.Param
 	j.Namespace, j.Type, j.Reference, j.Owner = ns, raftfsm.JobPush, ref.Name(), owner(r.Context())
 	job, err := s.b.CreateJob(r.Context(), j)
 	if err != nil {
-		return err
+		return registryError(req.ImageReference, err)
 	}
 	writeJSON(w, http.StatusOK, api.JobName{JobName: job.Name})
 	return nil
@@ -163,7 +163,8 @@ func registryError(ref string, err error) error {
 		return notFound("%s not found in its registry: %s", ref, reason)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "reading %s took too long: %s", ref, reason)
-	case errors.Is(err, raftfsm.ErrNotFound), errors.Is(err, raftfsm.ErrAlreadyExists), errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, raftfsm.ErrConflict), errors.Is(err, api.ErrInvalid):
+	case errors.Is(err, raftfsm.ErrNotFound), errors.Is(err, raftfsm.ErrAlreadyExists), errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, raftfsm.ErrConflict),
+		errors.Is(err, raftfsm.ErrTooMany), errors.Is(err, api.ErrInvalid):
 		return err
 	}
 	return unavailable("30", "cannot read %s from its registry: %s", ref, reason)

@@ -32,7 +32,7 @@ func (s *Server) setRemoteCatalogs(w http.ResponseWriter, r *http.Request, _ htt
 		return badRequest("field \"repositories\": %d repositories, at most %d", len(req.Repositories), raftfsm.MaxCatalogs)
 	}
 	for _, repo := range req.Repositories {
-		if _, err := ocidisk.ParseReference(repo+":x", true, false); err != nil {
+		if _, err := ocidisk.ParseUserReference(repo+":x", true, false); err != nil {
 			return badRequest("field \"repositories\": %q is not <registry>/<path> without a tag: %s", repo, err)
 		}
 	}

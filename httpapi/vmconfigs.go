@@ -54,7 +54,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 		return field("image", "is required")
 	}
 	if strings.Contains(req.Image, "/") {
-		if _, err := ocidisk.ParseReference(req.Image, true, false); err != nil {
+		if _, err := ocidisk.ParseUserReference(req.Image, true, false); err != nil {
 			return field("image", "%s", err)
 		}
 	}

@@ -75,6 +75,10 @@ type Config struct {
 	// ChunkMiB is the size of the chunks this peer cuts a disk into when it
 	// pushes it to a registry (default ocidisk.DefaultChunkSize, 64 MiB).
 	ChunkMiB int
+	// RegistryAllow lists the registries this peer may contact beyond
+	// public addresses: CIDRs, addresses and host names (ocidisk.ParseEgress).
+	// Private, loopback and link-local addresses are refused otherwise.
+	RegistryAllow []string
 	// MaxJobs bounds the jobs (pushes, pulls) this peer runs at once; the
 	// others wait their turn, oldest first (default 4).
 	MaxJobs int

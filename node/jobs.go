@@ -76,6 +76,11 @@ func (p *Peer) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error
 		}
 		j.Name = generateName(j.Type + "-" + truncate(j.Image, 40))
 	}
+	// A registry this cluster may not contact is refused now (403), before
+	// any connection, not when the job runs.
+	if _, err := p.registryFor(ctx, j.Namespace, j.Reference, j.Type == raftfsm.JobPush); err != nil {
+		return raftfsm.Job{}, err
+	}
 	j.StartTime = time.Now().UTC().Truncate(time.Second)
 	v, err := p.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})
 	if err != nil {
@@ -233,7 +238,7 @@ func (r *jobReporter) markStoppedVM(ctx context.Context) error {
 
 // registryFor returns how to reach a reference's registry with the
 // namespace's credential for it (none: anonymous).
-func (p *Peer) registryFor(ns, reference string, latest bool) (ocidisk.Registry, error) {
+func (p *Peer) registryFor(ctx context.Context, ns, reference string, latest bool) (ocidisk.Registry, error) {
 	ref, err := ocidisk.ParseReference(reference, false, latest)
 	if err != nil {
 		return ocidisk.Registry{}, err
@@ -242,15 +247,20 @@ func (p *Peer) registryFor(ns, reference string, latest bool) (ocidisk.Registry,
 	if g := p.cfg.Gate; g != nil && !g.Allowed(server) {
 		return ocidisk.Registry{}, fmt.Errorf("%w: this peer may not reach registry %s", ocidisk.ErrUnreachable, server)
 	}
+	if err := p.egress.CheckRegistry(ctx, server); err != nil {
+		return ocidisk.Registry{}, err
+	}
+	reg := ocidisk.Registry{Egress: p.egress}
 	c, ok := p.FSM().RegistryCredential(ns, server)
 	if !ok {
-		return ocidisk.Registry{}, nil
+		return reg, nil
 	}
 	pw, err := auth.Unseal(p.FSM().SigningKey(), c.SealedPassword, []byte(ns+"/"+server))
 	if err != nil {
 		return ocidisk.Registry{}, fmt.Errorf("the credential for %s: %w", server, err)
 	}
-	return ocidisk.Registry{Username: c.Username, Password: string(pw), Insecure: c.AllowInsecure}, nil
+	reg.Username, reg.Password, reg.Insecure = c.Username, string(pw), c.AllowInsecure
+	return reg, nil
 }
 
 // reconcileJobs (leader) fails the unended jobs of peers that are NOT READY

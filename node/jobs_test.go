@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"strings"
 	"fmt"
 	"net"
 	"net/http"
@@ -106,5 +107,25 @@ func TestJobs_bounded_per_peer_and_per_namespace(t *testing.T) {
 	})
 	if _, err := cl.PushImage(ctx(t), ns, "tiny", reg+"/team/tiny:again"); err != nil {
 		t.Fatalf("a push once the others ended: %v", err)
+	}
+}
+
+// A push or deploy from a registry the peers may not contact (here:
+// loopback, which this cluster's --registry-allow leaves out) is refused
+// with 403 before any job is made or connection opened.
+func TestJobs_refused_by_the_egress_policy(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{RegistryAllow: []string{}})
+	c.WaitLeader()
+	cl := c.Client(c.Members[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	reg, _ := stalledRegistry(t)
+	if _, err := cl.PushImage(ctx(t), ns, "tiny", reg+"/x:v1"); api.CodeOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "only public addresses") {
+		t.Fatalf("push to a loopback registry: %v, want 403", err)
+	}
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: reg + "/x:v1"}); api.CodeOf(err) != http.StatusForbidden {
+		t.Fatalf("deploy from a loopback registry: %v, want 403", err)
+	}
+	if jobs, _ := cl.ListJobs(ctx(t), ns); len(jobs) != 0 {
+		t.Fatalf("jobs were made: %+v", jobs)
 	}
 }

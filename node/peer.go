@@ -19,6 +19,7 @@ import (
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -34,6 +35,8 @@ type Peer struct {
 	reg    *prometheus.Registry
 	images *imagestore.Store
 	driver hypervisor.Driver
+	// egress is the registries this peer may contact (RegistryAllow).
+	egress *ocidisk.Egress
 	// peerHTTP talks to other peers (blob transfers, applies via the leader)
 	// with this peer's token; plainHTTP without one.
 	peerHTTP, plainHTTP *http.Client
@@ -70,7 +73,11 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	cfg.Log = cfg.Log.With("peer", cfg.Name)
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}}
+	egress, err := ocidisk.ParseEgress(cfg.RegistryAllow)
+	if err != nil {
+		return nil, err
+	}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, egress: &egress}
 	p.plainHTTP = &http.Client{Transport: p.peerTransport()}
 	p.peerHTTP = &http.Client{Transport: peerAuth{base: p.peerTransport(), p: p}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -81,7 +88,6 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	}()
 
-	var err error
 	p.images, err = imagestore.Open(storeDir(cfg.DataDir))
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ type pulled struct {
 // KubeVirt containerDisk) into the blob store. want, when set, is the digest
 // the disk must have.
 func (p *Peer) pullReference(ctx context.Context, ns, reference, want, arch string, progress ocidisk.Progress) (*pulled, error) {
-	reg, err := p.registryFor(ns, reference, false)
+	reg, err := p.registryFor(ctx, ns, reference, false)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func imageNameFor(ref name.Reference) string {
 // that holds it) and records it. A containerDisk has no digest until it is
 // pulled: the leader pulls and records it first.
 func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (raftfsm.Image, error) {
-	reg, err := p.registryFor(ns, reference, false)
+	reg, err := p.registryFor(ctx, ns, reference, false)
 	if err != nil {
 		return raftfsm.Image{}, err
 	}

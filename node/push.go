@@ -19,7 +19,7 @@ const pushStopTimeout = 3 * time.Minute
 
 // push sends a VM's disk or an image to the job's reference.
 func (p *Peer) push(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
-	reg, err := p.registryFor(j.Namespace, j.Reference, true)
+	reg, err := p.registryFor(ctx, j.Namespace, j.Reference, true)
 	if err != nil {
 		return "", err
 	}

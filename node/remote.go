@@ -39,7 +39,7 @@ func (p *Peer) RemoteImages(ctx context.Context, ns string) ([]api.RemoteImage, 
 
 // catalog lists one repository's tags.
 func (p *Peer) catalog(ctx context.Context, ns, repo string) ([]api.RemoteImage, error) {
-	reg, err := p.registryFor(ns, repo+":x", false)
+	reg, err := p.registryFor(ctx, ns, repo+":x", false)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -48,6 +49,7 @@ type agentFlags struct {
 	maxConnsClient  int
 	chunkMiB        int
 	maxJobs         int
+	registryAllow   []string
 	hypervisor      string
 	cpuOvercommit   float64
 }
@@ -115,6 +117,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.maxConns, "max-conns", 0, "open API connections of clients other than the cluster's peers (default: 3/4 of the file limit, at most 16384)")
 	f.IntVar(&a.maxConnsClient, "max-conns-per-client", 512, "open API connections of one client address")
 	f.IntVar(&a.chunkMiB, "chunk-mib", 64, "size in MiB of the chunks a disk is cut into when pushed to a registry (1 to 512)")
+	f.StringSliceVar(&a.registryAllow, "registry-allow", nil, "registries peers may contact beyond public addresses: CIDRs, addresses, host names (default: none; with --dev, loopback and private ranges)")
 	f.IntVar(&a.maxJobs, "max-jobs", 4, "registry jobs (pushes, pulls) this peer runs at once; the others wait their turn (1 to 64)")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&a.logFormat, "log-format", "text", "text or json")
@@ -194,6 +197,12 @@ func (a *agentFlags) run(cmd *cobra.Command) error {
 	return err
 }
 
+// devRegistryAllow is what a --dev peer may contact besides public
+// registries: loopback and the private ranges.
+func devRegistryAllow() []string {
+	return []string{"127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"}
+}
+
 func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	cfg := node.Config{
 		Name: a.name, DataDir: a.dataDir, Bind: a.bind,
@@ -201,7 +210,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		BootstrapExpect: a.bootstrapExpect, Join: a.join, Version: version, ReapAfter: a.reapAfter,
 		APILimits: httpapi.Limits{MaxConns: a.maxConns, MaxConnsPerClient: a.maxConnsClient},
 		ChunkMiB:  a.chunkMiB,
-		MaxJobs:   a.maxJobs,
+		MaxJobs:   a.maxJobs, RegistryAllow: a.registryAllow,
 	}
 	if a.chunkMiB < 1 || a.chunkMiB > 512 {
 		return cfg, errors.New("--chunk-mib must be between 1 and 512")
@@ -225,7 +234,14 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		if !fs.Changed("cpu-overcommit") {
 			a.cpuOvercommit = devCPUOvercommit
 		}
+		if !fs.Changed("registry-allow") {
+			// A dev peer tries registries on the machine and the local network.
+			cfg.RegistryAllow = devRegistryAllow()
+		}
 		cfg.Local = true
+	}
+	if _, err := ocidisk.ParseEgress(cfg.RegistryAllow); err != nil {
+		return cfg, fmt.Errorf("--registry-allow: %w", err)
 	}
 	if cfg.Name == "" {
 		h, err := os.Hostname()

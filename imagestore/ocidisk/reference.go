@@ -2,6 +2,8 @@ package ocidisk
 
 import (
 	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
 	"net"
 	"regexp"
 	"strconv"
@@ -22,9 +24,11 @@ var (
 // maxReference bounds a whole reference.
 const maxReference = 512
 
-// checkReference checks "<registry>/<path>[:<tag>|@<digest>]". push says
-// the reference is pushed to, which needs a tag, not a digest.
-func checkReference(ref string, push bool) error {
+// checkReference checks "<registry>/<path>[:<tag>][@<digest>]". push says
+// the reference is pushed to, which needs a tag, not a digest; user says a
+// user wrote it, who gives a tag or a digest, not both (svc itself pins a
+// tagged reference to the digest it resolved to).
+func checkReference(ref string, push, user bool) error {
 	if len(ref) > maxReference {
 		return fmt.Errorf("it is over %d characters", maxReference)
 	}
@@ -46,7 +50,7 @@ func checkReference(ref string, push bool) error {
 	switch {
 	case !pathRE.MatchString(path):
 		return fmt.Errorf("path %q is not lowercase components separated by '/' (each letters and digits joined by '.', '_', '__' or '-')", path)
-	case hasDigest && tag != "":
+	case user && hasDigest && tag != "":
 		return fmt.Errorf("it has both a tag and a digest; give one")
 	case hasDigest && !digestRE.MatchString(digest):
 		return fmt.Errorf("digest %q is not sha256:<64 lowercase hex digits>", digest)
@@ -94,4 +98,13 @@ func checkRegistry(host string) error {
 		}
 	}
 	return nil
+}
+
+// ParseUserReference is ParseReference for a reference a user sent: it
+// also refuses a tag and a digest together.
+func ParseUserReference(ref string, insecure, latest bool) (name.Reference, error) {
+	if err := checkReference(ref, latest, true); err != nil {
+		return nil, fmt.Errorf("%w %q: %v", ErrBadReference, ref, err)
+	}
+	return ParseReference(ref, insecure, latest)
 }

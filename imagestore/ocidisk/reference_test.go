@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseReference_cases(t *testing.T) {
+func TestParseUserReference_cases(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	cases := []struct {
 		ref  string
@@ -42,7 +42,7 @@ func TestParseReference_cases(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.ref, func(t *testing.T) {
-			_, err := ParseReference(c.ref, true, c.push)
+			_, err := ParseUserReference(c.ref, true, c.push)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("err = %v", err)
@@ -53,5 +53,17 @@ func TestParseReference_cases(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// svc pins a tagged reference to the digest it resolved to: that form is
+// its own, taken from no user.
+func TestParseReference_pinned(t *testing.T) {
+	pinned := "reg.example/x:v1@sha256:" + strings.Repeat("ab", 32)
+	if _, err := ParseReference(pinned, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseUserReference(pinned, true, false); err == nil {
+		t.Fatal("a user's tag and digest together were taken")
 	}
 }

@@ -23,6 +23,9 @@ type Registry struct {
 	Insecure bool
 	// Jobs is how many chunks move at once (default 4).
 	Jobs int
+	// Egress, when set, is the addresses this peer may contact: every
+	// connection to the registry is checked against it when dialled.
+	Egress *Egress
 }
 
 // ErrBadReference is wrapped when a reference cannot be parsed or has no tag
@@ -34,7 +37,7 @@ var ErrBadReference = errors.New("bad image reference")
 // tag or digest takes "latest" when latest is true (push) and is refused
 // otherwise (deploy and pull: a disk is never pulled as "latest" by accident).
 func ParseReference(ref string, insecure, latest bool) (name.Reference, error) {
-	if err := checkReference(ref, latest); err != nil {
+	if err := checkReference(ref, latest, false); err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrBadReference, ref, err)
 	}
 	opts := []name.Option{name.StrictValidation}
@@ -68,6 +71,9 @@ func (r Registry) jobs() int {
 // options are the remote options for talking to the registry.
 func (r Registry) options(ctx context.Context) []remote.Option {
 	tr := remote.DefaultTransport.(*http.Transport).Clone()
+	if r.Egress != nil {
+		tr.DialContext = r.Egress.dialer()
+	}
 	if r.Insecure {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for: allowInsecure
 	}
@@ -117,6 +123,19 @@ func Reason(err error) string {
 			return fmt.Sprintf("the registry answered %d %s", te.StatusCode, http.StatusText(te.StatusCode))
 		}
 		return fmt.Sprintf("the registry answered %d: %s", te.StatusCode, strings.Join(parts, "; "))
+	}
+	switch {
+	case errors.Is(err, ErrUnreachable), errors.Is(err, ErrBadReference):
+		return err.Error()
+	case errors.Is(err, ErrPlainHTTP) && !untrusted(err):
+		// HTTPS failed, and plain HTTP is not allowed: how HTTPS failed is
+		// not told (see networkFailure).
+		return "no registry answered over HTTPS at that address; one that serves plain HTTP needs its registry credential with allowInsecure"
+	case untrusted(err):
+		return "the registry's TLS certificate is not trusted: give it a trusted certificate, or add its registry credential with allowInsecure"
+	case networkFailure(err):
+		// No detail: it would tell a refused port from a closed one.
+		return errNoAnswer.Error()
 	}
 	return err.Error()
 }

@@ -46,6 +46,9 @@ type Options struct {
 	ChunkMiB int
 	// MaxJobs is how many jobs each peer runs at once (default: the peers').
 	MaxJobs int
+	// RegistryAllow is the peers' --registry-allow (default: loopback, where
+	// the tests' registries run; an empty, non-nil list allows none).
+	RegistryAllow []string
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
 }
@@ -131,6 +134,9 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	if opts.ChunkMiB == 0 {
 		opts.ChunkMiB = 1
 	}
+	if opts.RegistryAllow == nil {
+		opts.RegistryAllow = []string{"127.0.0.0/8"}
+	}
 	c := &Cluster{tb: tb, opts: opts}
 	dir := tb.TempDir()
 	if opts.Libvirt {
@@ -162,6 +168,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			Gate: m.gate, Log: c.logger(), Driver: drv,
 			VMInterval: 200 * time.Millisecond, HealthInterval: 100 * time.Millisecond,
 			BlobGCInterval: 200 * time.Millisecond, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
+			RegistryAllow: opts.RegistryAllow,
 		}
 		if opts.ProductionTiming {
 			m.cfg.RaftTiming, m.cfg.Local = raftfsm.Timing{}, false

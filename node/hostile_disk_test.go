@@ -103,6 +103,8 @@ func TestHostileDisk_registry(t *testing.T) {
 	pushDisk(t, reg, reg.Host+"/evil/backing:v1", padded(disktest.WithBacking(t, "/etc/passwd", "raw")))
 	pushContainerDisk(t, reg, reg.Host+"/evil/cd-datafile:v1", disktest.Write(t, "d.qcow2", disktest.WithDataFile(t, "/etc/shadow")))
 	pushContainerDisk(t, reg, reg.Host+"/evil/cd-backing:v1", disktest.Write(t, "b.qcow2", disktest.WithBacking(t, "/etc/shadow", "raw")))
+	truncated := disktest.Read(t, disktest.Create(t, "qcow2", "16M"))[:100_000]
+	pushContainerDisk(t, reg, reg.Host+"/evil/cd-truncated:v1", disktest.Write(t, "t.qcow2", truncated))
 
 	host := c.Members[1]
 	for _, tc := range []struct{ ref, want string }{
@@ -110,6 +112,7 @@ func TestHostileDisk_registry(t *testing.T) {
 		{"evil/backing:v1", "not the raw disk it is declared as"},
 		{"evil/cd-datafile:v1", `external data file ("/etc/shadow")`},
 		{"evil/cd-backing:v1", `backing file ("/etc/shadow")`},
+		{"evil/cd-truncated:v1", "cut short"},
 	} {
 		t.Run("deploy "+tc.ref, func(t *testing.T) {
 			_, err := cl.DeployVM(ctx, ns, api.DeployRequest{Image: reg.Host + "/" + tc.ref, Node: host.Name})
@@ -165,6 +168,7 @@ func TestHostileDisk_peer_blob(t *testing.T) {
 	}{
 		{"planted-datafile", "external data file", disktest.WithDataFile(t, "/etc/passwd")},
 		{"planted-backing", "backing file", disktest.WithBacking(t, "/etc/passwd", "raw")},
+		{"planted-truncated", "cut short", disktest.Read(t, disktest.Create(t, "qcow2", "16M"))[:100_000]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			digest := sha(tc.disk)

@@ -3,8 +3,8 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"strings"
 	"net/http"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 

@@ -1,10 +1,10 @@
 package node_test
 
 import (
-	"strings"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"

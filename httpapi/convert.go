@@ -11,8 +11,8 @@ import (
 
 // The records of the replicated state as the API shows them.
 
-// NodeToAPI converts a node of the replicated state to its API record.
-func NodeToAPI(n raftfsm.NodeView) api.Node {
+// nodeToAPI converts a node of the replicated state to its API record.
+func nodeToAPI(n raftfsm.NodeView) api.Node {
 	avail := func(total, used int) int { return max(total-used, 0) }
 	return api.Node{
 		Name:              n.Name,

@@ -26,13 +26,19 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p httprouter.
 	images := s.b.FSM().Images(ns)
 	for _, n := range s.b.FSM().Nodes() {
 		if n.Namespace == ns {
-			rec := NodeToAPI(n)
-			rec.CachedImages = s.cachedImages(n.Name, images)
-			items = append(items, rec)
+			items = append(items, s.nodeRecord(n, images))
 		}
 	}
 	writeJSON(w, http.StatusOK, api.List[api.Node]{Items: items})
 	return nil
+}
+
+// nodeRecord is a node as every answer shows it: with the images of the
+// namespace (images) whose content it holds.
+func (s *Server) nodeRecord(n raftfsm.NodeView, images []raftfsm.Image) api.Node {
+	rec := nodeToAPI(n)
+	rec.CachedImages = s.cachedImages(n.Name, images)
+	return rec
 }
 
 // cachedImages names the images whose content node holds.
@@ -66,7 +72,7 @@ func (s *Server) tagNode(t raftfsm.Type) handler {
 		if !ok {
 			return notFound("node %q not found", name)
 		}
-		writeJSON(w, http.StatusOK, NodeToAPI(n))
+		writeJSON(w, http.StatusOK, s.nodeRecord(n, s.b.FSM().Images(ns)))
 		return nil
 	}
 }

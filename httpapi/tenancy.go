@@ -107,7 +107,7 @@ func (s *Server) setNodeNamespace(w http.ResponseWriter, r *http.Request, p http
 		return err
 	}
 	n, _ := s.b.FSM().Node(name)
-	writeJSON(w, http.StatusOK, NodeToAPI(n))
+	writeJSON(w, http.StatusOK, s.nodeRecord(n, s.b.FSM().Images(n.Namespace)))
 	return nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -357,5 +359,39 @@ func TestImage_download_ranges(t *testing.T) {
 				t.Fatalf("through %s: a part of %d bytes", m.Name, len(got))
 			}
 		}
+	}
+}
+
+// Tag and untag answer the node record the list shows, images it holds
+// (cachedImages) included.
+func TestNode_tag_answers_the_whole_record(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	c.WaitLeader()
+	m := c.Members[0]
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	listed := func() api.Node {
+		t.Helper()
+		for _, n := range mustNodes(t, cl) {
+			if n.Name == m.Name {
+				return n
+			}
+		}
+		t.Fatal("the node is not listed")
+		return api.Node{}
+	}
+	tagged, err := cl.TagNode(ctx(t), ns, m.Name, "ssd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tagged, listed()) || !slices.Contains(tagged.CachedImages, "tiny") {
+		t.Fatalf("tag answered %+v, the list shows %+v", tagged, listed())
+	}
+	untagged, err := cl.UntagNode(ctx(t), ns, m.Name, "ssd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(untagged, listed()) || !slices.Contains(untagged.CachedImages, "tiny") {
+		t.Fatalf("untag answered %+v, the list shows %+v", untagged, listed())
 	}
 }

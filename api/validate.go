@@ -33,6 +33,8 @@ const (
 	MaxBindingSubjects = 10000
 	// MaxMetadata bounds customMetadata entries of a deploy or VM config.
 	MaxMetadata = 64
+	// MaxMetadataKey and MaxMetadataValue bound one customMetadata entry.
+	MaxMetadataKey, MaxMetadataValue = 63, 1024
 	// MaxReservedPorts bounds the node:guest pairs of reservedPorts.
 	MaxReservedPorts = 32
 )
@@ -86,6 +88,21 @@ func ValidateTag(tag string) error {
 		return invalidf("tag %q is longer than %d characters", tag, MaxTagLen)
 	case !tagRE.MatchString(tag):
 		return invalidf("tag %q may hold only letters, digits, '-', '_' and '.'", tag)
+	}
+	return nil
+}
+
+// ValidateMetadata checks customMetadata, of a deploy or a VM config alike:
+// at most MaxMetadata entries, keys of 1 to MaxMetadataKey bytes, values of
+// at most MaxMetadataValue.
+func ValidateMetadata(m map[string]string) error {
+	if len(m) > MaxMetadata {
+		return invalidf("%d entries, at most %d", len(m), MaxMetadata)
+	}
+	for k, v := range m {
+		if k == "" || len(k) > MaxMetadataKey || len(v) > MaxMetadataValue {
+			return invalidf("keys must be 1-%d characters and values at most %d (%q)", MaxMetadataKey, MaxMetadataValue, k)
+		}
 	}
 	return nil
 }

@@ -114,10 +114,9 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 			return nil, field("tag", "%s", err)
 		}
 	}
-	tagRequired := pick(r.TagRequired, cfg.TagRequired)
-	if tagRequired && tag == "" {
-		return nil, field("tagRequired", "needs a tag")
-	}
+	// No tag to require: the VM goes anywhere, as without tagRequired
+	// (published clients send it when a user ticks the box and names none).
+	tagRequired := pick(r.TagRequired, cfg.TagRequired) && tag != ""
 	reserved, err := parseReservedPorts(r.ReservedPorts)
 	if err != nil {
 		return nil, field("reservedPorts", "%s", err)
@@ -132,13 +131,8 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 	if r.CustomMetadata != nil {
 		meta = r.CustomMetadata
 	}
-	if len(meta) > api.MaxMetadata {
-		return nil, field("customMetadata", "%d entries, at most %d", len(meta), api.MaxMetadata)
-	}
-	for k, v := range meta {
-		if k == "" || len(k) > 63 || len(v) > 1024 {
-			return nil, field("customMetadata", "keys must be 1-63 characters and values at most 1024 (%q)", k)
-		}
+	if err := api.ValidateMetadata(meta); err != nil {
+		return nil, field("customMetadata", "%s", err)
 	}
 	display := cfg.Display
 	for _, d := range []struct {
@@ -203,9 +197,6 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 	for _, rp := range reserved {
 		if rp.Guest == 22 || rp.Guest == 5900 {
 			plan.warnings = append(plan.warnings, fmt.Sprintf("guest port %d is already forwarded (ssh or screenshare); %d:%d forwards it again", rp.Guest, rp.Host, rp.Guest))
-		}
-		if rp.Host < 1024 {
-			plan.warnings = append(plan.warnings, fmt.Sprintf("node port %d is privileged; it works only where the hypervisor may bind it", rp.Host))
 		}
 	}
 	return plan, nil

@@ -73,7 +73,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 		}
 	}
 	if req.TagRequired && req.Tag == "" {
-		return field("tagRequired", "needs a tag")
+		req.TagRequired = false // nothing to require; see planDeploy
 	}
 	for _, d := range []struct {
 		name string
@@ -83,8 +83,8 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 			return field(d.name, "%d is not between 0 and %d", d.v, maxDisplay)
 		}
 	}
-	if len(req.CustomMetadata) > api.MaxMetadata {
-		return field("customMetadata", "%d entries, at most %d", len(req.CustomMetadata), api.MaxMetadata)
+	if err := api.ValidateMetadata(req.CustomMetadata); err != nil {
+		return field("customMetadata", "%s", err)
 	}
 	if err := s.requireNamespace(ns); err != nil {
 		return err

@@ -204,7 +204,6 @@ func TestVM_bad_input(t *testing.T) {
 		{"memory negative", api.DeployRequest{Image: "tiny", Memory: floatp(-1)}, 400, `field "memory"`},
 		{"scheduler", api.DeployRequest{Image: "tiny", Scheduler: "random"}, 400, `field "scheduler"`},
 		{"tag", api.DeployRequest{Image: "tiny", Tag: "a b"}, 400, `field "tag"`},
-		{"tagRequired alone", api.DeployRequest{Image: "tiny", TagRequired: boolp(true)}, 400, `field "tagRequired"`},
 		{"reserved ports", api.DeployRequest{Image: "tiny", ReservedPorts: "8080-80"}, 400, `field "reservedPorts"`},
 		{"reserved port in our range", api.DeployRequest{Image: "tiny", ReservedPorts: "20001:80"}, 400, `field "reservedPorts"`},
 		{"privileged reserved port (the host's ssh)", api.DeployRequest{Image: "tiny", ReservedPorts: "22:22"}, 400, "privileged port of the host"},
@@ -617,5 +616,36 @@ func TestVM_ten_deploys_are_created_in_parallel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("a deploy failed (were the creates run one after another?): %v", err)
 		}
+	}
+}
+
+// A VM config takes what a deploy takes, by the same rules: a metadata key
+// deploy refuses is refused by config create too (it was 201, and every
+// deploy from it failed); tagRequired without a tag requires nothing, for
+// a config and a deploy alike (published clients send it so).
+func TestVMConfig_same_rules_as_deploy(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	c.WaitLeader()
+	cl := c.Client(c.Members[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	longKey := map[string]string{strings.Repeat("k", 64): "v"}
+	longValue := map[string]string{"k": strings.Repeat("v", 1025)}
+	for name, meta := range map[string]map[string]string{"a 64-character key": longKey, "a value over 1024": longValue} {
+		_, cerr := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "meta", Image: "tiny", CustomMetadata: meta})
+		_, derr := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", CustomMetadata: meta})
+		if api.CodeOf(cerr) != http.StatusBadRequest || api.CodeOf(derr) != http.StatusBadRequest ||
+			!strings.Contains(cerr.Error(), "customMetadata") || !strings.Contains(derr.Error(), "customMetadata") {
+			t.Errorf("%s: config create %v, deploy %v; want 400 for both", name, cerr, derr)
+		}
+	}
+	cfg, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ticked", Image: "tiny", CPU: 1, TagRequired: true})
+	if err != nil || cfg.TagRequired {
+		t.Fatalf("a config with tagRequired and no tag: %+v %v", cfg, err)
+	}
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{VMConfig: "ticked"}); err != nil {
+		t.Fatalf("deploy from it: %v", err)
+	}
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", CPU: intp(1), TagRequired: boolp(true)}); err != nil {
+		t.Fatalf("a deploy with tagRequired and no tag: %v", err)
 	}
 }

@@ -235,6 +235,9 @@ func (s *State) applyVMConfigCreate(c VMConfigCreate) (any, error) {
 	if err := api.ValidateName("vmconfig name", cfg.Name, api.MaxVMConfigLen); err != nil {
 		return nil, ruleErr(ErrInvalid, "%s", err.Error())
 	}
+	if err := api.ValidateMetadata(cfg.CustomMetadata); err != nil {
+		return nil, ruleErr(ErrInvalid, "customMetadata: %s", err.Error())
+	}
 	if _, ok := s.Namespaces[cfg.Namespace]; !ok {
 		return nil, ruleErr(ErrNotFound, "namespace %q not found", cfg.Namespace)
 	}

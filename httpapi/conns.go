@@ -253,3 +253,25 @@ func (s *Server) withBodyDeadline(w http.ResponseWriter, r *http.Request, mode b
 	_ = rc.SetReadDeadline(time.Now().Add(d))
 	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, mode: mode, limits: s.cfg.Limits}
 }
+
+// catchUpWait bounds how long a request waits for a peer that has just
+// started to catch up before it is refused (503).
+const catchUpWait = 5 * time.Second
+
+// maxDrain bounds how much of a request body that was answered without
+// being read (a refusal) is read and thrown away, so that a client that
+// sends its whole body before it reads the answer (most HTTP libraries)
+// gets the answer instead of a reset connection. Beyond it the connection
+// is closed.
+const maxDrain = 64 << 20
+
+// drainBody flushes the answer and reads what is left of r's body, at most
+// maxDrain, within the body's deadline. A client that asked to be told
+// before it sends (Expect: 100-continue) is not made to send.
+func drainBody(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.Header.Get("Expect") != "" {
+		return
+	}
+	_ = http.NewResponseController(w).Flush()
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxDrain))
+}

@@ -256,3 +256,59 @@ func TestConns_early_refusals_are_statuses(t *testing.T) {
 		})
 	}
 }
+
+// sendWhole writes a request with a body of n bytes whole, as most HTTP
+// libraries do before they read the answer, and returns the answer.
+func sendWhole(t *testing.T, addr, head string, n int) (*http.Response, []byte, error) {
+	t.Helper()
+	c := dialRaw(t, addr)
+	if _, err := io.WriteString(c, head+"Content-Length: "+fmt.Sprint(n)+"\r\n\r\n"); err != nil {
+		return nil, nil, err
+	}
+	chunk := make([]byte, 64<<10)
+	for sent := 0; sent < n; sent += len(chunk) {
+		if _, err := c.Write(chunk[:min(len(chunk), n-sent)]); err != nil {
+			return nil, nil, fmt.Errorf("after %d bytes: %w", sent, err)
+		}
+	}
+	return c.response(10 * time.Second)
+}
+
+// A peer that is catching up waits a moment for its replica instead of
+// refusing at once, and a request refused before its body was read (a
+// peer that does not catch up in time, a missing token) still gets its
+// Status after sending a 15 MB body, not a reset connection.
+func TestConns_refusals_reach_clients_that_send_first(t *testing.T) {
+	const size = 15 << 20
+	upload := "POST /api/v1/namespaces/svc-default/upload/image?name=%s HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/octet-stream\r\n"
+	auth := "Authorization: Bearer " + adminToken(t) + "\r\n"
+
+	soon := newFakeBackend(t, true)
+	soon.caughtUp = make(chan struct{})
+	soonAddr, _ := serveOn(t, New(Config{Backend: soon}))
+	addr := soonAddr
+	time.AfterFunc(300*time.Millisecond, func() { close(soon.caughtUp) })
+	resp, b, err := sendWhole(t, addr, fmt.Sprintf(upload, "soon", auth), size)
+	if err != nil || resp.StatusCode != http.StatusCreated { // 15 MiB of zeros: a raw disk
+		t.Fatalf("an upload to a peer a moment from caught up: %v %v %s", resp, err, b)
+	}
+
+	never := newFakeBackend(t, true)
+	never.caughtUp = make(chan struct{})
+	neverAddr, _ := serveOn(t, New(Config{Backend: never}))
+	for _, c := range []struct {
+		name, addr, head string
+		code             int
+	}{
+		{"a peer that does not catch up", neverAddr, fmt.Sprintf(upload, "late", auth), http.StatusServiceUnavailable},
+		{"no token", soonAddr, fmt.Sprintf(upload, "anon", ""), http.StatusUnauthorized},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, b, err := sendWhole(t, c.addr, c.head, size)
+			var st api.Status
+			if err != nil || resp.StatusCode != c.code || json.Unmarshal(b, &st) != nil || st.Code != c.code {
+				t.Fatalf("%v %v %s", resp, err, b)
+			}
+		})
+	}
+}

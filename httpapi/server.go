@@ -46,6 +46,8 @@ type Backend interface {
 	// CaughtUp reports whether the replica has caught up with the cluster
 	// since this peer started; until then only open routes are served.
 	CaughtUp() bool
+	// WaitCaughtUp waits, bounded by ctx, until CaughtUp, and reports it.
+	WaitCaughtUp(ctx context.Context) bool
 	// AppliedIndex returns, if this peer is a leader that has applied the
 	// entries of earlier terms, the index of the last command it applied
 	// (every acknowledged write is at or below it); an error otherwise.
@@ -273,10 +275,19 @@ func (s *Server) handle(rt Route, h handler) {
 		} else {
 			s.withBodyDeadline(w, r, mode)
 		}
+		if !rt.Stream {
+			defer drainBody(w, r)
+		}
 		s.dropUnprovenForwarding(r)
 		if rt.Rule != RuleOpen && !s.b.CaughtUp() {
-			writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.b.Name()))
-			return
+			// A peer that has just started is usually a moment from caught up.
+			wctx, cancel := context.WithTimeout(r.Context(), catchUpWait)
+			ok := s.b.WaitCaughtUp(wctx)
+			cancel()
+			if !ok {
+				writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.b.Name()))
+				return
+			}
 		}
 		pr, err := s.authorize(r, rt.Rule, p)
 		if err != nil {

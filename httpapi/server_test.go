@@ -37,6 +37,9 @@ type fakeBackend struct {
 	peers map[string]string
 	// leaderView, when set on a follower, names the leader it knows.
 	leaderView func() string
+	// caughtUp, when set, is closed once the replica has caught up (nil:
+	// caught up from the start).
+	caughtUp chan struct{}
 }
 
 func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
@@ -101,7 +104,29 @@ func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any,
 	return b.applyAny(ctx, t, body)
 }
 func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
-func (b *fakeBackend) CaughtUp() bool                     { return true }
+func (b *fakeBackend) CaughtUp() bool {
+	if b.caughtUp == nil {
+		return true
+	}
+	select {
+	case <-b.caughtUp:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *fakeBackend) WaitCaughtUp(ctx context.Context) bool {
+	if b.caughtUp == nil {
+		return true
+	}
+	select {
+	case <-b.caughtUp:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
 
 // Place puts every VM on n1 at fixed ports.
 func (b *fakeBackend) ResolveImage(context.Context, string, string, string) (raftfsm.Image, error) {

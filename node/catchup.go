@@ -44,6 +44,17 @@ func (p *Peer) CaughtUp() bool {
 	}
 }
 
+// WaitCaughtUp waits, bounded by ctx, until the replica has caught up, and
+// reports whether it has.
+func (p *Peer) WaitCaughtUp(ctx context.Context) bool {
+	select {
+	case <-p.caught.ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 func (p *Peer) markCaughtUp(how string) {
 	p.caught.once.Do(func() {
 		close(p.caught.ch)

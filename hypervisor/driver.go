@@ -23,6 +23,10 @@ const (
 // ErrNotFound is returned for a domain the hypervisor does not have.
 var ErrNotFound = errors.New("domain not found")
 
+// ErrDiskMissing is returned by Start for a domain whose disk is gone:
+// Create makes it a fresh one (its changes are lost).
+var ErrDiskMissing = errors.New("the domain's disk is missing")
+
 // Forward maps a port of the node's address to a guest port.
 type Forward struct {
 	HostPort  int `json:"hostPort"`

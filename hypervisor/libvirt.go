@@ -50,6 +50,9 @@ type Libvirt struct {
 
 	mu sync.Mutex
 	l  *libvirt.Libvirt
+	// deleting are the domains Delete is taking down: List reports them
+	// stopping without asking libvirt, which holds their lock meanwhile.
+	deleting map[string]bool
 }
 
 var _ Driver = (*Libvirt)(nil)
@@ -76,7 +79,7 @@ func NewLibvirt(cfg LibvirtConfig) (*Libvirt, error) {
 	if err := traversable(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("VM dir: %w", err)
 	}
-	return &Libvirt{cfg: cfg, user: u}, nil
+	return &Libvirt{cfg: cfg, user: u, deleting: map[string]bool{}}, nil
 }
 
 // DetectDomainType returns TypeKVM when the host's KVM is backed by real
@@ -258,13 +261,31 @@ func (d *Libvirt) checkName(name string) error {
 	return nil
 }
 
-// Create defines the domain (keeping an existing overlay) and starts it.
+// Create defines the domain (keeping an existing overlay, making one where
+// there is none) and starts it. A start that fails because the overlay
+// went away meanwhile (removed behind the peer's back) is made again on a
+// fresh overlay, once.
 func (d *Libvirt) Create(ctx context.Context, s Spec) error {
 	if err := d.checkName(s.Name); err != nil {
 		return err
 	}
+	err := d.create(ctx, s)
+	if err != nil && d.diskMissing(s.Name) {
+		d.cfg.Log.Warn("the domain's disk went away while it was created; making a fresh one", "domain", s.Name, "err", err)
+		err = d.create(ctx, s)
+	}
+	return err
+}
+
+// diskMissing reports whether a domain's overlay is not there.
+func (d *Libvirt) diskMissing(name string) bool {
+	_, err := os.Stat(d.DiskPath(name))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+func (d *Libvirt) create(ctx context.Context, s Spec) error {
 	disk := d.DiskPath(s.Name)
-	if _, err := os.Stat(disk); errors.Is(err, os.ErrNotExist) {
+	if d.diskMissing(s.Name) {
 		if err := createOverlay(ctx, s.BaseImage, s.BaseFormat, disk); err != nil {
 			return err
 		}
@@ -316,11 +337,15 @@ func (d *Libvirt) start(ctx context.Context, dom libvirt.Domain) error {
 	return err
 }
 
-// Start boots a stopped domain (or resumes a paused one).
+// Start boots a stopped domain (or resumes a paused one); a domain whose
+// disk is gone is ErrDiskMissing (Create makes it again).
 func (d *Libvirt) Start(ctx context.Context, name string) error {
 	dom, err := d.lookup(ctx, name)
 	if err != nil {
 		return err
+	}
+	if st, err := d.state(ctx, dom); err == nil && st == StateShutoff && d.diskMissing(name) {
+		return fmt.Errorf("start %s: %w", name, ErrDiskMissing)
 	}
 	return d.start(ctx, dom)
 }
@@ -409,6 +434,14 @@ func (d *Libvirt) Delete(ctx context.Context, name string) error {
 	if err := d.checkName(name); err != nil {
 		return err
 	}
+	d.mu.Lock()
+	d.deleting[name] = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.deleting, name)
+		d.mu.Unlock()
+	}()
 	dom, err := d.lookup(ctx, name)
 	switch {
 	case err == nil:
@@ -465,6 +498,13 @@ func (d *Libvirt) List(ctx context.Context) ([]Domain, error) {
 	var out []Domain
 	for _, dom := range doms {
 		if !strings.HasPrefix(dom.Name, d.cfg.Prefix) {
+			continue
+		}
+		d.mu.Lock()
+		deleting := d.deleting[dom.Name]
+		d.mu.Unlock()
+		if deleting {
+			out = append(out, Domain{Name: dom.Name, State: StateStopping})
 			continue
 		}
 		st, err := d.state(ctx, dom)

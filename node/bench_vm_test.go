@@ -226,3 +226,55 @@ func BenchmarkImageDownload(b *testing.B) {
 	b.StopTimer()
 	reportMBps(b, size, []string{"holder", "via-peer", "cp"}, direct, proxied, plain)
 }
+
+// BenchmarkDeploy_after_delete times, in each round on one peer, a deploy on
+// a quiet node and then, right after that VM's delete, a second deploy: the
+// second must not wait for the first VM's domain to go (real libvirt).
+func BenchmarkDeploy_after_delete(b *testing.B) {
+	image := guest.RequireLibvirt(b)
+	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 32 << 30}, Prefix: "bdel"})
+	cl := c.Client(c.WaitLeader())
+	upload(b, cl, "mini-linux", image)
+	deploy := func() (string, time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start := time.Now()
+		vm, err := cl.DeployVM(ctx, ns, api.DeployRequest{Image: "mini-linux", CPU: intp(1), Memory: floatp(0.25)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return vm.Name, time.Since(start)
+	}
+	quietNode := func() {
+		c.WaitFor("domains removed", time.Minute, func() error {
+			doms, err := c.Members[0].Libvirt.List(context.Background())
+			if err != nil || len(doms) > 0 {
+				return fmt.Errorf("%d domains left (%v)", len(doms), err)
+			}
+			return nil
+		})
+	}
+	var first, after []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		quietNode()
+		b.StartTimer()
+		name, d := deploy()
+		first = append(first, d)
+		if err := cl.DeleteVM(context.Background(), ns, name); err != nil {
+			b.Fatal(err)
+		}
+		name, d = deploy()
+		after = append(after, d)
+		if err := cl.DeleteVM(context.Background(), ns, name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(percentile(first, 0.5)), "first-p50-ms")
+	b.ReportMetric(ms(percentile(after, 0.5)), "after-delete-p50-ms")
+	b.ReportMetric(ms(percentile(after, 0.95)), "after-delete-p95-ms")
+	b.ReportMetric(float64(percentile(after, 0.5))/float64(percentile(first, 0.5)), "after-x-first")
+	b.ReportMetric(0, "ns/op")
+}

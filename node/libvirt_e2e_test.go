@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	osexec "os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,19 +102,39 @@ func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
 		t.Fatalf("after revert: %q", got)
 	}
 
-	// A domain removed behind the peer's back is recreated.
+	// A domain removed behind the peer's back (destroyed and undefined, its
+	// disk left) is recreated on its own disk.
 	dom := hypervisor.DomainName(a.Name, ns, "e2e")
-	if err := a.Libvirt.Delete(ctx(t), dom); err != nil {
-		t.Fatal(err)
+	guestRun(t, c, vm, "echo kept > /data/proof && sync")
+	for _, args := range [][]string{{"undefine", dom}, {"destroy", dom}} { // undefined first: the destroy then removes it at once
+		if out, err := osexec.Command("virsh", append([]string{"-c", "qemu:///system"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("virsh %v: %v %s", args, err, out)
+		}
 	}
 	c.WaitFor("the domain recreated", 60*time.Second, func() error {
 		got, err := cl.GetVM(ctx(t), ns, "e2e")
-		if err != nil || !strings.Contains(got.ErrorMessage, "recreated") {
+		if err != nil || got.Status != api.StatusRunning || !strings.Contains(got.ErrorMessage, "recreated") {
 			return fmt.Errorf("%+v %v", got, err)
 		}
 		return nil
 	})
-	guestRun(t, c, vm, "true")
+	if got := guestRun(t, c, vm, "cat /data/proof"); strings.TrimSpace(got) != "kept" {
+		t.Fatalf("the recreated domain has not its disk: %q", got)
+	}
+
+	// A stopped VM whose disk is gone starts on a fresh one; it is not left
+	// Failed.
+	exec("stop", api.StatusStopped)
+	if err := os.Remove(a.Libvirt.DiskPath(dom)); err != nil {
+		t.Fatal(err)
+	}
+	exec("start", api.StatusRunning)
+	if got := guestRun(t, c, vm, "cat /data/proof 2>&1 || echo gone"); !strings.Contains(got, "gone") {
+		t.Fatalf("after its disk was made again: %q", got)
+	}
+	if got, _ := cl.GetVM(ctx(t), ns, "e2e"); !strings.Contains(got.ErrorMessage, "disk was missing") {
+		t.Fatalf("the VM does not say its disk was made again: %+v", got)
+	}
 
 	if err := cl.DeleteVM(ctx(t), ns, "e2e"); err != nil {
 		t.Fatal(err)

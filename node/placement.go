@@ -16,9 +16,13 @@ import (
 
 // placer places VMs on the leader. Placements take turns (a few
 // milliseconds each), so that concurrent deploys do not pick the same room
-// and ports; Apply still checks both.
+// and ports; Apply still checks both. Ports are handed out round the range
+// from where the last placement on a node stopped, not lowest first: a
+// port a deleted VM freed a moment ago may still be held by its QEMU,
+// which its host is taking down, and a new VM on it would wait for that.
 type placer struct {
-	mu sync.Mutex
+	mu   sync.Mutex
+	next map[string]int // node -> where its next VNC port search starts (forward ports follow)
 }
 
 // placeAttempts bounds how often a VM that lost its room or its generated
@@ -50,7 +54,13 @@ func (p *Peer) Place(ctx context.Context, pl httpapi.Placement) (raftfsm.VM, err
 		}
 		n, _ := p.FSM().Node(node)
 		vm.Node, vm.IP, vm.Arch = node, n.Addr, n.Arch
-		vm.VNCPort, vm.SSHPort, vm.ScreensharePort, err = allocatePorts(p.FSM().PortsInUse(node), vm.ReservedPorts)
+		if p.placer.next == nil {
+			p.placer.next = map[string]int{}
+		}
+		vm.VNCPort, vm.SSHPort, vm.ScreensharePort, err = allocatePorts(p.FSM().PortsInUse(node), vm.ReservedPorts, p.placer.next[node])
+		if err == nil {
+			p.placer.next[node]++
+		}
 		if err != nil {
 			lastErr = err
 			continue
@@ -98,9 +108,10 @@ func usedPorts(vms, own map[int]bool) map[int]bool {
 	return vms
 }
 
-// allocatePorts picks the lowest free VNC port and two forward ports (SSH,
-// screen sharing) on a node, avoiding used and reserved ports.
-func allocatePorts(used map[int]bool, reserved []raftfsm.PortMap) (vnc, ssh, screen int, err error) {
+// allocatePorts picks a free VNC port and two forward ports (SSH, screen
+// sharing) on a node, avoiding used and reserved ports: the first free
+// ones from the turn-th port of each range on, round the range.
+func allocatePorts(used map[int]bool, reserved []raftfsm.PortMap, turn int) (vnc, ssh, screen int, err error) {
 	taken := map[int]bool{}
 	for port := range used {
 		taken[port] = true
@@ -108,8 +119,10 @@ func allocatePorts(used map[int]bool, reserved []raftfsm.PortMap) (vnc, ssh, scr
 	for _, r := range reserved {
 		taken[r.Host] = true
 	}
-	next := func(lo, hi int) int {
-		for port := lo; port <= hi; port++ {
+	next := func(lo, hi, from int) int {
+		n := hi - lo + 1
+		for i := range n {
+			port := lo + (from+i)%n
 			if !taken[port] {
 				taken[port] = true
 				return port
@@ -117,8 +130,8 @@ func allocatePorts(used map[int]bool, reserved []raftfsm.PortMap) (vnc, ssh, scr
 		}
 		return 0
 	}
-	vnc = next(api.VNCPortMin, api.VNCPortMax)
-	ssh, screen = next(api.ForwardPortMin, api.ForwardPortMax), next(api.ForwardPortMin, api.ForwardPortMax)
+	vnc = next(api.VNCPortMin, api.VNCPortMax, turn)
+	ssh, screen = next(api.ForwardPortMin, api.ForwardPortMax, 2*turn), next(api.ForwardPortMin, api.ForwardPortMax, 2*turn+1)
 	if vnc == 0 || ssh == 0 || screen == 0 {
 		return 0, 0, 0, fmt.Errorf("%w: the node has no free VM ports", raftfsm.ErrNoRoom)
 	}

@@ -20,12 +20,13 @@ import (
 type reconciler struct {
 	p *Peer
 
-	mu      sync.Mutex
-	workers map[string]*vmWorker // by "namespace/name"
+	mu       sync.Mutex
+	workers  map[string]*vmWorker // by "namespace/name"
+	removing map[string]bool      // domains being removed, by name
 }
 
 func newReconciler(p *Peer) *reconciler {
-	return &reconciler{p: p, workers: map[string]*vmWorker{}}
+	return &reconciler{p: p, workers: map[string]*vmWorker{}, removing: map[string]bool{}}
 }
 
 // workerStopWait bounds the wait for a worker to stop before its domain is
@@ -77,15 +78,22 @@ func (rc *reconciler) pass(ctx context.Context) error {
 	if !p.CaughtUp() {
 		return errNotCaughtUp
 	}
+	vms := p.FSM().VMsOnNode(p.cfg.Name)
+	want := map[string]raftfsm.VM{}
+	for _, vm := range vms {
+		domain := hypervisor.DomainName(p.cfg.Name, vm.Namespace, vm.Name)
+		want[domain] = vm
+		// A VM new to this peer has no domain yet: its worker starts now,
+		// not after the listing, which libvirt holds up while the QEMU of
+		// a domain being removed exits (a second or more under emulation).
+		if vm.Status == raftfsm.VMPending && !rc.hasWorker(vm) {
+			rc.worker(vm, domain).observe(observation{listed: time.Now()})
+		}
+	}
 	listed := time.Now()
 	doms, err := p.driver.List(ctx)
 	if err != nil {
 		return err
-	}
-	vms := p.FSM().VMsOnNode(p.cfg.Name)
-	want := map[string]raftfsm.VM{}
-	for _, vm := range vms {
-		want[hypervisor.DomainName(p.cfg.Name, vm.Namespace, vm.Name)] = vm
 	}
 	rc.mu.Lock()
 	for key, w := range rc.workers {
@@ -95,23 +103,56 @@ func (rc *reconciler) pass(ctx context.Context) error {
 		}
 	}
 	rc.mu.Unlock()
-	// Removals first: they free the ports and room that new VMs may take.
+	// Removals go on beside the workers: a VM deployed right after another
+	// was deleted does not wait for that one's domain to go (the leader
+	// gives it other ports).
 	have := map[string]hypervisor.State{}
 	for _, d := range doms {
 		if _, ok := want[d.Name]; ok {
 			have[d.Name] = d.State
 			continue
 		}
-		p.cfg.Log.Info("removing a domain nobody wants", "domain", d.Name)
-		if err := p.driver.Delete(ctx, d.Name); err != nil {
-			p.cfg.Log.Warn("remove domain", "domain", d.Name, "err", err)
-		}
+		rc.remove(d.Name)
 	}
 	for domain, vm := range want {
 		st, exists := have[domain]
 		rc.worker(vm, domain).observe(observation{state: st, exists: exists, listed: listed})
 	}
 	return nil
+}
+
+// removeTimeout bounds the removal of one domain.
+const removeTimeout = 2 * time.Minute
+
+// remove takes a domain nobody wants down and away, on a goroutine of its
+// own; a removal under way is not started again.
+func (rc *reconciler) remove(domain string) {
+	p := rc.p
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.removing[domain] {
+		return
+	}
+	rc.removing[domain] = true
+	p.cfg.Log.Info("removing a domain nobody wants", "domain", domain)
+	p.goRun(func() {
+		ctx, cancel := context.WithTimeout(p.ctx, removeTimeout)
+		defer cancel()
+		if err := p.driver.Delete(ctx, domain); err != nil && p.ctx.Err() == nil {
+			p.cfg.Log.Warn("remove domain", "domain", domain, "err", err)
+		}
+		rc.mu.Lock()
+		delete(rc.removing, domain)
+		rc.mu.Unlock()
+	})
+}
+
+// hasWorker reports whether the VM has a worker.
+func (rc *reconciler) hasWorker(vm raftfsm.VM) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	_, ok := rc.workers[vm.Namespace+"/"+vm.Name]
+	return ok
 }
 
 // worker returns the VM's worker, starting it the first time.

@@ -185,7 +185,14 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		case hypervisor.StateRunning:
 		default:
 			changed = true
-			if err := p.driver.Start(ctx, name); err != nil {
+			err := p.driver.Start(ctx, name)
+			if errors.Is(err, hypervisor.ErrDiskMissing) {
+				// Repairable: a fresh disk on the image (the VM's changes are lost).
+				note = "the VM's disk was missing and has been made again from its image"
+				p.cfg.Log.Warn("recreating a VM whose disk is gone", "vm", key)
+				err = p.driver.Create(ctx, p.specFor(vm, name))
+			}
+			if err != nil {
 				return w.retryOrFail(vm, err)
 			}
 		}

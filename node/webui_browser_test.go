@@ -83,14 +83,25 @@ func TestWebUI_browser(t *testing.T) {
 
 	do("open the console", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="console"]`), chromedp.WaitVisible("#console canvas"))
 	waitJS(t, c, ctx, "the console connected", `document.querySelector("#console-status").textContent === "connected"`, time.Minute)
-	waitJS(t, c, ctx, "text on the canvas", `(() => {
-		const cv = document.querySelector("#console canvas");
-		if (!cv || !cv.width) return false;
-		const d = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
-		let lit = 0;
-		for (let i = 0; i < d.length; i += 4) if (d[i] | d[i+1] | d[i+2]) lit++;
-		return lit > 500;
-	})()`, time.Minute)
+	// What a person sees: the canvas laid out at least the guest's text
+	// mode (720x400) on the page, and a screenshot of that rectangle of the
+	// page (not the canvas's data) with lines of text on it.
+	waitJS(t, c, ctx, "the canvas laid out at the guest's size or more", `(r => r.width >= 720 && r.height >= 400)(document.querySelector("#console canvas").getBoundingClientRect())`, time.Minute)
+	c.WaitFor("the guest's text in a screenshot of the console", time.Minute, func() error {
+		png, err := chromedp.Run(ctx, chromedp.Screenshot("#console canvas"))
+		if err != nil {
+			return err
+		}
+		bands, lit, err := browser.TextRows(png)
+		if err != nil {
+			return err
+		}
+		browser.Save(t, "webui-console-canvas", png)
+		if bands < 3 || lit < 0.002 {
+			return fmt.Errorf("%d lines of lit pixels, %.4f of the pixels lit", bands, lit)
+		}
+		return nil
+	})
 	shot("console")
 	typeLine := func(s string) { do("type "+s, chromedp.SendKeys("#console canvas", s+"\r")) }
 	tty1 := func(what, pattern string) {

@@ -1,7 +1,9 @@
 package browser
 
 import (
+	"bytes"
 	"context"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +59,12 @@ func Screenshot(t testing.TB, ctx context.Context, name string) string {
 		t.Logf("screenshot %s: %v", name, err)
 		return ""
 	}
+	return Save(t, name, png)
+}
+
+// Save keeps a PNG as build/artifacts/<name>.png and returns its path.
+func Save(t testing.TB, name string, png []byte) string {
+	t.Helper()
 	_, src, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(src), "..", "..", "build", "artifacts")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -68,4 +76,33 @@ func Screenshot(t testing.TB, ctx context.Context, name string) string {
 	}
 	t.Logf("screenshot: %s", p)
 	return p
+}
+
+// TextRows reads a screenshot of a screen of light text on a dark ground
+// (a console) and returns how many bands of rows hold lit pixels, and the
+// share of pixels that are lit: a black or blank screen has no bands.
+func TextRows(pngData []byte) (bands int, lit float64, err error) {
+	img, err := png.Decode(bytes.NewReader(pngData))
+	if err != nil {
+		return 0, 0, err
+	}
+	b := img.Bounds()
+	litPixels, inBand := 0, false
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		row := 0
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if (r+g+bl)/3 > 0x6000 {
+				row++
+			}
+		}
+		litPixels += row
+		switch {
+		case row > 0 && !inBand:
+			bands, inBand = bands+1, true
+		case row == 0:
+			inBand = false
+		}
+	}
+	return bands, float64(litPixels) / float64(b.Dx()*b.Dy()), nil
 }

@@ -54,8 +54,9 @@ type Peer struct {
 	leaderReady bool      // this term's barrier has been applied
 	errCh       chan error
 	nudged      map[string]time.Time
-	problem     string // why this node takes no VMs ("" when it does)
-	halt        bool   // Halt: stop without hand-over or snapshot
+	problem     string              // why this node takes no VMs ("" when it does)
+	guarded     []hypervisor.Target // the ports the VMs' guard keeps them from
+	halt        bool                // Halt: stop without hand-over or snapshot
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins

@@ -128,7 +128,7 @@ func (p *Peer) probeHypervisor() string {
 	if err := p.driver.Probe(ctx); err != nil {
 		return "hypervisor does not answer: " + err.Error()
 	}
-	return ""
+	return p.guardGuests(ctx)
 }
 
 func (p *Peer) setProblem(problem string) {

@@ -11,10 +11,11 @@ import (
 )
 
 // reconciler keeps this peer's domains in step with the VMs the replicated
-// state places here, in both directions. A pass (at every change of the
-// state, and at least every VMInterval, so that it also corrects what
-// changed behind its back) lists the domains, removes those no VM wants, and
-// hands every wanted VM's domain state to that VM's worker. A worker
+// state places here, in both directions. A pass (at every change of a VM
+// placed here, not for other nodes' VMs or jobs, and at least every
+// VMInterval, so that it also corrects what changed behind its back) lists
+// the domains, removes those no VM wants, and hands every wanted VM's
+// domain state to that VM's worker. A worker
 // converges its VM on its own, so one slow domain (a boot, an ACPI shutdown,
 // an image fetch) holds up no other.
 type reconciler struct {
@@ -41,7 +42,7 @@ func (rc *reconciler) run() {
 	defer tick.Stop()
 	caught := p.caught.ch // a pass as soon as the replica has caught up
 	for {
-		changed := p.FSM().Changed()
+		changed := p.FSM().NodeChanged(p.cfg.Name) // this node's VMs only
 		if p.hypervisorOK() {
 			ctx, cancel := context.WithTimeout(p.ctx, 5*time.Minute)
 			result := "done"

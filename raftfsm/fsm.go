@@ -32,6 +32,7 @@ type FSM struct {
 	state   *State
 	index   uint64
 	changed chan struct{} // closed and replaced after every change
+	nodes   nodeWaiters   // NodeChanged's channels
 }
 
 // NewFSM returns a state machine over an empty state.
@@ -72,12 +73,17 @@ func (f *FSM) Apply(l *raft.Log) any {
 func (f *FSM) ApplyCommand(index uint64, c Command) Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	ns, name := vmOf(c)
+	before := f.state.vmNode(ns, name)
 	v, err := f.state.apply(index, c)
 	if index > f.index {
 		f.index = index
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
+	if name != "" && err == nil { // a refused command changed nothing
+		f.nodes.wake(false, before, f.state.vmNode(ns, name))
+	}
 	return Result{Value: v, Err: err}
 }
 
@@ -130,6 +136,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.index = sf.Index
 	close(f.changed)
 	f.changed = make(chan struct{})
+	f.nodes.wake(true)
 	return nil
 }
 

@@ -46,6 +46,8 @@ type Options struct {
 	ChunkMiB int
 	// MaxJobs is how many jobs each peer runs at once (default: the peers').
 	MaxJobs int
+	// VMInterval is the peers' reconcile timer (default 200 ms).
+	VMInterval time.Duration
 	// RegistryAllow is the peers' --registry-allow (default: loopback, where
 	// the tests' registries run; an empty, non-nil list allows none).
 	RegistryAllow []string
@@ -134,6 +136,9 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	if opts.ChunkMiB == 0 {
 		opts.ChunkMiB = 1
 	}
+	if opts.VMInterval == 0 {
+		opts.VMInterval = 200 * time.Millisecond
+	}
 	if opts.RegistryAllow == nil {
 		opts.RegistryAllow = []string{"127.0.0.0/8"}
 	}
@@ -166,7 +171,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
 			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
 			Gate: m.gate, Log: c.logger(), Driver: drv,
-			VMInterval: 200 * time.Millisecond, HealthInterval: 100 * time.Millisecond,
+			VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
 			BlobGCInterval: 200 * time.Millisecond, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
 			RegistryAllow: opts.RegistryAllow,
 		}

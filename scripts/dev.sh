@@ -46,7 +46,11 @@ up)
   done
   [ -s "$token_file" ] || { echo "the dev peer wrote no admin token in 60 s; see $dir/agent.log" >&2; exit 1; }
   export SVC_TOKEN=$(cat "$token_file")
-  "$bin" --api-url "$url" node list | grep -qw READY || { echo "the dev peer did not become ready in 60 s; see $dir/agent.log" >&2; exit 1; }
+  if ! "$bin" --api-url "$url" node list | grep -qw READY; then
+    echo "the dev peer did not become ready in 60 s (the node says why; see also $dir/agent.log):" >&2
+    "$bin" --api-url "$url" node list -o yaml >&2 || true
+    exit 1
+  fi
   if ! "$bin" --api-url "$url" image list | grep -q '^mini-linux '; then
     "$bin" --api-url "$url" image upload build/mini-linux.qcow2 --name mini-linux -q
   fi

@@ -50,19 +50,22 @@ type List[T any] struct {
 
 // Node is one item of the node list (spec 2.1, plus arch).
 type Node struct {
-	Name              string   `json:"name"`
-	Namespace         string   `json:"namespace"`
-	NodeIP            string   `json:"nodeIP"`
-	AvailableCPU      int      `json:"availableCpu"`
-	AvailableMemory   string   `json:"availableMemory"`
-	AvailableGPU      int      `json:"availableGpu"`
-	AllocatableCPU    int      `json:"allocatableCpu"`
-	AllocatableMemory string   `json:"allocatableMemory"`
-	AllocatableGPU    int      `json:"allocatableGpu"`
-	NodeType          string   `json:"nodeType"`
-	Phase             string   `json:"phase"`
-	Tags              []string `json:"svcTags"`
-	Arch              string   `json:"arch"`
+	Name              string `json:"name"`
+	Namespace         string `json:"namespace"`
+	NodeIP            string `json:"nodeIP"`
+	AvailableCPU      int    `json:"availableCpu"`
+	AvailableMemory   string `json:"availableMemory"`
+	AvailableGPU      int    `json:"availableGpu"`
+	AllocatableCPU    int    `json:"allocatableCpu"`
+	AllocatableMemory string `json:"allocatableMemory"`
+	AllocatableGPU    int    `json:"allocatableGpu"`
+	NodeType          string `json:"nodeType"`
+	Phase             string `json:"phase"`
+	// PhaseReason says why a node is NOT READY (its peer's own words: no
+	// answer from the hypervisor, a data dir QEMU cannot reach, ...).
+	PhaseReason string   `json:"phaseReason,omitempty"`
+	Tags        []string `json:"svcTags"`
+	Arch        string   `json:"arch"`
 	// CPUOvercommit is how many vCPUs the node offers per CPU: allocatableCpu
 	// counts vCPUs.
 	CPUOvercommit float64 `json:"cpuOvercommit"`

@@ -26,6 +26,7 @@ func nodeToAPI(n raftfsm.NodeView) api.Node {
 		AllocatableGPU:    n.Capacity.GPU,
 		NodeType:          api.NodeTypeWorker,
 		Phase:             n.Phase,
+		PhaseReason:       n.PhaseReason,
 		Tags:              append([]string{}, n.Tags...),
 		Arch:              n.Arch,
 		CPUOvercommit:     max(n.CPUOvercommit, 1),

@@ -343,9 +343,15 @@ func TestVM_hypervisor_down_means_not_ready(t *testing.T) {
 		}
 		return nil
 	})
-	n, _ := leader.Peer.FSM().Node(sick.Name)
-	if !strings.Contains(n.PhaseReason, "hypervisor") {
-		t.Fatalf("reason %q", n.PhaseReason)
+	// The node record a user reads says why.
+	var reason string
+	for _, n := range mustNodes(t, cl) {
+		if n.Name == sick.Name {
+			reason = n.PhaseReason
+		}
+	}
+	if !strings.Contains(reason, "hypervisor") {
+		t.Fatalf("the node list's phaseReason %q", reason)
 	}
 	_, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Node: sick.Name, CPU: intp(1)})
 	if api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), sick.Name+": NOT READY") {

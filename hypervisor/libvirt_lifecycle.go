@@ -1,0 +1,239 @@
+package hypervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/digitalocean/go-libvirt"
+)
+
+// The lifecycle of a libvirt domain: create (with its overlay), start,
+// stop, suspend, resume, revert, delete and export.
+
+// Create defines the domain (keeping an existing overlay, making one where
+// there is none) and starts it. A start that fails because the overlay
+// went away meanwhile (removed behind the peer's back) is made again on a
+// fresh overlay, once.
+func (d *Libvirt) Create(ctx context.Context, s Spec) error {
+	if err := d.checkName(s.Name); err != nil {
+		return err
+	}
+	err := d.create(ctx, s)
+	if err != nil && d.diskMissing(s.Name) {
+		d.cfg.Log.Warn("the domain's disk went away while it was created; making a fresh one", "domain", s.Name, "err", err)
+		err = d.create(ctx, s)
+	}
+	return err
+}
+
+// diskMissing reports whether a domain's overlay is not there.
+func (d *Libvirt) diskMissing(name string) bool {
+	_, err := os.Stat(d.DiskPath(name))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+func (d *Libvirt) create(ctx context.Context, s Spec) error {
+	disk := d.DiskPath(s.Name)
+	if d.diskMissing(s.Name) {
+		if err := createOverlay(ctx, s.BaseImage, s.BaseFormat, disk); err != nil {
+			return err
+		}
+	}
+	secret, err := d.writeVNCSecret(s)
+	if err != nil {
+		return err
+	}
+	x, err := domainXML(d.cfg.DomainType, s, domainFiles{disk: disk, console: d.consolePath(s.Name), vncSecret: secret, label: d.user.label()})
+	if err != nil {
+		return err
+	}
+	// A stopped domain of that name is redefined from the spec (its ports may
+	// have changed); a running one is left as it is.
+	if old, err := d.lookup(ctx, s.Name); err == nil {
+		st, err := d.state(ctx, old)
+		if err != nil {
+			return err
+		}
+		if st == StateRunning || st == StatePaused {
+			return nil
+		}
+		if err := d.undefine(ctx, old); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	dom, err := do(ctx, d, "define "+s.Name, func(l *libvirt.Libvirt) (libvirt.Domain, error) { return l.DomainDefineXML(x) })
+	if err != nil {
+		return err
+	}
+	return d.start(ctx, dom)
+}
+
+func (d *Libvirt) start(ctx context.Context, dom libvirt.Domain) error {
+	st, err := d.state(ctx, dom)
+	if err != nil {
+		return err
+	}
+	switch st {
+	case StateRunning:
+		return nil
+	case StatePaused:
+		_, err := do(ctx, d, "resume "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainResume(dom) })
+		return err
+	}
+	_, err = do(ctx, d, "start "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainCreate(dom) })
+	return err
+}
+
+// Start boots a stopped domain (or resumes a paused one); a domain whose
+// disk is gone is ErrDiskMissing (Create makes it again).
+func (d *Libvirt) Start(ctx context.Context, name string) error {
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st, err := d.state(ctx, dom); err == nil && st == StateShutoff && d.diskMissing(name) {
+		return fmt.Errorf("start %s: %w", name, ErrDiskMissing)
+	}
+	return d.start(ctx, dom)
+}
+
+// Stop shuts the guest down over ACPI and forces it off after grace.
+func (d *Libvirt) Stop(ctx context.Context, name string, grace time.Duration) error {
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	st, err := d.state(ctx, dom)
+	if err != nil || st == StateShutoff {
+		return err
+	}
+	if st == StateRunning {
+		if _, err := do(ctx, d, "shut down "+name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainShutdown(dom) }); err == nil {
+			deadline := time.Now().Add(grace)
+			for time.Now().Before(deadline) {
+				if st, err := d.state(ctx, dom); err == nil && st == StateShutoff {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("stop %s: %w", name, ctx.Err())
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
+	}
+	return d.destroy(ctx, dom)
+}
+
+func (d *Libvirt) destroy(ctx context.Context, dom libvirt.Domain) error {
+	st, err := d.state(ctx, dom)
+	if err != nil || st == StateShutoff {
+		return err
+	}
+	_, err = do(ctx, d, "force off "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainDestroy(dom) })
+	return err
+}
+
+// Suspend pauses a running domain.
+func (d *Libvirt) Suspend(ctx context.Context, name string) error {
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st, err := d.state(ctx, dom); err != nil || st == StatePaused {
+		return err
+	}
+	_, err = do(ctx, d, "suspend "+name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainSuspend(dom) })
+	return err
+}
+
+// Resume continues a paused domain.
+func (d *Libvirt) Resume(ctx context.Context, name string) error {
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st, err := d.state(ctx, dom); err != nil || st != StatePaused {
+		return err
+	}
+	_, err = do(ctx, d, "resume "+name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainResume(dom) })
+	return err
+}
+
+// Revert throws the VM's changes away: a fresh overlay, then a fresh boot.
+func (d *Libvirt) Revert(ctx context.Context, s Spec) error {
+	if dom, err := d.lookup(ctx, s.Name); err == nil {
+		if err := d.destroy(ctx, dom); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	disk := d.DiskPath(s.Name)
+	if err := os.Remove(disk); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("revert %s: %w", s.Name, err)
+	}
+	return d.Create(ctx, s)
+}
+
+// Delete forces the domain off, undefines it and removes its files.
+func (d *Libvirt) Delete(ctx context.Context, name string) error {
+	if err := d.checkName(name); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.deleting[name] = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.deleting, name)
+		d.mu.Unlock()
+	}()
+	dom, err := d.lookup(ctx, name)
+	switch {
+	case err == nil:
+		if err := d.destroy(ctx, dom); err != nil {
+			return err
+		}
+		if err := d.undefine(ctx, dom); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	case !errors.Is(err, ErrNotFound):
+		return err
+	}
+	for _, p := range []string{d.DiskPath(name), d.consolePath(name), d.vncSecretPath(name)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("delete %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Export writes the shut-off domain's disk flattened to dst.
+func (d *Libvirt) Export(ctx context.Context, name, dst string) error {
+	if err := d.checkName(name); err != nil {
+		return err
+	}
+	dom, err := d.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st, err := d.state(ctx, dom); err != nil {
+		return err
+	} else if st != StateShutoff {
+		return fmt.Errorf("export %s: the domain is %s, not shut off", name, st)
+	}
+	return exportDisk(ctx, d.DiskPath(name), dst)
+}
+
+func (d *Libvirt) undefine(ctx context.Context, dom libvirt.Domain) error {
+	_, err := do(ctx, d, "undefine "+dom.Name, func(l *libvirt.Libvirt) (struct{}, error) {
+		return struct{}{}, l.DomainUndefineFlags(dom, libvirt.DomainUndefineManagedSave|libvirt.DomainUndefineSnapshotsMetadata|libvirt.DomainUndefineNvram)
+	})
+	return err
+}

@@ -50,7 +50,7 @@ func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	sealed, err := auth.Seal(s.b.FSM().SigningKey(), []byte(req.Password), credAAD(ns, req.Server))
+	sealed, err := auth.Seal(s.b.FSM().SigningKey(), []byte(req.Password), auth.RegistryCredentialAAD(ns, req.Server))
 	if err != nil {
 		return err
 	}
@@ -64,9 +64,6 @@ func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p
 	writeJSON(w, http.StatusCreated, credToAPI(*v.(*raftfsm.RegistryCredential)))
 	return nil
 }
-
-// credAAD binds a sealed password to its namespace and server.
-func credAAD(ns, server string) []byte { return []byte(ns + "/" + server) }
 
 func (s *Server) deleteRegistryCredential(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if _, err := s.apply(r.Context(), raftfsm.TypeRegCredDelete, raftfsm.RegistryCredentialDelete{Namespace: p.ByName("namespace"), Server: p.ByName("registry")}); err != nil {

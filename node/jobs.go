@@ -255,7 +255,7 @@ func (p *Peer) registryFor(ctx context.Context, ns, reference string, latest boo
 	if !ok {
 		return reg, nil
 	}
-	pw, err := auth.Unseal(p.FSM().SigningKey(), c.SealedPassword, []byte(ns+"/"+server))
+	pw, err := auth.Unseal(p.FSM().SigningKey(), c.SealedPassword, auth.RegistryCredentialAAD(ns, server))
 	if err != nil {
 		return ocidisk.Registry{}, fmt.Errorf("the credential for %s: %w", server, err)
 	}

@@ -34,6 +34,10 @@ func sealer(clusterSeed []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
+// RegistryCredentialAAD binds a sealed registry password to its namespace
+// and server: what Seal and Unseal of one are given.
+func RegistryCredentialAAD(ns, server string) []byte { return []byte(ns + "/" + server) }
+
 // Seal encrypts a secret (a registry password) with a key derived from the
 // cluster's signing seed (AES-256-GCM, HKDF-SHA256); aad binds it to where
 // it belongs (namespace and server), so a sealed value moved elsewhere does

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-project/svc/internal/netgate"
+
 	"github.com/hashicorp/memberlist"
 
 	"github.com/svc-project/svc/internal/logbridge"
@@ -48,7 +50,7 @@ type Config struct {
 	// Local selects memberlist's short loopback timeouts (tests, one host).
 	Local bool
 	// Gate optionally refuses traffic to some addresses (tests).
-	Gate Gate
+	Gate netgate.Gate
 	// Report is the first report of this peer.
 	Report Report
 	Log    *slog.Logger

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svc-project/svc/internal/netgate"
 )
 
 type blockSet struct {
@@ -25,7 +27,7 @@ func (b *blockSet) set(addr string, blocked bool) {
 	b.blocked[addr] = blocked
 }
 
-func start(t *testing.T, name string, gate Gate) *Gossip {
+func start(t *testing.T, name string, gate netgate.Gate) *Gossip {
 	t.Helper()
 	g, err := New(Config{Name: name, Bind: "127.0.0.1", Local: true, Gate: gate, Report: Report{Addr: "127.0.0.1", CPU: 4}})
 	if err != nil {

@@ -1,34 +1,25 @@
 package gossip
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"time"
 
+	"github.com/svc-project/svc/internal/netgate"
+
 	"github.com/hashicorp/memberlist"
 )
-
-// Gate decides whether this peer may talk to a remote address (tests cut
-// peers off with it).
-type Gate interface {
-	Allowed(addr string) bool
-}
-
-// errGateClosed is returned for a dial the Gate refuses.
-var errGateClosed = errors.New("connection refused by gate")
 
 // gatedTransport wraps a memberlist transport and drops traffic to and from
 // addresses the Gate refuses. It deliberately exposes only the plain
 // Transport methods, so memberlist cannot reach the inner transport around it.
 type gatedTransport struct {
 	inner   *memberlist.NetTransport
-	gate    Gate
+	gate    netgate.Gate
 	packets chan *memberlist.Packet
 	done    chan struct{}
 }
 
-func newGatedTransport(inner *memberlist.NetTransport, gate Gate) *gatedTransport {
+func newGatedTransport(inner *memberlist.NetTransport, gate netgate.Gate) *gatedTransport {
 	t := &gatedTransport{inner: inner, gate: gate, packets: make(chan *memberlist.Packet), done: make(chan struct{})}
 	go t.filter()
 	return t
@@ -66,8 +57,8 @@ func (t *gatedTransport) WriteTo(b []byte, addr string) (time.Time, error) {
 func (t *gatedTransport) PacketCh() <-chan *memberlist.Packet { return t.packets }
 
 func (t *gatedTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
-	if !t.gate.Allowed(addr) {
-		return nil, fmt.Errorf("dial %s: %w", addr, errGateClosed)
+	if err := netgate.Check(t.gate, addr); err != nil {
+		return nil, err
 	}
 	return t.inner.DialTimeout(addr, timeout)
 }

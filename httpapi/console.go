@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svc-project/svc/internal/netgate"
+
 	"github.com/coder/websocket"
 	"github.com/julienschmidt/httprouter"
 
@@ -74,7 +76,7 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q is %s: its screen shows only while it runs", name, vm.Status)
 	}
 	addr := net.JoinHostPort(vm.IP, strconv.Itoa(vm.VNCPort))
-	if g := s.cfg.Gate; g != nil && !g.Allowed(addr) {
+	if err := netgate.Check(s.cfg.Gate, addr); err != nil {
 		return unavailable("5", "this peer may not reach %s", addr)
 	}
 	dctx, cancel := context.WithTimeout(r.Context(), consoleDialTimeout)

@@ -3,12 +3,13 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
 	"time"
+
+	"github.com/svc-project/svc/internal/netgate"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -50,12 +51,7 @@ func newForwarder(s *Server) *forwarder {
 	f := &forwarder{s: s, pending: newPendingWrites()}
 	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if g := s.cfg.Gate; g != nil && !g.Allowed(addr) {
-				return nil, fmt.Errorf("dial %s: refused by gate", addr)
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
+		DialContext:           netgate.DialContext(s.cfg.Gate, dialer),
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 0, // long calls (deploys) set their own deadline

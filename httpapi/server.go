@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-project/svc/internal/netgate"
+
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -83,11 +85,6 @@ type Backend interface {
 	PullRemote(ctx context.Context, ns, typ, name, newName, owner string) (raftfsm.Job, error)
 }
 
-// Gate decides whether this peer may reach a remote address (tests).
-type Gate interface {
-	Allowed(addr string) bool
-}
-
 // Config configures the API server.
 type Config struct {
 	Backend Backend
@@ -100,7 +97,7 @@ type Config struct {
 	// WriteTimeout bounds a write's commit on the leader (default 15 s).
 	WriteTimeout time.Duration
 	// Gate optionally refuses forwarding to some addresses (tests).
-	Gate Gate
+	Gate netgate.Gate
 	// Limits bound connections and body reads.
 	Limits Limits
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/internal/disktest"
-	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/testkit/disktest"
+	"github.com/svc-project/svc/testkit/guest"
 )
 
 // qemuUID returns the real user id of the QEMU process of a domain.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/internal/rfb"
 )
 

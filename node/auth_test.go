@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 func TestAuth_follower_verifies_while_the_leader_is_down(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 	"github.com/svc-project/svc/raftfsm"
 )
 

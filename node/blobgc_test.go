@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // Blobs are removed only by the reference-aware collector: an old blob no

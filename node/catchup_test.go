@@ -13,7 +13,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // callsSince returns the driver calls made on a domain after the first n calls.

@@ -9,17 +9,13 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/svc-project/svc/internal/netgate"
+
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 )
-
-// Gate decides whether this peer may talk to an address. Production peers
-// have none; the in-process test cluster cuts peers off with it.
-type Gate interface {
-	Allowed(addr string) bool
-}
 
 // Config configures a peer.
 type Config struct {
@@ -83,7 +79,7 @@ type Config struct {
 	// others wait their turn, oldest first (default 4).
 	MaxJobs int
 	// Gate optionally refuses traffic to some addresses (tests).
-	Gate Gate
+	Gate netgate.Gate
 	Log  *slog.Logger
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/internal/rfb"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // dialConsole opens a VM's console websocket at a peer, with the token as

@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/svc-project/svc/internal/browser"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/browser"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // The API explorer in a real (headless) Chromium: Authorize takes the

@@ -21,8 +21,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/internal/disktest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/disktest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 func sha(b []byte) string {

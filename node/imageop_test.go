@@ -14,7 +14,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // waitImage waits up to timeout until the image is in state and returns it.

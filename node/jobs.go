@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-project/svc/internal/netgate"
+
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/imagestore/ocidisk"
@@ -244,7 +246,7 @@ func (p *Peer) registryFor(ctx context.Context, ns, reference string, latest boo
 		return ocidisk.Registry{}, err
 	}
 	server := ref.Context().RegistryStr()
-	if g := p.cfg.Gate; g != nil && !g.Allowed(server) {
+	if netgate.Check(p.cfg.Gate, server) != nil {
 		return ocidisk.Registry{}, fmt.Errorf("%w: this peer may not reach registry %s", ocidisk.ErrUnreachable, server)
 	}
 	if err := p.egress.CheckRegistry(ctx, server); err != nil {

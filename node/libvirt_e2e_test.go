@@ -15,9 +15,9 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/internal/rfb"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // libvirtCluster is a 2-peer cluster on the host's real libvirtd, peer i at

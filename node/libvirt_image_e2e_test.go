@@ -14,8 +14,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/internal/guest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // imageOpWait bounds a commit or save on real VMs: an ACPI shutdown under

@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/internal/guest"
-	"github.com/svc-project/svc/internal/registrytest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // leadOn hands the leadership over until m leads (a bounded number of times).

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // oapiCodegen is the standard generator the test builds a client with.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-project/svc/internal/netgate"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -162,12 +164,7 @@ func (p *Peer) IsPeer(ip string) bool {
 func (p *Peer) peerTransport() *http.Transport {
 	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if g := p.cfg.Gate; g != nil && !g.Allowed(addr) {
-				return nil, fmt.Errorf("dial %s: refused by gate", addr)
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
+		DialContext:         netgate.DialContext(p.cfg.Gate, dialer),
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/internal/registrytest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // partialDir is where a member keeps the partial disks of its pulls.

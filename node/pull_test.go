@@ -12,8 +12,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore/ocidisk"
-	"github.com/svc-project/svc/internal/registrytest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // pushDisk pushes a raw disk image to ref in 1 MiB chunks.

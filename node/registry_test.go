@@ -13,8 +13,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore/ocidisk"
-	"github.com/svc-project/svc/internal/registrytest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // waitJob polls a job until it ends (2 minutes at most) and returns it.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore/ocidisk"
-	"github.com/svc-project/svc/internal/registrytest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // The remote catalogs list each tag as a remote image or ISO; a pull is a

@@ -10,8 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/internal/browser"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/browser"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // waitJS polls a JavaScript condition in the page until it is true.

@@ -13,9 +13,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/internal/browser"
-	"github.com/svc-project/svc/internal/registrytest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/browser"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // The web UI's images view uploads a disk (the bytes arrive whole: same

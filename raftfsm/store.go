@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svc-project/svc/internal/netgate"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -36,7 +38,7 @@ type StoreConfig struct {
 	// Advertise is the host:port others reach it on; Bind's when empty.
 	Advertise string
 	// Gate optionally refuses traffic to some addresses (tests).
-	Gate Gate
+	Gate netgate.Gate
 	// Timing tunes the Raft timeouts.
 	Timing Timing
 	// SnapshotThreshold is the number of log entries between snapshots, and

@@ -1,32 +1,24 @@
 package raftfsm
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/svc-project/svc/internal/netgate"
 )
-
-// Gate decides whether this peer may talk to a remote address. Production
-// peers have none; the test cluster uses one to cut peers off from each other.
-type Gate interface {
-	Allowed(addr string) bool
-}
-
-// ErrGateClosed is returned for traffic the Gate refuses.
-var ErrGateClosed = errors.New("connection refused by gate")
 
 // streamLayer is a TCP raft.StreamLayer that advertises a fixed address and
 // consults an optional Gate on every dial, read and write.
 type streamLayer struct {
 	net.Listener
 	advertise net.Addr
-	gate      Gate
+	gate      netgate.Gate
 }
 
-func newStreamLayer(bind, advertise string, gate Gate) (*streamLayer, error) {
+func newStreamLayer(bind, advertise string, gate netgate.Gate) (*streamLayer, error) {
 	l, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("raft listen %s: %w", bind, err)
@@ -54,39 +46,13 @@ func (s *streamLayer) Addr() net.Addr { return s.advertise }
 
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	a := string(addr)
-	if s.gate != nil && !s.gate.Allowed(a) {
-		return nil, fmt.Errorf("dial %s: %w", a, ErrGateClosed)
+	if err := netgate.Check(s.gate, a); err != nil {
+		return nil, err
 	}
 	c, err := net.DialTimeout("tcp", a, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", a, err)
 	}
-	if s.gate == nil {
-		return c, nil
-	}
-	return &gatedConn{Conn: c, addr: a, gate: s.gate}, nil
-}
-
-// gatedConn fails reads and writes once its Gate closes, which makes raft
-// drop pooled connections to a peer that was cut off.
-type gatedConn struct {
-	net.Conn
-	addr string
-	gate Gate
-}
-
-func (c *gatedConn) Read(p []byte) (int, error) {
-	if !c.gate.Allowed(c.addr) {
-		_ = c.Conn.Close()
-		return 0, ErrGateClosed
-	}
-	return c.Conn.Read(p)
-}
-
-func (c *gatedConn) Write(p []byte) (int, error) {
-	if !c.gate.Allowed(c.addr) {
-		_ = c.Conn.Close()
-		return 0, ErrGateClosed
-	}
-	return c.Conn.Write(p)
+	// A pooled connection to a peer cut off later fails, so raft drops it.
+	return netgate.Wrap(s.gate, a, c), nil
 }

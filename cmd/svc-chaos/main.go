@@ -1,7 +1,7 @@
 // Command svc-chaos runs a chaos test of svc: a cluster of real agents in
 // network namespaces, concurrent clients, and a nemesis that kills,
 // restarts, pauses and partitions peers; then it checks the history (see
-// package internal/chaos) and prints a report. It needs root. Exit status 1
+// package testkit/chaos) and prints a report. It needs root. Exit status 1
 // when an acknowledged write was lost, the history is not linearizable, a
 // restarted peer served stale state or refused a good token.
 package main
@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/svc-project/svc/internal/chaos"
+	"github.com/svc-project/svc/testkit/chaos"
 )
 
 func main() {

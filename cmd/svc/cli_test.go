@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // Output formats, exit statuses, $SVC_NAMESPACE and dynamic completion of

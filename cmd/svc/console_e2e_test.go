@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/internal/rfb"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 var consoleAddrRE = regexp.MustCompile(` is at (\S+) \(VNC`)

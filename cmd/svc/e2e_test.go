@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/internal/guest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // buildBinary builds the svc binary once for the end-to-end tests.

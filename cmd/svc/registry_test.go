@@ -11,8 +11,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore/ocidisk"
-	"github.com/svc-project/svc/internal/registrytest"
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // runSvc runs the CLI in-process against a peer and returns its output.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-project/svc/internal/testcluster"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // Every route of the API (as the served OpenAPI document lists them) has a

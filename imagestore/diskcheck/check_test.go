@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-project/svc/internal/disktest"
+	"github.com/svc-project/svc/testkit/disktest"
 )
 
 // withData returns a qcow2 of 16 MiB virtual holding 4 MiB of random data.

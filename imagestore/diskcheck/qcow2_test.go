@@ -4,7 +4,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/svc-project/svc/internal/disktest"
+	"github.com/svc-project/svc/testkit/disktest"
 )
 
 // FuzzQcow2Header feeds the parser any first cluster: it never panics, and

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/svc-project/svc/internal/registrytest"
+	"github.com/svc-project/svc/testkit/registrytest"
 )
 
 // benchDiskSize is the disk the registry benchmarks move: half data, half zeros.

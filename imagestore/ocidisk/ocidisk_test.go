@@ -23,7 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/svc-project/svc/imagestore"
-	"github.com/svc-project/svc/internal/registrytest"
+	"github.com/svc-project/svc/testkit/registrytest"
 )
 
 const testChunk = 1 << 20

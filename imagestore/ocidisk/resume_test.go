@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/svc-project/svc/imagestore"
-	"github.com/svc-project/svc/internal/registrytest"
+	"github.com/svc-project/svc/testkit/registrytest"
 )
 
 // dyingDisk is a partial disk whose pull dies after it has written a number

@@ -14,7 +14,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/internal/guest"
+	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 )

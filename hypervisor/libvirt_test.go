@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/internal/rfb"
+	"github.com/svc-project/svc/testkit/guest"
 )
 
 func newDriver(t *testing.T) (*hypervisor.Libvirt, string) {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/testcluster"
-	"github.com/svc-project/svc/raftfsm"
 )
 
 // The disk of the commit and save benchmarks: mini-linux grown to 1 GiB

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-project/svc/testkit/testcluster"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // procKiB reads a field of /proc/self/status in KiB (VmRSS, VmHWM).

@@ -14,9 +14,9 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/testcluster"
-	"github.com/svc-project/svc/raftfsm"
 )
 
 // deployTimes deploys n VMs at once and returns, for each, the time from the

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/testkit/testcluster"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // fuzzBodies are the documented bodies of the POST routes (docs/api.md),

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/disktest"
 	"github.com/svc-project/svc/testkit/registrytest"
 	"github.com/svc-project/svc/testkit/testcluster"
-	"github.com/svc-project/svc/node"
-	"github.com/svc-project/svc/raftfsm"
 )
 
 // Disks whose header names a host file (a qcow2 external data file or

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/testkit/testcluster"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // stalledRegistry accepts connections and never answers, until closed.

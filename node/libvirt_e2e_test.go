@@ -15,8 +15,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/internal/rfb"
+	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 

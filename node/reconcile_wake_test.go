@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/testkit/testcluster"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // A host's reconcile pass (a libvirt listing each) runs when a VM on it

@@ -17,8 +17,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/testkit/testcluster"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 const ns = api.DefaultNamespace

@@ -14,9 +14,9 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/guest"
 )
 
 // Options tune a test cluster.

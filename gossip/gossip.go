@@ -13,11 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svc-project/svc/internal/netgate"
-
 	"github.com/hashicorp/memberlist"
 
 	"github.com/svc-project/svc/internal/logbridge"
+	"github.com/svc-project/svc/internal/netgate"
 )
 
 // State of a member as this peer sees it.

@@ -4,9 +4,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/svc-project/svc/internal/netgate"
-
 	"github.com/hashicorp/memberlist"
+
+	"github.com/svc-project/svc/internal/netgate"
 )
 
 // gatedTransport wraps a memberlist transport and drops traffic to and from

@@ -35,7 +35,7 @@ func (a artifact[T]) listHandler(s *Server) handler {
 			return err
 		}
 		items := []T{}
-		for _, img := range a.list(s.b.FSM(), ns) {
+		for _, img := range a.list(s.replica.FSM(), ns) {
 			items = append(items, a.toAPI(img))
 		}
 		writeJSON(w, http.StatusOK, api.List[T]{Items: items})
@@ -49,7 +49,7 @@ func (a artifact[T]) lookup(s *Server, p httprouter.Params) (raftfsm.Image, erro
 	if err := s.requireNamespace(ns); err != nil {
 		return raftfsm.Image{}, err
 	}
-	img, ok := a.get(s.b.FSM(), ns, name)
+	img, ok := a.get(s.replica.FSM(), ns, name)
 	if !ok {
 		return img, notFound("%s %q not found in namespace %q", a.kind, name, ns)
 	}

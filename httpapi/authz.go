@@ -54,7 +54,7 @@ func (s *Server) authorize(r *http.Request, rule Rule, p httprouter.Params) (aut
 		// the leader, within a bound, before refusing.
 		s.metrics.subjectSyncs.Inc()
 		ctx, cancel := context.WithTimeout(r.Context(), subjectSyncWait)
-		if serr := s.b.SyncReplica(ctx); serr == nil {
+		if serr := s.raft.SyncReplica(ctx); serr == nil {
 			pr, err = s.authn.Authenticate(r.Header.Get("Authorization"), time.Now())
 		}
 		cancel()
@@ -94,9 +94,9 @@ func (s *Server) canReach(p auth.Principal, ns string) bool {
 	case p.IsAdmin():
 		return true
 	case p.Kind == auth.KindUser:
-		return ns == api.DefaultNamespace || slices.Contains(s.b.FSM().RoleBinding(ns).Users, p.Name)
+		return ns == api.DefaultNamespace || slices.Contains(s.replica.FSM().RoleBinding(ns).Users, p.Name)
 	case p.Kind == auth.KindServiceAccount:
-		return ns == p.Namespace || slices.Contains(s.b.FSM().RoleBinding(ns).ServiceAccounts, p.Namespace+":"+p.Name)
+		return ns == p.Namespace || slices.Contains(s.replica.FSM().RoleBinding(ns).ServiceAccounts, p.Namespace+":"+p.Name)
 	}
 	return false
 }

@@ -55,9 +55,9 @@ func TestAuthz_matrix(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return b, New(Config{Backend: b}).Handler()
+		return b, New(fakeConfig(b, Config{})).Handler()
 	}
-	s := New(Config{Backend: newFakeBackend(t, true)})
+	s := New(fakeConfig(newFakeBackend(t, true), Config{}))
 	// Every fresh state is built alike, so one tells the subjects' UIDs.
 	ref, _ := fresh(t)
 	sign := func(seed []byte, p auth.Principal, ttl time.Duration, at time.Time) string {
@@ -148,7 +148,7 @@ func TestAuthz_missing_namespace(t *testing.T) {
 	if _, err := b.applyAny(context.Background(), raftfsm.TypeUserUpsert, raftfsm.UserUpsert{Name: "bob", Time: time.Unix(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	h := New(Config{Backend: b}).Handler()
+	h := New(fakeConfig(b, Config{})).Handler()
 	u, _ := b.fsm.User("bob")
 	bob, _, _ := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindUser, Name: "bob", Role: auth.RoleUser, UID: u.UID}, time.Hour, time.Now())
 	cases := []struct {

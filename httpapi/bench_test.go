@@ -15,7 +15,7 @@ import (
 func BenchmarkAuth(b *testing.B) {
 	t := &testing.T{}
 	fb := newFakeBackend(t, true)
-	s := New(Config{Backend: fb})
+	s := New(fakeConfig(fb, Config{}))
 	h := s.Handler()
 	tok := adminToken(b)
 	header := "Bearer " + tok

@@ -93,7 +93,7 @@ func TestConns_reclaimed_by_their_deadlines(t *testing.T) {
 	const step = 100 * time.Millisecond
 	lim := Limits{IdleTimeout: 500 * time.Millisecond, HeaderTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond,
 		UploadIdleTimeout: 500 * time.Millisecond, MaxConns: 5000, MaxConnsPerClient: 2000}
-	s := New(Config{Backend: newFakeBackend(t, true), Limits: lim})
+	s := New(fakeConfig(newFakeBackend(t, true), Config{Limits: lim}))
 	addr, _ := serveOn(t, s)
 	tok := adminToken(t)
 
@@ -195,7 +195,7 @@ func TestConns_limits_per_client_and_in_all(t *testing.T) {
 			if c.peer {
 				b.peerAddr = "127.0.0.1"
 			}
-			s := New(Config{Backend: b, Limits: c.limits})
+			s := New(fakeConfig(b, Config{Limits: c.limits}))
 			addr, _ := serveOn(t, s)
 			for i := range 5 {
 				conn := dialRaw(t, addr)
@@ -230,7 +230,7 @@ func TestConns_limits_per_client_and_in_all(t *testing.T) {
 // What net/http refuses before any handler runs is answered with the same
 // Status body as every other refusal.
 func TestConns_early_refusals_are_statuses(t *testing.T) {
-	s := New(Config{Backend: newFakeBackend(t, true)})
+	s := New(fakeConfig(newFakeBackend(t, true), Config{}))
 	addr, _ := serveOn(t, s)
 	cases := []struct {
 		name, request string
@@ -285,7 +285,7 @@ func TestConns_refusals_reach_clients_that_send_first(t *testing.T) {
 
 	soon := newFakeBackend(t, true)
 	soon.caughtUp = make(chan struct{})
-	soonAddr, _ := serveOn(t, New(Config{Backend: soon}))
+	soonAddr, _ := serveOn(t, New(fakeConfig(soon, Config{})))
 	addr := soonAddr
 	time.AfterFunc(300*time.Millisecond, func() { close(soon.caughtUp) })
 	resp, b, err := sendWhole(t, addr, fmt.Sprintf(upload, "soon", auth), size)
@@ -295,7 +295,7 @@ func TestConns_refusals_reach_clients_that_send_first(t *testing.T) {
 
 	never := newFakeBackend(t, true)
 	never.caughtUp = make(chan struct{})
-	neverAddr, _ := serveOn(t, New(Config{Backend: never}))
+	neverAddr, _ := serveOn(t, New(fakeConfig(never, Config{})))
 	for _, c := range []struct {
 		name, addr, head string
 		code             int

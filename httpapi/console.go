@@ -12,12 +12,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/svc-project/svc/internal/netgate"
-
 	"github.com/coder/websocket"
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/internal/rfb"
 	"github.com/svc-project/svc/raftfsm"
 )

@@ -48,7 +48,7 @@ func namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
 // node that is NOT READY shows status Unknown.
 func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 	status := vm.Status
-	if n, ok := s.b.FSM().Node(vm.Node); !ok || n.Phase != api.PhaseReady {
+	if n, ok := s.replica.FSM().Node(vm.Node); !ok || n.Phase != api.PhaseReady {
 		status = api.StatusUnknown
 	}
 	meta := vm.CustomMetadata

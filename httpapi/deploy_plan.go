@@ -11,32 +11,13 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/scheduler"
 )
-
-// Placement is a validated deploy for the leader to place (Backend.Place):
-// the VM to create, and the constraints on its node.
-type Placement struct {
-	// VM is the VM to create; its node, address, ports and password are the
-	// leader's to choose. Its name is empty when NamePrefix is set.
-	VM raftfsm.VM
-	// NamePrefix, when set, makes the leader name the VM "<prefix>-" and 5
-	// random characters.
-	NamePrefix string
-	// Arch is the architecture the image needs ("" for any).
-	Arch string
-	// Node pins the VM to one node.
-	Node string
-	// Tag prefers (or, with TagRequired, requires) nodes carrying it.
-	Tag         string
-	TagRequired bool
-	// Scheduler is api.SchedulerDefault or api.SchedulerMostAllocated.
-	Scheduler string
-}
 
 // deployPlan is a validated deploy: what to place, how long to wait for it,
 // and what to warn the caller of.
 type deployPlan struct {
-	Placement
+	scheduler.Placement
 	timeout  time.Duration
 	warnings []string
 }
@@ -55,7 +36,7 @@ const (
 // planDeploy validates a deploy request field by field (400 naming the field,
 // 404 for a missing image, config or node) and merges it over its VM config.
 func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest) (*deployPlan, error) {
-	fsm := s.b.FSM()
+	fsm := s.replica.FSM()
 	field := func(name, format string, args ...any) error {
 		return badRequest("field %q: %s", name, fmt.Sprintf(format, args...))
 	}
@@ -289,7 +270,7 @@ func (s *Server) resolveImage(ctx context.Context, ns, ref string) (raftfsm.Imag
 	}
 	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
-	img, err := s.b.ResolveImage(rctx, ns, ref, owner(ctx))
+	img, err := s.registries.ResolveImage(rctx, ns, ref, owner(ctx))
 	if err != nil {
 		return raftfsm.Image{}, registryError(ref, err)
 	}

@@ -31,7 +31,7 @@ func (s *Server) downloadImage(w http.ResponseWriter, r *http.Request, p httprou
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("ETag", `"`+img.Digest+`"`)
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(img)}))
-	f, err := s.b.Images().Open(img.Digest)
+	f, err := s.images.Open(img.Digest)
 	if err == nil {
 		defer f.Close()
 		return serveBlobFile(w, r, f, `"`+img.Digest+`"`)
@@ -56,15 +56,15 @@ func fileName(img raftfsm.Image) string {
 // (status, length, range, the type that carries a multipart boundary, and
 // a refused range as the holder refused it), trying the holders in turn.
 func (s *Server) streamFromHolder(w http.ResponseWriter, r *http.Request, digest string) error {
-	b, _ := s.b.FSM().Blob(digest)
-	tok, err := s.b.PeerToken()
+	b, _ := s.replica.FSM().Blob(digest)
+	tok, err := s.peers.PeerToken()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, holder := range b.Holders {
-		addr := s.b.PeerAPI(holder)
-		if holder == s.b.Name() || addr == "" {
+		addr := s.peers.PeerAPI(holder)
+		if holder == s.replica.Name() || addr == "" {
 			continue
 		}
 		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://"+addr+imagestore.BlobPath(digest), nil)

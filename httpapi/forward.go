@@ -9,11 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/svc-project/svc/internal/netgate"
-
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/netgate"
 )
 
 // Target says where a route's request runs.
@@ -64,8 +63,8 @@ func newForwarder(s *Server) *forwarder {
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = addr
 			pr.Out.Host = addr
-			pr.Out.Header.Set(api.HeaderForwardedBy, s.b.Name())
-			if tok, err := s.b.PeerToken(); err == nil {
+			pr.Out.Header.Set(api.HeaderForwardedBy, s.replica.Name())
+			if tok, err := s.peers.PeerToken(); err == nil {
 				pr.Out.Header.Set(api.HeaderPeerToken, tok)
 			}
 			pr.SetXForwarded()
@@ -74,7 +73,7 @@ func newForwarder(s *Server) *forwarder {
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Del(api.HeaderNotLeader) // between peers only
 			if idx, err := strconv.ParseUint(resp.Header.Get(api.HeaderIndex), 10, 64); err == nil {
-				f.pending.note(resp.Request.Header.Get("Authorization"), idx, s.b.FSM())
+				f.pending.note(resp.Request.Header.Get("Authorization"), idx, s.replica.FSM())
 			}
 			return nil
 		},
@@ -107,24 +106,24 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, addr string)
 // a leader to be known, and never forwards a request that was forwarded once.
 func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request) bool {
 	s := f.s
-	if s.b.IsLeader() {
+	if s.raft.IsLeader() {
 		return false
 	}
 	if by := forwarded(r); by != "" {
 		w.Header().Set(api.HeaderNotLeader, "1")
-		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but %s is no longer the leader; retry", by, s.b.Name()))
+		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but %s is no longer the leader; retry", by, s.replica.Name()))
 		return true
 	}
 	if err := replayable(w, r); err != nil {
 		writeError(w, s.log, err)
 		return true
 	}
-	name, addr, err := s.b.WaitLeader(r.Context())
+	name, addr, err := s.raft.WaitLeader(r.Context())
 	if err != nil {
 		writeError(w, s.log, unavailable("2", "%v", err))
 		return true
 	}
-	if name == s.b.Name() {
+	if name == s.replica.Name() {
 		return false // became leader while waiting
 	}
 	f.forward(w, r, addr)
@@ -137,19 +136,19 @@ func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request) bool {
 // a 503 with Retry-After.
 func (f *forwarder) toVMHost(w http.ResponseWriter, r *http.Request, p httprouter.Params) bool {
 	s := f.s
-	vm, ok := s.b.FSM().VM(p.ByName("namespace"), p.ByName("vm"))
-	if !ok || vm.Node == s.b.Name() {
+	vm, ok := s.replica.FSM().VM(p.ByName("namespace"), p.ByName("vm"))
+	if !ok || vm.Node == s.replica.Name() {
 		return false
 	}
 	if by := forwarded(r); by != "" {
 		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but vm %q is on %s; retry", by, vm.Name, vm.Node))
 		return true
 	}
-	if n, ok := s.b.FSM().Node(vm.Node); !ok || n.Phase != api.PhaseReady {
+	if n, ok := s.replica.FSM().Node(vm.Node); !ok || n.Phase != api.PhaseReady {
 		writeError(w, s.log, unavailable("5", "vm %q is on peer %s, which is NOT READY", vm.Name, vm.Node))
 		return true
 	}
-	addr := s.b.PeerAPI(vm.Node)
+	addr := s.peers.PeerAPI(vm.Node)
 	if addr == "" {
 		writeError(w, s.log, unavailable("2", "vm %q is on peer %s, whose address is not known here yet", vm.Name, vm.Node))
 		return true

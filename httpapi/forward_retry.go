@@ -85,12 +85,12 @@ func (f *forwarder) newLeader(ctx context.Context, old string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.s.cfg.LeaderWait)
 	defer cancel()
 	for {
-		name, addr, err := f.s.b.WaitLeader(ctx)
+		name, addr, err := f.s.raft.WaitLeader(ctx)
 		if err != nil {
 			return "", err
 		}
-		if name == f.s.b.Name() {
-			addr = f.s.b.PeerAPI(name)
+		if name == f.s.replica.Name() {
+			addr = f.s.peers.PeerAPI(name)
 		}
 		if addr != "" && addr != old {
 			return addr, nil

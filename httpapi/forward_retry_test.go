@@ -22,7 +22,7 @@ func electionTrio(t *testing.T, view func() string) string {
 	b1, b2, b3 := newFakeBackend(t, false), newFakeBackend(t, false), newFakeBackend(t, true)
 	b2.name, b3.name = "n2", "n3"
 	serve := func(b *fakeBackend) string {
-		s := New(Config{Backend: b, LeaderWait: 300 * time.Millisecond})
+		s := New(fakeConfig(b, Config{LeaderWait: 300 * time.Millisecond}))
 		s.handle(Route{Method: http.MethodPost, Path: "/api/v1/echo", Rule: RuleMember, Target: Leader, Write: true},
 			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 				body, _ := io.ReadAll(r.Body)
@@ -80,7 +80,7 @@ func TestForward_write_refused_by_a_former_leader(t *testing.T) {
 func TestForward_body_refusals_alike_on_every_peer(t *testing.T) {
 	limits := Limits{BodyTimeout: 300 * time.Millisecond}
 	serve := func(b *fakeBackend) string {
-		s := New(Config{Backend: b, Limits: limits})
+		s := New(fakeConfig(b, Config{Limits: limits}))
 		s.handle(Route{Method: http.MethodPost, Path: "/api/v1/echo", Rule: RuleMember, Target: Leader, Write: true},
 			func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 				var v struct{}

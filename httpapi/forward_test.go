@@ -37,7 +37,7 @@ func hostPair(t *testing.T) (b1, b2 *fakeBackend, addr1, addr2 string, stop2 fun
 		}
 	}
 	serve := func(b *fakeBackend) (string, func()) {
-		s := New(Config{Backend: b})
+		s := New(fakeConfig(b, Config{}))
 		s.handle(Route{Method: http.MethodGet, Path: "/api/v1/namespaces/:namespace/vms/:vm/where", Rule: RuleMember, Target: VMHost},
 			func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 				writeJSON(w, http.StatusOK, api.Message{Message: b.Name()})

@@ -101,7 +101,7 @@ func (s *Server) nameFree(kind, ns, name string) error {
 	if err := api.ValidateImageName("name", name); err != nil {
 		return badRequest("field \"name\": %s", err)
 	}
-	if taken := s.b.FSM().NameTaken(ns, name); taken != "" {
+	if taken := s.replica.FSM().NameTaken(ns, name); taken != "" {
 		return errorf(http.StatusConflict, api.ReasonAlreadyExists, "%s %q already exists in namespace %q", taken, name, ns)
 	}
 	return nil
@@ -110,7 +110,7 @@ func (s *Server) nameFree(kind, ns, name string) error {
 // record commits a staged file and records it as an image or ISO held here.
 func (s *Server) record(ctx context.Context, kind string, st *imagestore.Staged, img raftfsm.Image) error {
 	return s.commitBlob(ctx, st, func(ctx context.Context) error {
-		_, err := s.apply(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.b.Name()})
+		_, err := s.apply(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.replica.Name()})
 		return err
 	})
 }
@@ -143,7 +143,7 @@ func (s *Server) generateImage(w http.ResponseWriter, r *http.Request, p httprou
 	if err := s.nameFree(raftfsm.KindImage, ns, req.Name); err != nil {
 		return err
 	}
-	path, err := s.b.Images().TempPath("generate")
+	path, err := s.images.TempPath("generate")
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (s *Server) generateImage(w http.ResponseWriter, r *http.Request, p httprou
 	if err := imagestore.CreateEmpty(ctx, path, size); err != nil {
 		return err
 	}
-	st, err := s.b.Images().StageFile(ctx, path)
+	st, err := s.images.StageFile(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func
 				return err
 			}
 		}
-		st, err := s.b.Images().Stage(r.Context(), body)
+		st, err := s.images.Stage(r.Context(), body)
 		if err != nil {
 			return bodyError(err)
 		}
@@ -276,7 +276,7 @@ func (s *Server) commitBlob(ctx context.Context, st *imagestore.Staged, record f
 	if err := record(ctx); err != nil {
 		if lease.Created() {
 			lease.Release()
-			if _, rerr := s.b.Images().RemoveUnused(lease.Digest(), s.b.FSM().BlobInUse); rerr != nil {
+			if _, rerr := s.images.RemoveUnused(lease.Digest(), s.replica.FSM().BlobInUse); rerr != nil {
 				s.log.Warn("remove a blob no record took", "digest", lease.Digest(), "err", rerr)
 			}
 		}
@@ -291,9 +291,9 @@ func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, p httprouter.
 	if !imagestore.ValidDigest(digest) {
 		return badRequest("%q is not a sha256 digest", digest)
 	}
-	f, err := s.b.Images().Open(digest)
+	f, err := s.images.Open(digest)
 	if errors.Is(err, imagestore.ErrNotFound) {
-		return notFound("blob %s is not on peer %s", digest, s.b.Name())
+		return notFound("blob %s is not on peer %s", digest, s.replica.Name())
 	}
 	if err != nil {
 		return err

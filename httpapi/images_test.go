@@ -74,7 +74,7 @@ func TestUpload_refused_upload_keeps_a_concurrent_uploads_blob(t *testing.T) {
 			<-release
 		}
 	}
-	h := New(Config{Backend: b}).Handler()
+	h := New(fakeConfig(b, Config{})).Handler()
 	valid := make(chan *httptest.ResponseRecorder)
 	go func() {
 		ct, body := multipartUpload(t, data, [2]string{"name", "good"}, [2]string{"file"})
@@ -115,7 +115,7 @@ func TestUpload_refusals_leave_nothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := newFakeBackend(t, true)
-			h := New(Config{Backend: b}).Handler()
+			h := New(fakeConfig(b, Config{})).Handler()
 			// "taken" holds other bytes, so a refused upload of data would leave
 			// its own blob behind if it were not cleaned up.
 			other := append([]byte(nil), data...)

@@ -28,14 +28,14 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 		return err
 	}
 	// The proposing peer waits for its replica to reach this index.
-	w.Header().Set(api.HeaderIndex, strconv.FormatUint(s.b.FSM().Index(), 10))
+	w.Header().Set(api.HeaderIndex, strconv.FormatUint(s.replica.FSM().Index(), 10))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // commitIndex tells a restarted peer the index its replica must reach.
 func (s *Server) commitIndex(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	idx, err := s.b.AppliedIndex()
+	idx, err := s.raft.AppliedIndex()
 	if err != nil {
 		return unavailable("1", "%v", err)
 	}
@@ -46,6 +46,6 @@ func (s *Server) commitIndex(w http.ResponseWriter, _ *http.Request, _ httproute
 // appliedIndex tells another peer the index this peer's replica has
 // applied (a write that must reach every replica waits for it).
 func (s *Server) appliedIndex(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	writeJSON(w, http.StatusOK, api.CommitIndex{Index: s.b.FSM().Index()})
+	writeJSON(w, http.StatusOK, api.CommitIndex{Index: s.replica.FSM().Index()})
 	return nil
 }

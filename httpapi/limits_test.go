@@ -51,7 +51,7 @@ func TestLimits_lists_in_bodies(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := newFakeBackend(t, true)
-			h := New(Config{Backend: b}).Handler()
+			h := New(fakeConfig(b, Config{})).Handler()
 			before := b.fsm.Index()
 			start := time.Now()
 			w := do(t, h, "POST", c.path, c.body)

@@ -11,7 +11,7 @@ import (
 )
 
 func (s *Server) requireNamespace(ns string) error {
-	if _, ok := s.b.FSM().Namespace(ns); !ok {
+	if _, ok := s.replica.FSM().Namespace(ns); !ok {
 		return notFound("namespace %q not found", ns)
 	}
 	return nil
@@ -23,8 +23,8 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p httprouter.
 		return err
 	}
 	items := []api.Node{}
-	images := s.b.FSM().Images(ns)
-	for _, n := range s.b.FSM().Nodes() {
+	images := s.replica.FSM().Images(ns)
+	for _, n := range s.replica.FSM().Nodes() {
 		if n.Namespace == ns {
 			items = append(items, s.nodeRecord(n, images))
 		}
@@ -45,7 +45,7 @@ func (s *Server) nodeRecord(n raftfsm.NodeView, images []raftfsm.Image) api.Node
 func (s *Server) cachedImages(node string, images []raftfsm.Image) []string {
 	out := []string{}
 	for _, img := range images {
-		if b, ok := s.b.FSM().Blob(img.Digest); ok && slices.Contains(b.Holders, node) {
+		if b, ok := s.replica.FSM().Blob(img.Digest); ok && slices.Contains(b.Holders, node) {
 			out = append(out, img.Name)
 		}
 	}
@@ -68,16 +68,16 @@ func (s *Server) tagNode(t raftfsm.Type) handler {
 		if _, err := s.apply(r.Context(), t, raftfsm.NodeTag{Namespace: ns, Name: name, Tag: req.Tag}); err != nil {
 			return err
 		}
-		n, ok := s.b.FSM().Node(name)
+		n, ok := s.replica.FSM().Node(name)
 		if !ok {
 			return notFound("node %q not found", name)
 		}
-		writeJSON(w, http.StatusOK, s.nodeRecord(n, s.b.FSM().Images(ns)))
+		writeJSON(w, http.StatusOK, s.nodeRecord(n, s.replica.FSM().Images(ns)))
 		return nil
 	}
 }
 
 func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	writeJSON(w, http.StatusOK, s.b.ClusterInfo(r.Context()))
+	writeJSON(w, http.StatusOK, s.peers.ClusterInfo(r.Context()))
 	return nil
 }

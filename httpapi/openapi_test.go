@@ -15,7 +15,7 @@ import (
 // in it and everything in it is served; operation ids are unique; the
 // explorer's page and files are served without a token.
 func TestOpenAPI_document_matches_routes(t *testing.T) {
-	s := New(Config{Backend: newFakeBackend(t, true)})
+	s := New(fakeConfig(newFakeBackend(t, true), Config{}))
 	h := s.Handler()
 	w := doAs(t, h, "", http.MethodGet, "/api/v1/openapi.json", "")
 	if w.Code != http.StatusOK {

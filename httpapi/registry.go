@@ -28,7 +28,7 @@ func (s *Server) listRegistryCredentials(w http.ResponseWriter, _ *http.Request,
 		return err
 	}
 	items := []api.RegistryCredential{}
-	for _, c := range s.b.FSM().RegistryCredentials(ns) {
+	for _, c := range s.replica.FSM().RegistryCredentials(ns) {
 		items = append(items, credToAPI(c))
 	}
 	writeJSON(w, http.StatusOK, api.List[api.RegistryCredential]{Items: items})
@@ -50,7 +50,7 @@ func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	sealed, err := auth.Seal(s.b.FSM().SigningKey(), []byte(req.Password), auth.RegistryCredentialAAD(ns, req.Server))
+	sealed, err := auth.Seal(s.replica.FSM().SigningKey(), []byte(req.Password), auth.RegistryCredentialAAD(ns, req.Server))
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (s *Server) listJobs(w http.ResponseWriter, _ *http.Request, p httprouter.P
 		return err
 	}
 	items := []api.Job{}
-	for _, j := range s.b.FSM().Jobs(ns) {
+	for _, j := range s.replica.FSM().Jobs(ns) {
 		items = append(items, jobToAPI(j))
 	}
 	writeJSON(w, http.StatusOK, api.List[api.Job]{Items: items})
@@ -99,7 +99,7 @@ func (s *Server) getJob(w http.ResponseWriter, _ *http.Request, p httprouter.Par
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	j, ok := s.b.FSM().Job(ns, name)
+	j, ok := s.replica.FSM().Job(ns, name)
 	if !ok {
 		return notFound("job %q not found", name)
 	}
@@ -131,7 +131,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p httprouter.Param
 		return err
 	}
 	j.Namespace, j.Type, j.Reference, j.Owner = ns, raftfsm.JobPush, ref.Name(), owner(r.Context())
-	job, err := s.b.CreateJob(r.Context(), j)
+	job, err := s.jobs.CreateJob(r.Context(), j)
 	if err != nil {
 		return registryError(req.ImageReference, err)
 	}

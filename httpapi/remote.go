@@ -19,7 +19,7 @@ import (
 const remoteTimeout = 2 * time.Minute
 
 func (s *Server) getRemoteCatalogs(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	writeJSON(w, http.StatusOK, api.RemoteCatalogs{Repositories: orEmpty(s.b.FSM().Catalogs())})
+	writeJSON(w, http.StatusOK, api.RemoteCatalogs{Repositories: orEmpty(s.replica.FSM().Catalogs())})
 	return nil
 }
 
@@ -59,7 +59,7 @@ func (s *Server) listRemoteImages(w http.ResponseWriter, r *http.Request, p http
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), remoteTimeout)
 	defer cancel()
-	items, err := s.b.RemoteImages(ctx, ns)
+	items, err := s.registries.RemoteImages(ctx, ns)
 	if err != nil {
 		return registryError("a remote catalog", err)
 	}
@@ -88,7 +88,7 @@ func (s *Server) pullRemote(typ, param string) handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), remoteTimeout)
 		defer cancel()
-		job, err := s.b.PullRemote(ctx, ns, typ, p.ByName(param), req.NewName, owner(r.Context()))
+		job, err := s.jobs.PullRemote(ctx, ns, typ, p.ByName(param), req.NewName, owner(r.Context()))
 		if err != nil {
 			return registryError("a remote catalog", err)
 		}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svc-project/svc/internal/netgate"
-
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,75 +18,25 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/raftfsm"
 )
 
-// Backend is what the API needs from the peer it runs on.
-type Backend interface {
-	// Name is this peer's node name.
-	Name() string
-	// FSM is the local replica of the cluster state.
-	FSM() *raftfsm.FSM
-	// IsLeader reports whether this peer is the Raft leader.
-	IsLeader() bool
-	// WaitLeader returns the leader's name and API address ("host:port";
-	// empty when this peer leads), waiting a bounded time for one to be
-	// known; the error says why none is.
-	WaitLeader(ctx context.Context) (name, addr string, err error)
-	// PeerAPI returns the API address of a peer, "" when unknown.
-	PeerAPI(name string) string
-	// Apply proposes a command on the leader and returns the FSM's answer.
-	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
-	// VerifyLeader confirms with a quorum that this peer still leads.
-	VerifyLeader(ctx context.Context) error
-	// ClusterInfo describes the cluster as this peer sees it.
-	ClusterInfo(ctx context.Context) api.ClusterInfo
-	// Images is this peer's blob store.
-	Images() *imagestore.Store
-	// CaughtUp reports whether the replica has caught up with the cluster
-	// since this peer started; until then only open routes are served.
-	CaughtUp() bool
-	// WaitCaughtUp waits, bounded by ctx, until CaughtUp, and reports it.
-	WaitCaughtUp(ctx context.Context) bool
-	// AppliedIndex returns, if this peer is a leader that has applied the
-	// entries of earlier terms, the index of the last command it applied
-	// (every acknowledged write is at or below it); an error otherwise.
-	AppliedIndex() (uint64, error)
-	// SyncReplica waits until the replica has applied every command the
-	// leader had applied when asked.
-	SyncReplica(ctx context.Context) error
-	// IsPeer reports whether ip is the address of a peer of the cluster
-	// (peers are never refused for the connection limits).
-	IsPeer(ip string) bool
-	// PeerToken is this peer's token for calls to other peers.
-	PeerToken() (string, error)
-	// WaitPeersApplied waits a bounded time until every other live peer's
-	// replica has applied index, and returns those that did not in time.
-	WaitPeersApplied(ctx context.Context, index uint64) []string
-	// Place chooses a node, ports and a name for a VM and records it; it
-	// runs on the leader.
-	Place(ctx context.Context, p Placement) (raftfsm.VM, error)
-	// CreateJob records a push or pull: it names the job and picks the peer
-	// that carries it out (a VM's host, a peer that holds an image); it runs
-	// on the leader.
-	CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error)
-	// ResolveImage reads a registry reference of a deploy and returns the
-	// image to start from: recorded already, or (an svc disk) not yet, for
-	// the VM's host to pull and record. Its errors come from ocidisk.
-	ResolveImage(ctx context.Context, ns, reference, owner string) (raftfsm.Image, error)
-	// RemoteImages lists the remote catalogs' tags with the namespace's
-	// registry credentials.
-	RemoteImages(ctx context.Context, ns string) ([]api.RemoteImage, error)
-	// PullRemote starts a job copying a remote image or ISO (typ
-	// api.RemoteTypeImage or RemoteTypeISO) into the namespace; it runs on
-	// the leader.
-	PullRemote(ctx context.Context, ns, typ, name, newName, owner string) (raftfsm.Job, error)
-}
-
 // Config configures the API server.
 type Config struct {
-	Backend Backend
-	Log     *slog.Logger
+	// What the handlers need of the peer, each named for its use (see
+	// backend.go); one value may serve several.
+	Replica    Replica
+	Consensus  Consensus
+	Readiness  Readiness
+	Peers      Peers
+	Placer     Placer
+	Jobs       Jobs
+	Registries Registries
+	// Images is this peer's blob store.
+	Images *imagestore.Store
+
+	Log *slog.Logger
 	// Registry receives the HTTP metrics and is served on /metrics.
 	Registry *prometheus.Registry
 	// LeaderWait bounds how long a consistent read waits for the leader's
@@ -104,15 +52,22 @@ type Config struct {
 
 // Server is the HTTP API of one peer.
 type Server struct {
-	cfg     Config
-	b       Backend
-	log     *slog.Logger
-	router  *httprouter.Router
-	routes  []Route
-	fwd     *forwarder
-	authn   *auth.Authenticator
-	metrics *httpMetrics
-	conns   *connLimiter
+	cfg        Config
+	replica    Replica
+	raft       Consensus
+	ready      Readiness
+	peers      Peers
+	placer     Placer
+	jobs       Jobs
+	registries Registries
+	images     *imagestore.Store
+	log        *slog.Logger
+	router     *httprouter.Router
+	routes     []Route
+	fwd        *forwarder
+	authn      *auth.Authenticator
+	metrics    *httpMetrics
+	conns      *connLimiter
 }
 
 // Route is one registered endpoint.
@@ -150,8 +105,12 @@ func New(cfg Config) *Server {
 		cfg.WriteTimeout = 15 * time.Second
 	}
 	cfg.Limits.setDefaults()
-	s := &Server{cfg: cfg, b: cfg.Backend, log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Backend.FSM())}
-	s.conns = newConnLimiter(cfg.Limits, cfg.Backend.IsPeer)
+	s := &Server{
+		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, placer: cfg.Placer,
+		jobs: cfg.Jobs, registries: cfg.Registries, images: cfg.Images,
+		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM()),
+	}
+	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
 	s.metrics = newHTTPMetrics(cfg.Registry, s.conns)
 	// Every answer is JSON: no redirects with HTML bodies. A trailing slash
 	// is served as the path without it (see Handler); other spellings are a
@@ -276,13 +235,13 @@ func (s *Server) handle(rt Route, h handler) {
 			defer drainBody(w, r)
 		}
 		s.dropUnprovenForwarding(r)
-		if rt.Rule != RuleOpen && !s.b.CaughtUp() {
+		if rt.Rule != RuleOpen && !s.ready.CaughtUp() {
 			// A peer that has just started is usually a moment from caught up.
 			wctx, cancel := context.WithTimeout(r.Context(), catchUpWait)
-			ok := s.b.WaitCaughtUp(wctx)
+			ok := s.ready.WaitCaughtUp(wctx)
 			cancel()
 			if !ok {
-				writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.b.Name()))
+				writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.replica.Name()))
 				return
 			}
 		}
@@ -295,7 +254,7 @@ func (s *Server) handle(rt Route, h handler) {
 		target := rt.Target
 		if target == Here && rt.Rule != RuleOpen {
 			// The caller's last write through this peer shows in what it reads here.
-			if err := s.fwd.pending.await(r.Context(), r.Header.Get("Authorization"), s.b.FSM()); err != nil {
+			if err := s.fwd.pending.await(r.Context(), r.Header.Get("Authorization"), s.replica.FSM()); err != nil {
 				s.log.Warn("replica did not catch up with the caller's write", "err", err)
 			}
 		}
@@ -319,7 +278,7 @@ func (s *Server) handle(rt Route, h handler) {
 			}
 		}
 		if rt.Write && forwarded(r) != "" {
-			w = &indexWriter{ResponseWriter: w, fsm: s.b.FSM()}
+			w = &indexWriter{ResponseWriter: w, fsm: s.replica.FSM()}
 		}
 		if err := h(w, r, p); err != nil {
 			writeError(w, s.log, err)
@@ -332,16 +291,16 @@ func (s *Server) handle(rt Route, h handler) {
 // once this leader has applied its term's barrier), confirms with a quorum
 // that it still leads, and waits until the replica has applied that index.
 func (s *Server) readIndex(ctx context.Context) error {
-	idx, err := s.b.AppliedIndex()
+	idx, err := s.raft.AppliedIndex()
 	if err != nil {
 		return unavailable("1", "cannot serve a consistent read yet: %v", err)
 	}
-	if err := s.b.VerifyLeader(ctx); err != nil {
+	if err := s.raft.VerifyLeader(ctx); err != nil {
 		return unavailable("1", "cannot confirm leadership for a consistent read: %v", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.LeaderWait)
 	defer cancel()
-	if err := s.b.FSM().WaitIndex(wctx, idx); err != nil {
+	if err := s.replica.FSM().WaitIndex(wctx, idx); err != nil {
 		return unavailable("1", "the leader's replica did not reach index %d: %v", idx, err)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/scheduler"
 )
 
 // fakeBackend is a single replica that is either the leader or knows none.
@@ -74,7 +75,6 @@ func (b *fakeBackend) applyAny(_ context.Context, t raftfsm.Type, body any) (any
 	return r.Value, r.Err
 }
 
-func (b *fakeBackend) Images() *imagestore.Store { return b.images }
 func (b *fakeBackend) Name() string {
 	if b.name == "" {
 		return "n1"
@@ -150,7 +150,7 @@ func (b *fakeBackend) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job
 	return *v.(*raftfsm.Job), nil
 }
 
-func (b *fakeBackend) Place(ctx context.Context, p Placement) (raftfsm.VM, error) {
+func (b *fakeBackend) Place(ctx context.Context, p scheduler.Placement) (raftfsm.VM, error) {
 	vm := p.VM
 	if p.NamePrefix != "" {
 		vm.Name = p.NamePrefix + "-fake1"
@@ -246,7 +246,7 @@ func TestServer_answers(t *testing.T) {
 		{name: "cluster info", method: "GET", path: "/api/v1/cluster-info", wantCode: 200, wantInBody: `"raft":"leader"`},
 		{name: "metrics", method: "GET", path: "/metrics", wantCode: 200, wantInBody: "svc_http_requests_total"},
 	}
-	s := New(Config{Backend: newFakeBackend(t, true)})
+	s := New(fakeConfig(newFakeBackend(t, true), Config{}))
 	h := s.Handler()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -277,7 +277,7 @@ func TestServer_answers(t *testing.T) {
 }
 
 func TestServer_no_leader_is_503_after_a_bounded_wait(t *testing.T) {
-	s := New(Config{Backend: newFakeBackend(t, false), LeaderWait: 150 * time.Millisecond})
+	s := New(fakeConfig(newFakeBackend(t, false), Config{LeaderWait: 150 * time.Millisecond}))
 	start := time.Now()
 	w := do(t, s.Handler(), "POST", "/api/v1/namespaces/svc-default/nodes/n1/tag", `{"tag":"x"}`)
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "no leader") {
@@ -299,7 +299,7 @@ func TestServer_no_leader_is_503_after_a_bounded_wait(t *testing.T) {
 // Reads never change the state, and every write runs on the leader except the
 // image upload, which stays on the peer that receives the bytes.
 func TestServer_route_flags(t *testing.T) {
-	s := New(Config{Backend: newFakeBackend(t, true)})
+	s := New(fakeConfig(newFakeBackend(t, true), Config{}))
 	local := map[string]bool{
 		"POST /api/v1/namespaces/:namespace/upload/image": true,
 		"POST /api/v1/namespaces/:namespace/upload/iso":   true,
@@ -318,7 +318,7 @@ func TestServer_route_flags(t *testing.T) {
 
 // No page of the API may be framed by another site, whichever page it is.
 func TestPages_refuse_framing(t *testing.T) {
-	h := New(Config{Backend: newFakeBackend(t, true)}).Handler()
+	h := New(fakeConfig(newFakeBackend(t, true), Config{})).Handler()
 	for _, path := range []string{"/api/v1/swagger", "/api/v1/swagger/init.js", "/ui/", "/ui/app.js", "/ui/vms"} {
 		t.Run(path, func(t *testing.T) {
 			w := httptest.NewRecorder()
@@ -329,4 +329,11 @@ func TestPages_refuse_framing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeConfig returns cfg served by b in every role.
+func fakeConfig(b *fakeBackend, cfg Config) Config {
+	cfg.Replica, cfg.Consensus, cfg.Readiness, cfg.Peers = b, b, b, b
+	cfg.Placer, cfg.Jobs, cfg.Registries, cfg.Images = b, b, b, b.images
+	return cfg
 }

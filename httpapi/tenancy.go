@@ -16,7 +16,7 @@ import (
 
 func (s *Server) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	items := []api.Namespace{}
-	for _, ns := range s.b.FSM().Namespaces() {
+	for _, ns := range s.replica.FSM().Namespaces() {
 		items = append(items, namespaceToAPI(ns))
 	}
 	writeJSON(w, http.StatusOK, api.List[api.Namespace]{Items: items})
@@ -24,7 +24,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httpro
 }
 
 func (s *Server) getNamespace(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	ns, ok := s.b.FSM().Namespace(p.ByName("namespace"))
+	ns, ok := s.replica.FSM().Namespace(p.ByName("namespace"))
 	if !ok {
 		return notFound("namespace %q not found", p.ByName("namespace"))
 	}
@@ -53,7 +53,7 @@ func (s *Server) listSubjects(w http.ResponseWriter, _ *http.Request, p httprout
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	rb := s.b.FSM().RoleBinding(ns)
+	rb := s.replica.FSM().RoleBinding(ns)
 	writeJSON(w, http.StatusOK, api.Subjects{Users: rb.Users, ServiceAccounts: rb.ServiceAccounts})
 	return nil
 }
@@ -100,14 +100,14 @@ func (s *Server) setNodeNamespace(w http.ResponseWriter, r *http.Request, p http
 	if err := api.ValidateName("namespace", req.Namespace, api.MaxNameLen); err != nil {
 		return badRequest("field \"namespace\": %s", err)
 	}
-	if n, ok := s.b.FSM().Node(name); !ok || n.Namespace != ns {
+	if n, ok := s.replica.FSM().Node(name); !ok || n.Namespace != ns {
 		return notFound("node %q not found in namespace %q", name, ns)
 	}
 	if _, err := s.apply(r.Context(), raftfsm.TypeNodeSetNamespace, raftfsm.NodeSetNamespace{Name: name, Namespace: req.Namespace}); err != nil {
 		return err
 	}
-	n, _ := s.b.FSM().Node(name)
-	writeJSON(w, http.StatusOK, s.nodeRecord(n, s.b.FSM().Images(n.Namespace)))
+	n, _ := s.replica.FSM().Node(name)
+	writeJSON(w, http.StatusOK, s.nodeRecord(n, s.replica.FSM().Images(n.Namespace)))
 	return nil
 }
 
@@ -117,7 +117,7 @@ func (s *Server) listServiceAccounts(w http.ResponseWriter, _ *http.Request, p h
 		return err
 	}
 	items := []api.ServiceAccount{}
-	for _, sa := range s.b.FSM().ServiceAccounts(ns) {
+	for _, sa := range s.replica.FSM().ServiceAccounts(ns) {
 		items = append(items, api.ServiceAccount{Name: sa.Name, Namespace: sa.Namespace, CreatedAt: sa.CreatedAt})
 	}
 	writeJSON(w, http.StatusOK, api.List[api.ServiceAccount]{Items: items})
@@ -163,12 +163,12 @@ func (s *Server) serviceAccountToken(w http.ResponseWriter, r *http.Request, p h
 		}
 		ttl = d
 	}
-	sa, ok := s.b.FSM().ServiceAccount(ns, name)
+	sa, ok := s.replica.FSM().ServiceAccount(ns, name)
 	if !ok {
 		return notFound("service account %q not found in namespace %q", name, ns)
 	}
-	_, clusterID := s.b.FSM().Initialized()
-	tok, exp, err := auth.Sign(s.b.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindServiceAccount, Name: name, Namespace: ns, UID: sa.UID}, ttl, time.Now())
+	_, clusterID := s.replica.FSM().Initialized()
+	tok, exp, err := auth.Sign(s.replica.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindServiceAccount, Name: name, Namespace: ns, UID: sa.UID}, ttl, time.Now())
 	if err != nil {
 		return err
 	}

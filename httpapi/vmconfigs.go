@@ -18,7 +18,7 @@ func (s *Server) listVMConfigs(w http.ResponseWriter, _ *http.Request, p httprou
 		return err
 	}
 	items := []api.VMConfig{}
-	for _, c := range s.b.FSM().VMConfigs(ns) {
+	for _, c := range s.replica.FSM().VMConfigs(ns) {
 		items = append(items, vmConfigToAPI(c))
 	}
 	writeJSON(w, http.StatusOK, api.List[api.VMConfig]{Items: items})
@@ -30,7 +30,7 @@ func (s *Server) getVMConfig(w http.ResponseWriter, _ *http.Request, p httproute
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	c, ok := s.b.FSM().VMConfig(ns, name)
+	c, ok := s.replica.FSM().VMConfig(ns, name)
 	if !ok {
 		return notFound("vmconfig %q not found in namespace %q", name, ns)
 	}
@@ -90,12 +90,12 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 		return err
 	}
 	if req.Node != "" {
-		if n, ok := s.b.FSM().Node(req.Node); !ok || n.Namespace != ns {
+		if n, ok := s.replica.FSM().Node(req.Node); !ok || n.Namespace != ns {
 			return notFound("node %q not found in namespace %q", req.Node, ns)
 		}
 	}
 	if req.ISO != "" {
-		if _, ok := s.b.FSM().ISO(ns, req.ISO); !ok {
+		if _, ok := s.replica.FSM().ISO(ns, req.ISO); !ok {
 			return notFound("iso %q not found in namespace %q", req.ISO, ns)
 		}
 	}

@@ -21,7 +21,7 @@ func (s *Server) listVMs(w http.ResponseWriter, _ *http.Request, p httprouter.Pa
 		return err
 	}
 	items := []api.VM{}
-	for _, vm := range s.b.FSM().VMs(ns) {
+	for _, vm := range s.replica.FSM().VMs(ns) {
 		items = append(items, s.vmToAPI(vm))
 	}
 	writeJSON(w, http.StatusOK, api.List[api.VM]{Items: items})
@@ -44,7 +44,7 @@ func (s *Server) vmOf(p httprouter.Params) (raftfsm.VM, error) {
 	if err := s.requireNamespace(ns); err != nil {
 		return raftfsm.VM{}, err
 	}
-	vm, ok := s.b.FSM().VM(ns, name)
+	vm, ok := s.replica.FSM().VM(ns, name)
 	if !ok {
 		return raftfsm.VM{}, notFound("vm %q not found in namespace %q", name, ns)
 	}
@@ -97,9 +97,9 @@ func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Par
 func (s *Server) waitVM(ctx context.Context, ns, name string, done func(raftfsm.VM) (bool, error)) (raftfsm.VM, error) {
 	var vm raftfsm.VM
 	var stop error
-	err := s.b.FSM().Wait(ctx, func() bool {
+	err := s.replica.FSM().Wait(ctx, func() bool {
 		var ok bool
-		if vm, ok = s.b.FSM().VM(ns, name); !ok {
+		if vm, ok = s.replica.FSM().VM(ns, name); !ok {
 			stop = notFound("vm %q was deleted", name)
 			return true
 		}
@@ -127,7 +127,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	}
 	plan.VM.Owner = owner(r.Context())
 	pctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-	vm, err := s.b.Place(pctx, plan.Placement)
+	vm, err := s.placer.Place(pctx, plan.Placement)
 	cancel()
 	if err != nil {
 		return err
@@ -147,7 +147,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 		// Nothing stays allocated after a failed deploy.
 		dctx, dcancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 		defer dcancel()
-		if _, derr := s.b.Apply(dctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: ns, Name: vm.Name, UID: vm.UID}); derr != nil && !errors.Is(derr, raftfsm.ErrNotFound) {
+		if _, derr := s.raft.Apply(dctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: ns, Name: vm.Name, UID: vm.UID}); derr != nil && !errors.Is(derr, raftfsm.ErrNotFound) {
 			s.log.Error("cannot remove a failed deploy", "vm", vm.Name, "err", derr)
 		}
 		var ae *apiError

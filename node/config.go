@@ -9,11 +9,10 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/svc-project/svc/internal/netgate"
-
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/raftfsm"
 )
 

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svc-project/svc/internal/netgate"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -124,7 +123,8 @@ func Start(cfg Config) (*Peer, error) {
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
 	p.api = httpapi.New(httpapi.Config{
-		Backend: p, Log: cfg.Log.With("part", "api"), Registry: p.reg,
+		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p, Jobs: p, Registries: p, Images: p.images,
+		Log: cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
 	p.goRun(func() {

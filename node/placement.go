@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/scheduler"
 )
@@ -32,16 +31,10 @@ const placeAttempts = 8
 // Place chooses a node for p (the scheduler), its ports, its VNC password and
 // its name when p asks for one, and records the VM through Raft. It runs on
 // the leader; a refusal is a rule error (no node fits: Conflict).
-func (p *Peer) Place(ctx context.Context, pl httpapi.Placement) (raftfsm.VM, error) {
+func (p *Peer) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, error) {
 	p.placer.mu.Lock()
 	defer p.placer.mu.Unlock()
-	req := scheduler.Request{
-		Namespace: pl.VM.Namespace, CPU: pl.VM.CPU, Memory: pl.VM.MemoryBytes, GPU: pl.VM.GPU, Arch: pl.Arch,
-		Node: pl.Node, Tag: pl.Tag, TagRequired: pl.TagRequired, Strategy: pl.Scheduler,
-	}
-	for _, rp := range pl.VM.ReservedPorts {
-		req.HostPorts = append(req.HostPorts, rp.Host)
-	}
+	req := pl.Request()
 	var lastErr error
 	for range placeAttempts {
 		vm := pl.VM

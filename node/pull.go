@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"

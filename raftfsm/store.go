@@ -10,13 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svc-project/svc/internal/netgate"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/svc-project/svc/internal/logbridge"
+	"github.com/svc-project/svc/internal/netgate"
 )
 
 // Timing holds the Raft timeouts. Zero fields take raft's defaults.

@@ -2,12 +2,12 @@ package ocidisk
 
 import (
 	"fmt"
-
-	"github.com/google/go-containerregistry/pkg/name"
 	"net"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // The grammar of a reference, as the OCI distribution spec and Docker write

@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/scheduler"
+)
+
+// The API asks the peer it runs on for what its handlers need through the
+// small interfaces below, each named for its use (Config has one field a
+// role). The peer serves them all; the tests serve them from one replica.
+
+// Replica is the local copy of the cluster state and the peer it is on.
+type Replica interface {
+	// Name is this peer's node name.
+	Name() string
+	// FSM is the local replica of the cluster state.
+	FSM() *raftfsm.FSM
+}
+
+// Consensus is the Raft group as handlers use it: who leads, writes, and
+// what consistent reads wait for.
+type Consensus interface {
+	// IsLeader reports whether this peer is the Raft leader.
+	IsLeader() bool
+	// WaitLeader returns the leader's name and API address ("host:port";
+	// empty when this peer leads), waiting a bounded time for one to be
+	// known; the error says why none is.
+	WaitLeader(ctx context.Context) (name, addr string, err error)
+	// VerifyLeader confirms with a quorum that this peer still leads.
+	VerifyLeader(ctx context.Context) error
+	// Apply proposes a command on the leader and returns the FSM's answer.
+	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
+	// AppliedIndex returns, if this peer is a leader that has applied the
+	// entries of earlier terms, the index of the last command it applied
+	// (every acknowledged write is at or below it); an error otherwise.
+	AppliedIndex() (uint64, error)
+	// SyncReplica waits until the replica has applied every command the
+	// leader had applied when asked.
+	SyncReplica(ctx context.Context) error
+	// WaitPeersApplied waits a bounded time until every other live peer's
+	// replica has applied index, and returns those that did not in time.
+	WaitPeersApplied(ctx context.Context, index uint64) []string
+}
+
+// Readiness says whether the replica has caught up with the cluster since
+// the peer started; until then only open routes are served.
+type Readiness interface {
+	CaughtUp() bool
+	// WaitCaughtUp waits, bounded by ctx, until CaughtUp, and reports it.
+	WaitCaughtUp(ctx context.Context) bool
+}
+
+// Peers is what the API knows of the cluster's other peers.
+type Peers interface {
+	// PeerAPI returns the API address of a peer, "" when unknown.
+	PeerAPI(name string) string
+	// IsPeer reports whether ip is the address of a peer of the cluster
+	// (peers are never refused for the connection limits).
+	IsPeer(ip string) bool
+	// PeerToken is this peer's token for calls to other peers.
+	PeerToken() (string, error)
+	// ClusterInfo describes the cluster as this peer sees it.
+	ClusterInfo(ctx context.Context) api.ClusterInfo
+}
+
+// Placer places a deploy's VM; it runs on the leader.
+type Placer interface {
+	// Place chooses a node, ports and a name for a VM and records it.
+	Place(ctx context.Context, p scheduler.Placement) (raftfsm.VM, error)
+}
+
+// Jobs starts registry jobs; they are created on the leader.
+type Jobs interface {
+	// CreateJob records a push or pull: it names the job and picks the peer
+	// that carries it out (a VM's host, a peer that holds an image).
+	CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error)
+	// PullRemote starts a job copying a remote image or ISO (typ
+	// api.RemoteTypeImage or RemoteTypeISO) into the namespace.
+	PullRemote(ctx context.Context, ns, typ, name, newName, owner string) (raftfsm.Job, error)
+}
+
+// Registries reads OCI registries with a namespace's credentials.
+type Registries interface {
+	// ResolveImage reads a registry reference of a deploy and returns the
+	// image to start from: recorded already, or (an svc disk) not yet, for
+	// the VM's host to pull and record. Its errors come from ocidisk.
+	ResolveImage(ctx context.Context, ns, reference, owner string) (raftfsm.Image, error)
+	// RemoteImages lists the remote catalogs' tags.
+	RemoteImages(ctx context.Context, ns string) ([]api.RemoteImage, error)
+}

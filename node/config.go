@@ -14,6 +14,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/raftstore"
 )
 
 // Config configures a peer.
@@ -41,7 +42,7 @@ type Config struct {
 	// Local selects short gossip timeouts for peers on one host.
 	Local bool
 	// RaftTiming tunes Raft's timeouts.
-	RaftTiming raftfsm.Timing
+	RaftTiming raftstore.Timing
 	// ReconcileInterval is how often the leader re-checks membership (default 1 s).
 	ReconcileInterval time.Duration
 	// ReapAfter is how long a peer must be dead before the leader removes it

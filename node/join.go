@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/gossip"
-	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/raftstore"
 )
 
 // peersFile remembers the gossip addresses of the other peers, so that a peer
@@ -112,9 +112,9 @@ func (p *Peer) bootstrapLoop() {
 			}
 		}
 		if len(alive) >= p.cfg.BootstrapExpect {
-			servers := make([]raftfsm.Server, 0, len(alive))
+			servers := make([]raftstore.Server, 0, len(alive))
 			for i, m := range alive { // sorted by name
-				servers = append(servers, raftfsm.Server{ID: m.Name, Address: m.Report.RaftAddr, Voter: i < voterTarget(len(alive))})
+				servers = append(servers, raftstore.Server{ID: m.Name, Address: m.Report.RaftAddr, Voter: i < voterTarget(len(alive))})
 			}
 			if err := p.store.BootstrapCluster(servers); err != nil {
 				p.cfg.Log.Error("bootstrap failed", "err", err)

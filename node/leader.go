@@ -10,6 +10,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/gossip"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/raftstore"
 )
 
 // leaderRun is one term's leader work in flight.
@@ -167,7 +168,7 @@ func (p *Peer) reconcileMembership(ctx context.Context) error {
 			alive++
 		}
 	}
-	inConfig := map[string]raftfsm.Server{}
+	inConfig := map[string]raftstore.Server{}
 	voters := 0
 	for _, s := range servers {
 		inConfig[s.ID] = s

@@ -22,12 +22,13 @@ import (
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/raftstore"
 )
 
 // Peer is one running svc agent.
 type Peer struct {
 	cfg    Config
-	store  *raftfsm.Store
+	store  *raftstore.Store
 	gossip *gossip.Gossip
 	api    *httpapi.Server
 	apiL   net.Listener
@@ -103,7 +104,7 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, fmt.Errorf("HTTPS listen: %w", err)
 	}
 	raftBind := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.RaftPort))
-	p.store, err = raftfsm.OpenStore(raftfsm.StoreConfig{
+	p.store, err = raftstore.OpenStore(raftstore.StoreConfig{
 		ID: cfg.Name, DataDir: cfg.DataDir, Bind: raftBind, Advertise: raftBind,
 		Gate: cfg.Gate, Timing: cfg.RaftTiming, Log: cfg.Log.With("part", "raft"),
 	}, raftfsm.NewFSM(cfg.Log.With("part", "fsm")))
@@ -271,7 +272,7 @@ func (p *Peer) Driver() hypervisor.Driver { return p.driver }
 func (p *Peer) FSM() *raftfsm.FSM { return p.store.FSM }
 
 // Store returns the Raft store.
-func (p *Peer) Store() *raftfsm.Store { return p.store }
+func (p *Peer) Store() *raftstore.Store { return p.store }
 
 // Gossip returns the gossip layer.
 func (p *Peer) Gossip() *gossip.Gossip { return p.gossip }

@@ -8,6 +8,51 @@ import (
 	"github.com/svc-project/svc/api"
 )
 
+// User is a person an admin named (by minting a token or binding them).
+type User struct {
+	Name      string    `json:"name"`
+	Admin     bool      `json:"admin"`
+	CreatedAt time.Time `json:"createdAt"`
+	// UID tells this user from an earlier one of the same name: the index of
+	// the log entry that named it. Tokens carry it, so a removal voids every
+	// token issued before it (0: named before UIDs existed).
+	UID uint64 `json:"uid,omitempty"`
+}
+
+func (u *User) sortKey() string { return u.Name }
+
+func (u *User) clone() *User { c := *u; return &c }
+
+// ServiceAccount is a non-human subject of a namespace.
+type ServiceAccount struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	CreatedAt time.Time `json:"createdAt"`
+	// UID is the index of the log entry that created it (see User.UID).
+	UID uint64 `json:"uid,omitempty"`
+}
+
+func (sa *ServiceAccount) sortKey() string { return key(sa.Namespace, sa.Name) }
+
+func (sa *ServiceAccount) clone() *ServiceAccount {
+	c := *sa
+	return &c
+}
+
+// RoleBinding lists the subjects bound to a namespace.
+type RoleBinding struct {
+	Namespace       string   `json:"namespace"`
+	Users           []string `json:"users"`
+	ServiceAccounts []string `json:"serviceAccounts"`
+}
+
+func (rb *RoleBinding) clone() *RoleBinding {
+	c := *rb
+	c.Users = append([]string{}, rb.Users...)
+	c.ServiceAccounts = append([]string{}, rb.ServiceAccounts...)
+	return &c
+}
+
 // UserUpsert records a user; an existing user keeps its creation time (and so
 // its tokens) and takes the new admin flag.
 type UserUpsert struct {
@@ -42,16 +87,6 @@ type RoleBindingChange struct {
 	Users           []string  `json:"users"`
 	ServiceAccounts []string  `json:"serviceAccounts"`
 	Time            time.Time `json:"time"`
-}
-
-// CertSet replaces the cluster's HTTPS certificate.
-type CertSet struct {
-	Cert Cert `json:"cert"`
-}
-
-// SigningKeySet gives a cluster initialised without one its token key.
-type SigningKeySet struct {
-	SigningKey []byte `json:"signingKey"`
 }
 
 func (s *State) applyUserUpsert(index uint64, c UserUpsert) (any, error) {
@@ -209,29 +244,30 @@ func (s *State) applyRoleBindingDel(c RoleBindingChange) (any, error) {
 	return rb.clone(), nil
 }
 
-func (rb *RoleBinding) clone() *RoleBinding {
-	c := *rb
-	c.Users = append([]string{}, rb.Users...)
-	c.ServiceAccounts = append([]string{}, rb.ServiceAccounts...)
-	return &c
+func users(s *State) map[string]*User { return s.Users }
+
+func serviceAccounts(s *State) map[string]*ServiceAccount { return s.ServiceAccounts }
+
+// User returns one user.
+func (f *FSM) User(name string) (User, bool) { return get(f, users, name) }
+
+// ServiceAccount returns one service account.
+func (f *FSM) ServiceAccount(ns, name string) (ServiceAccount, bool) {
+	return get(f, serviceAccounts, key(ns, name))
 }
 
-func (s *State) applyCertSet(c CertSet) (any, error) {
-	if c.Cert.CertPEM == "" || c.Cert.KeyPEM == "" {
-		return nil, ruleErr(ErrInvalid, "certificate and key must not be empty")
-	}
-	cert := c.Cert
-	s.Cert = &cert
-	return nil, nil
+// ServiceAccounts returns the service accounts of a namespace, sorted.
+func (f *FSM) ServiceAccounts(ns string) []ServiceAccount {
+	return list(f, serviceAccounts, func(sa *ServiceAccount) bool { return sa.Namespace == ns })
 }
 
-func (s *State) applySigningKeySet(c SigningKeySet) (any, error) {
-	if len(c.SigningKey) != 32 {
-		return nil, ruleErr(ErrInvalid, "signing key must be a 32-byte Ed25519 seed")
+// RoleBinding returns the subjects bound to a namespace (empty lists when none).
+func (f *FSM) RoleBinding(ns string) RoleBinding {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	rb, ok := f.state.RoleBindings[ns]
+	if !ok {
+		return RoleBinding{Namespace: ns, Users: []string{}, ServiceAccounts: []string{}}
 	}
-	if len(s.SigningKey) != 0 {
-		return nil, ruleErr(ErrAlreadyExists, "the cluster already has a signing key")
-	}
-	s.SigningKey = append([]byte(nil), c.SigningKey...)
-	return nil, nil
+	return *rb.clone()
 }

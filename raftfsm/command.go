@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Type identifies a command. The top bit is FlagIgnorable.
@@ -138,57 +137,6 @@ var (
 // quick to send and apply (the largest bodies the API accepts, such as an
 // add-subject call of MaxSubjectsPerCall names, fit well within it).
 const MaxCommandBytes = 256 << 10
-
-// Init creates the cluster's identity and its default namespace. The first
-// leader of a new cluster proposes it once.
-type Init struct {
-	ClusterID string    `json:"clusterId"`
-	Time      time.Time `json:"time"`
-	// SigningKey is the Ed25519 seed of the cluster's tokens.
-	SigningKey []byte `json:"signingKey"`
-}
-
-// NodeUpsert records a peer's facts from its gossip report. A new node starts
-// in namespace svc-default with no tags and the given phase.
-type NodeUpsert struct {
-	Name string `json:"name"`
-	NodeFacts
-	Phase string    `json:"phase"`
-	Time  time.Time `json:"time"`
-}
-
-// NodeSetPhase records a READY / NOT READY transition.
-type NodeSetPhase struct {
-	Name   string    `json:"name"`
-	Phase  string    `json:"phase"`
-	Reason string    `json:"reason,omitempty"`
-	Time   time.Time `json:"time"`
-}
-
-// NodeTag adds (TypeNodeTag) or removes (TypeNodeUntag) one tag of a node of
-// a namespace.
-type NodeTag struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Tag       string `json:"tag"`
-}
-
-// NodeSetNamespace dedicates a node to a namespace.
-type NodeSetNamespace struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-}
-
-// NamespaceCreate creates a namespace.
-type NamespaceCreate struct {
-	Name string    `json:"name"`
-	Time time.Time `json:"time"`
-}
-
-// NamespaceDelete deletes an empty namespace.
-type NamespaceDelete struct {
-	Name string `json:"name"`
-}
 
 // Command is a decoded log entry.
 type Command struct {

@@ -1,7 +1,17 @@
 // Package raftfsm holds the replicated state of an svc cluster: the command
 // types and their codec, the deterministic finite state machine that Raft
-// applies them to (with snapshot and restore), read-only views of the state,
-// and the Store that owns the *raft.Raft instance and its bolt log.
+// applies them to (with snapshot and restore), and read-only views of the
+// state. Package raftstore runs Raft over it.
+//
+// Each resource has one file holding its record type, its command bodies,
+// their apply functions and its views: cluster.go (init, certificate,
+// signing key), node.go, namespace.go, auth.go (users, service accounts,
+// role bindings), vm.go, vmconfig.go, vm_imageop.go (commit, save), image.go
+// (images and ISOs), blob.go, registry.go (credentials), job.go, catalog.go.
+// The machinery is apart: command.go (types and codec), apply.go (the
+// dispatch), fsm.go (Raft's FSM, snapshots, waiting), state.go, index.go
+// (derived indexes), records.go (generic views), notify.go (wake-ups),
+// errors.go.
 //
 // A command is one type byte followed by a JSON body. The top bit of the type
 // byte (FlagIgnorable) tells a peer of an older version that it may skip a

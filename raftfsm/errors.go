@@ -30,6 +30,7 @@ type RuleError struct {
 }
 
 func (e *RuleError) Error() string { return e.msg }
+
 func (e *RuleError) Unwrap() error { return e.kind }
 
 func ruleErr(kind error, format string, args ...any) error {

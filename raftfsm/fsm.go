@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -185,56 +183,6 @@ func (f *FSM) Wait(ctx context.Context, cond func() bool) error {
 // WaitIndex returns once the replica has applied index, or ctx ends.
 func (f *FSM) WaitIndex(ctx context.Context, index uint64) error {
 	return f.Wait(ctx, func() bool { return f.Index() >= index })
-}
-
-// Initialized reports whether the cluster's Init command has been applied,
-// and returns the cluster id.
-func (f *FSM) Initialized() (bool, string) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.state.Initialized, f.state.ClusterID
-}
-
-// NodeView is a node with what its VMs take.
-type NodeView struct {
-	Node
-	Used Usage
-}
-
-// Nodes returns every node sorted by name, with usage.
-func (f *FSM) Nodes() []NodeView {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	used := f.state.ix().used
-	out := make([]NodeView, 0, len(f.state.Nodes))
-	for _, n := range f.state.Nodes {
-		out = append(out, NodeView{Node: *n.clone(), Used: used[n.Name]})
-	}
-	slices.SortFunc(out, func(a, b NodeView) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// IsNodeAddr reports whether a node of the cluster has address addr.
-func (f *FSM) IsNodeAddr(addr string) bool {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	for _, n := range f.state.Nodes {
-		if n.Addr == addr {
-			return true
-		}
-	}
-	return false
-}
-
-// Node returns one node with usage.
-func (f *FSM) Node(name string) (NodeView, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n, ok := f.state.Nodes[name]
-	if !ok {
-		return NodeView{}, false
-	}
-	return NodeView{Node: *n.clone(), Used: f.state.ix().used[name]}, true
 }
 
 // Dump returns the JSON of the whole state, for tests and debugging.

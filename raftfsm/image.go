@@ -15,6 +15,58 @@ const (
 	KindISO   = "iso"
 )
 
+// Source types of images pulled from registries: straight from a reference
+// (deploy, pull of a reference) and from a remote catalog.
+const (
+	SourceRegistry = "registry"
+	SourceRemote   = "remote"
+)
+
+// SourceRepoTag returns the "<repo>:<tag>" part of a registry source.
+func SourceRepoTag(source string) string {
+	rt, _, _ := strings.Cut(source, "@")
+	return rt
+}
+
+// MaxDescription bounds an image's or ISO's description.
+const MaxDescription = 4096
+
+// Image states: Updating while a commit or save writes its new content.
+const (
+	ImageReady    = "Ready"
+	ImageUpdating = "Updating"
+	ImageFailed   = "Failed"
+)
+
+// Image is a disk image (or an ISO) of a namespace: a name bound to a
+// content digest; which nodes hold the blob is the Blob record's.
+type Image struct {
+	Name        string    `json:"name"`
+	Namespace   string    `json:"namespace"`
+	Digest      string    `json:"digest"`
+	SizeBytes   int64     `json:"sizeBytes"`
+	VirtualSize int64     `json:"virtualSize"`
+	Format      string    `json:"format"`
+	Arch        string    `json:"arch"`
+	Description string    `json:"description,omitempty"`
+	SourceType  string    `json:"sourceType"`
+	Source      string    `json:"source,omitempty"`
+	Owner       string    `json:"owner,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	// State is "" (Ready: records from before states), ImageReady,
+	// ImageUpdating or ImageFailed; ErrorMessage says why the last commit or
+	// save failed (the content before it is intact).
+	State        string `json:"state,omitempty"`
+	ErrorMessage string `json:"errorMessage,omitempty"`
+}
+
+// Usable reports whether a VM can start from the image: it has content.
+func (img *Image) Usable() bool { return img.Digest != "" }
+
+func (img *Image) sortKey() string { return key(img.Namespace, img.Name) }
+
+func (img *Image) clone() *Image { c := *img; return &c }
+
 // ImageCreate records an image (or, with Kind KindISO, an ISO) whose blob
 // one node holds.
 //
@@ -27,19 +79,6 @@ type ImageCreate struct {
 	Image        Image  `json:"image"`
 	Holder       string `json:"holder"`
 	FromRegistry bool   `json:"fromRegistry,omitempty"`
-}
-
-// Source types of images pulled from registries: straight from a reference
-// (deploy, pull of a reference) and from a remote catalog.
-const (
-	SourceRegistry = "registry"
-	SourceRemote   = "remote"
-)
-
-// SourceRepoTag returns the "<repo>:<tag>" part of a registry source.
-func SourceRepoTag(source string) string {
-	rt, _, _ := strings.Cut(source, "@")
-	return rt
 }
 
 // ImageCopy gives an image's (or ISO's) content a second name. The copy
@@ -69,9 +108,6 @@ type ImageDelete struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 }
-
-// MaxDescription bounds an image's or ISO's description.
-const MaxDescription = 4096
 
 // artifacts returns the map and the word for a kind.
 func (s *State) artifacts(kind string) (map[string]*Image, string, error) {
@@ -170,19 +206,6 @@ func (s *State) applyImageCreate(c ImageCreate) (any, error) {
 	return &cp, nil
 }
 
-// holdBlob records that node holds a blob (creating its record).
-func (s *State) holdBlob(digest string, size int64, node string) {
-	b, ok := s.Blobs[digest]
-	if !ok {
-		b = &Blob{Digest: digest, SizeBytes: size, Holders: []string{}}
-		s.Blobs[digest] = b
-	}
-	if node != "" && !slices.Contains(b.Holders, node) {
-		b.Holders = append(b.Holders, node)
-		slices.Sort(b.Holders)
-	}
-}
-
 func (s *State) applyImageCopy(c ImageCopy) (any, error) {
 	src, m, word, err := s.artifact(c.Kind, c.Namespace, c.Name)
 	if err != nil {
@@ -258,4 +281,32 @@ func (s *State) applyImageDelete(c ImageDelete) (any, error) {
 	delete(m, key(c.Namespace, c.Name))
 	s.ix().dropDigest(img.Digest)
 	return nil, nil
+}
+
+func images(s *State) map[string]*Image { return s.Images }
+
+func isos(s *State) map[string]*Image { return s.ISOs }
+
+// Images returns the images of a namespace, sorted.
+func (f *FSM) Images(ns string) []Image {
+	return list(f, images, func(img *Image) bool { return img.Namespace == ns })
+}
+
+// Image returns one image.
+func (f *FSM) Image(ns, name string) (Image, bool) { return get(f, images, key(ns, name)) }
+
+// ISOs returns the ISOs of a namespace, sorted.
+func (f *FSM) ISOs(ns string) []Image {
+	return list(f, isos, func(img *Image) bool { return img.Namespace == ns })
+}
+
+// ISO returns one ISO.
+func (f *FSM) ISO(ns, name string) (Image, bool) { return get(f, isos, key(ns, name)) }
+
+// NameTaken returns the kind (image or iso) of what holds a name in a
+// namespace, or "" when nothing does: images and ISOs share their names.
+func (f *FSM) NameTaken(ns, name string) string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.nameTaken(ns, name)
 }

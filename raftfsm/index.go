@@ -1,6 +1,8 @@
 package raftfsm
 
-import "maps"
+import (
+	"maps"
+)
 
 // index is derived from the state, so that what Apply checks and what the
 // views read costs the same with a hundred thousand VMs as with a thousand:

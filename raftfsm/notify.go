@@ -5,12 +5,6 @@ import (
 	"sync"
 )
 
-// A waiter can narrow what wakes it: Changed is closed at every change of
-// the state; NodeChanged only when a VM placed on one node changes (is
-// created, acted on, reported, deleted, committed or saved), so that a
-// host's reconcile pass is not run by another node's VM or by a job's
-// progress report.
-
 // nodeWaiters are the channels of NodeChanged, by node.
 type nodeWaiters struct {
 	mu sync.Mutex

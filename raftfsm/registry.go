@@ -3,8 +3,6 @@ package raftfsm
 import (
 	"strings"
 	"time"
-
-	"github.com/svc-project/svc/api"
 )
 
 // RegistryCredential is how a namespace reaches one registry. The password
@@ -20,6 +18,14 @@ type RegistryCredential struct {
 	CreatedAt      time.Time `json:"createdAt"`
 }
 
+func (c *RegistryCredential) clone() *RegistryCredential {
+	out := *c
+	out.SealedPassword = append([]byte(nil), c.SealedPassword...)
+	return &out
+}
+
+func (c *RegistryCredential) sortKey() string { return key(c.Namespace, c.Server) }
+
 // Limits of registry credentials and jobs.
 const (
 	// MaxServerLen bounds a registry server name (host[:port]).
@@ -30,84 +36,6 @@ const (
 	MaxJobMessage = 4096
 )
 
-// Job kinds and states.
-const (
-	JobPush = "push"
-	JobPull = "pull"
-
-	JobPending   = "Pending"
-	JobRunning   = "Running"
-	JobSucceeded = "Succeeded"
-	JobFailed    = "Failed"
-)
-
-// Job is a push or pull a peer carries out.
-type Job struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	Type      string `json:"type"`
-	// Node is the peer that carries it out.
-	Node string `json:"node"`
-	// Reference is the registry reference pushed to or pulled from.
-	Reference string `json:"reference"`
-	// VM is the VM a push sends; Image the image (or ISO, Kind) a push
-	// sends or a pull makes.
-	VM    string `json:"vm,omitempty"`
-	Image string `json:"image,omitempty"`
-	Kind  string `json:"kind,omitempty"`
-
-	State          string     `json:"state"`
-	BytesDone      int64      `json:"bytesDone"`
-	BytesTotal     int64      `json:"bytesTotal"`
-	Message        string     `json:"message,omitempty"`
-	StartTime      time.Time  `json:"startTime"`
-	CompletionTime *time.Time `json:"completionTime,omitempty"`
-	Owner          string     `json:"owner,omitempty"`
-	// StoppedVM records that a push stopped its running VM to read the
-	// disk: a run after a crash starts the VM again only then.
-	StoppedVM bool `json:"stoppedVM,omitempty"`
-}
-
-// Ended tells whether the job is over.
-func (j *Job) Ended() bool { return j.State == JobSucceeded || j.State == JobFailed }
-
-func (c *RegistryCredential) clone() *RegistryCredential {
-	out := *c
-	out.SealedPassword = append([]byte(nil), c.SealedPassword...)
-	return &out
-}
-func (c *RegistryCredential) sortKey() string { return key(c.Namespace, c.Server) }
-func (j *Job) clone() *Job {
-	out := *j
-	if j.CompletionTime != nil {
-		t := *j.CompletionTime
-		out.CompletionTime = &t
-	}
-	return &out
-}
-func (j *Job) sortKey() string { return key(j.Namespace, j.Name) }
-
-func regCreds(s *State) map[string]*RegistryCredential { return s.RegistryCredentials }
-func jobs(s *State) map[string]*Job                    { return s.Jobs }
-
-// RegistryCredentials returns a namespace's registry credentials, sorted.
-func (f *FSM) RegistryCredentials(ns string) []RegistryCredential {
-	return list(f, regCreds, func(c *RegistryCredential) bool { return c.Namespace == ns })
-}
-
-// RegistryCredential returns a namespace's credential for a server.
-func (f *FSM) RegistryCredential(ns, server string) (RegistryCredential, bool) {
-	return get(f, regCreds, key(ns, server))
-}
-
-// Jobs returns the jobs of a namespace ("" for every namespace), sorted.
-func (f *FSM) Jobs(ns string) []Job {
-	return list(f, jobs, func(j *Job) bool { return ns == "" || j.Namespace == ns })
-}
-
-// Job returns one job.
-func (f *FSM) Job(ns, name string) (Job, bool) { return get(f, jobs, key(ns, name)) }
-
 // RegistryCredentialSet adds or replaces a namespace's credential.
 type RegistryCredentialSet struct {
 	Credential RegistryCredential `json:"credential"`
@@ -117,31 +45,6 @@ type RegistryCredentialSet struct {
 type RegistryCredentialDelete struct {
 	Namespace string `json:"namespace"`
 	Server    string `json:"server"`
-}
-
-// JobCreate records a new job, Pending on its node.
-type JobCreate struct {
-	Job Job `json:"job"`
-}
-
-// JobUpdate reports a job's progress or end from the peer that runs it (or
-// from the leader for a job whose peer is gone).
-type JobUpdate struct {
-	Namespace  string    `json:"namespace"`
-	Name       string    `json:"name"`
-	State      string    `json:"state"`
-	BytesDone  int64     `json:"bytesDone"`
-	BytesTotal int64     `json:"bytesTotal"`
-	Message    string    `json:"message,omitempty"`
-	Time       time.Time `json:"time"`
-	// StoppedVM, once sent, stays set on the job.
-	StoppedVM bool `json:"stoppedVM,omitempty"`
-}
-
-// JobDelete forgets an ended job (the leader's clean-up).
-type JobDelete struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
 }
 
 func (s *State) applyRegistryCredentialSet(c RegistryCredentialSet) (any, error) {
@@ -180,77 +83,14 @@ func (s *State) applyRegistryCredentialDelete(c RegistryCredentialDelete) (any, 
 	return nil, nil
 }
 
-// MaxOpenJobs is how many jobs that have not ended a namespace may have: a
-// member cannot queue work without bound on the peers.
-const MaxOpenJobs = 64
+func regCreds(s *State) map[string]*RegistryCredential { return s.RegistryCredentials }
 
-func (s *State) applyJobCreate(c JobCreate) (any, error) {
-	j := c.Job.clone()
-	if err := api.ValidateName("job name", j.Name, api.MaxNameLen); err != nil {
-		return nil, ruleErr(ErrInvalid, "%s", err.Error())
-	}
-	if j.Type != JobPush && j.Type != JobPull {
-		return nil, ruleErr(ErrInvalid, "job type %q is neither push nor pull", j.Type)
-	}
-	if _, ok := s.Namespaces[j.Namespace]; !ok {
-		return nil, ruleErr(ErrNotFound, "namespace %q not found", j.Namespace)
-	}
-	if _, ok := s.Nodes[j.Node]; !ok {
-		return nil, ruleErr(ErrNotFound, "node %q not found", j.Node)
-	}
-	k := key(j.Namespace, j.Name)
-	if _, ok := s.Jobs[k]; ok {
-		return nil, ruleErr(ErrAlreadyExists, "job %q already exists", j.Name)
-	}
-	open := 0
-	for _, o := range s.Jobs {
-		if o.Namespace == j.Namespace && !o.Ended() {
-			open++
-		}
-	}
-	if open >= MaxOpenJobs {
-		return nil, ruleErr(ErrTooMany, "namespace %q has %d jobs that have not ended, the most it may have; start more once some have ended", j.Namespace, open)
-	}
-	j.State, j.CompletionTime = JobPending, nil
-	s.Jobs[k] = j
-	return j.clone(), nil
+// RegistryCredentials returns a namespace's registry credentials, sorted.
+func (f *FSM) RegistryCredentials(ns string) []RegistryCredential {
+	return list(f, regCreds, func(c *RegistryCredential) bool { return c.Namespace == ns })
 }
 
-func (s *State) applyJobUpdate(c JobUpdate) (any, error) {
-	j, ok := s.Jobs[key(c.Namespace, c.Name)]
-	if !ok {
-		return nil, ruleErr(ErrNotFound, "job %q not found", c.Name)
-	}
-	if j.Ended() {
-		return nil, ruleErr(ErrConflict, "job %q has ended (%s)", c.Name, j.State)
-	}
-	switch c.State {
-	case JobRunning, JobSucceeded, JobFailed:
-	default:
-		return nil, ruleErr(ErrInvalid, "job state %q", c.State)
-	}
-	j.State, j.BytesDone, j.BytesTotal = c.State, c.BytesDone, c.BytesTotal
-	j.Message = c.Message
-	j.StoppedVM = j.StoppedVM || c.StoppedVM
-	if len(j.Message) > MaxJobMessage {
-		j.Message = j.Message[:MaxJobMessage]
-	}
-	if j.Ended() {
-		t := c.Time
-		j.CompletionTime = &t
-	}
-	return j.clone(), nil
-}
-
-func (s *State) applyJobDelete(c JobDelete) (any, error) {
-	k := key(c.Namespace, c.Name)
-	j, ok := s.Jobs[k]
-	if !ok {
-		return nil, ruleErr(ErrNotFound, "job %q not found", c.Name)
-	}
-	if !j.Ended() {
-		return nil, ruleErr(ErrConflict, "job %q has not ended", c.Name)
-	}
-	delete(s.Jobs, k)
-	return nil, nil
+// RegistryCredential returns a namespace's credential for a server.
+func (f *FSM) RegistryCredential(ns, server string) (RegistryCredential, bool) {
+	return get(f, regCreds, key(ns, server))
 }

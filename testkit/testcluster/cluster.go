@@ -16,6 +16,7 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/raftstore"
 	"github.com/svc-project/svc/testkit/guest"
 )
 
@@ -113,8 +114,8 @@ func (g *gate) set(addrs []string, blocked bool) {
 }
 
 // Timing returns the short Raft timeouts the test cluster uses.
-func Timing() raftfsm.Timing {
-	return raftfsm.Timing{Heartbeat: 250 * time.Millisecond, Election: 250 * time.Millisecond, LeaderLease: 125 * time.Millisecond, Commit: 5 * time.Millisecond}
+func Timing() raftstore.Timing {
+	return raftstore.Timing{Heartbeat: 250 * time.Millisecond, Election: 250 * time.Millisecond, LeaderLease: 125 * time.Millisecond, Commit: 5 * time.Millisecond}
 }
 
 // New starts n peers, joined into one cluster, and waits for a leader and
@@ -176,7 +177,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			RegistryAllow: opts.RegistryAllow,
 		}
 		if opts.ProductionTiming {
-			m.cfg.RaftTiming, m.cfg.Local = raftfsm.Timing{}, false
+			m.cfg.RaftTiming, m.cfg.Local = raftstore.Timing{}, false
 		}
 		if i < opts.BootstrapExpect {
 			m.cfg.BootstrapExpect = opts.BootstrapExpect

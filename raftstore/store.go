@@ -1,4 +1,4 @@
-package raftfsm
+package raftstore
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/svc-project/svc/internal/logbridge"
 	"github.com/svc-project/svc/internal/netgate"
+	"github.com/svc-project/svc/raftfsm"
 )
 
 // Timing holds the Raft timeouts. Zero fields take raft's defaults.
@@ -57,7 +58,7 @@ const (
 
 // Store owns the Raft instance, its bolt log store and its file snapshots.
 type Store struct {
-	FSM   *FSM
+	FSM   *raftfsm.FSM
 	raft  *raft.Raft
 	bolt  *raftboltdb.BoltStore
 	trans *raft.NetworkTransport
@@ -82,7 +83,7 @@ type Server struct {
 
 // OpenStore opens (or creates) the Raft state in cfg.DataDir and starts the
 // Raft instance. It does not bootstrap a cluster; see BootstrapCluster.
-func OpenStore(cfg StoreConfig, fsm *FSM) (*Store, error) {
+func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -225,8 +226,8 @@ func (s *Store) LeaderCh() <-chan bool { return s.raft.LeaderCh() }
 
 // ApplyCommand encodes and proposes a command, waits until it is applied
 // here (the leader) or ctx ends, and returns the FSM's answer.
-func (s *Store) ApplyCommand(ctx context.Context, t Type, body any) (any, error) {
-	b, err := Encode(t, body)
+func (s *Store) ApplyCommand(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+	b, err := raftfsm.Encode(t, body)
 	if err != nil {
 		return nil, err
 	}
@@ -235,15 +236,15 @@ func (s *Store) ApplyCommand(ctx context.Context, t Type, body any) (any, error)
 
 // Apply proposes raw command bytes; see ApplyCommand.
 func (s *Store) Apply(ctx context.Context, cmd []byte) (any, error) {
-	if len(cmd) > MaxCommandBytes {
-		return nil, fmt.Errorf("apply %d bytes: %w (at most %d)", len(cmd), ErrTooLarge, MaxCommandBytes)
+	if len(cmd) > raftfsm.MaxCommandBytes {
+		return nil, fmt.Errorf("apply %d bytes: %w (at most %d)", len(cmd), raftfsm.ErrTooLarge, raftfsm.MaxCommandBytes)
 	}
 	start := time.Now()
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 		if timeout <= 0 {
-			return nil, fmt.Errorf("apply: %w", ErrTimeout)
+			return nil, fmt.Errorf("apply: %w", raftfsm.ErrTimeout)
 		}
 	}
 	f := s.raft.Apply(cmd, timeout)
@@ -255,10 +256,10 @@ func (s *Store) Apply(ctx context.Context, cmd []byte) (any, error) {
 			return nil, mapRaftErr(err)
 		}
 	case <-ctx.Done():
-		return nil, fmt.Errorf("apply: %w: the write may still be applied", ErrTimeout)
+		return nil, fmt.Errorf("apply: %w: the write may still be applied", raftfsm.ErrTimeout)
 	}
 	s.m.applyDuration.Observe(time.Since(start).Seconds())
-	res, ok := f.Response().(Result)
+	res, ok := f.Response().(raftfsm.Result)
 	if !ok {
 		return nil, nil
 	}
@@ -269,9 +270,9 @@ func mapRaftErr(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown):
-		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+		return fmt.Errorf("%w: %v", raftfsm.ErrNotLeader, err)
 	case errors.Is(err, raft.ErrEnqueueTimeout):
-		return fmt.Errorf("%w: %v", ErrTimeout, err)
+		return fmt.Errorf("%w: %v", raftfsm.ErrTimeout, err)
 	}
 	return err
 }
@@ -300,7 +301,7 @@ func (s *Store) wait(ctx context.Context, f raft.Future) error {
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+		return fmt.Errorf("%w: %v", raftfsm.ErrTimeout, ctx.Err())
 	}
 }
 

@@ -1,0 +1,5 @@
+// Package raftstore runs the Raft instance of a peer over the replicated
+// state machine of package raftfsm: the bolt log store, the file snapshots,
+// the TCP transport (through the test network gate, when one is set), the
+// Raft membership calls, and the Prometheus metrics of both.
+package raftstore

@@ -97,7 +97,7 @@ func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Par
 func (s *Server) waitVM(ctx context.Context, ns, name string, done func(raftfsm.VM) (bool, error)) (raftfsm.VM, error) {
 	var vm raftfsm.VM
 	var stop error
-	err := s.replica.FSM().Wait(ctx, func() bool {
+	err := s.replica.FSM().WaitOn(ctx, raftfsm.VMTopic(ns, name), func() bool {
 		var ok bool
 		if vm, ok = s.replica.FSM().VM(ns, name); !ok {
 			stop = notFound("vm %q was deleted", name)

@@ -106,7 +106,7 @@ func (p *Peer) jobLoop() {
 	tick := time.NewTicker(p.cfg.ReconcileInterval)
 	defer tick.Stop()
 	for {
-		changed := p.FSM().Changed()
+		changed := p.FSM().Watch(raftfsm.ResourceTopic(raftfsm.ResourceJob))
 		if p.CaughtUp() && len(running) < p.cfg.MaxJobs {
 			for _, j := range p.queuedJobs(running) {
 				if len(running) >= p.cfg.MaxJobs {

@@ -134,7 +134,7 @@ func (p *Peer) setDesired(ctx context.Context, vm raftfsm.VM, action, status str
 	}
 	wctx, cancel := context.WithTimeout(ctx, pushStopTimeout)
 	defer cancel()
-	return p.FSM().Wait(wctx, func() bool {
+	return p.FSM().WaitOn(wctx, raftfsm.VMTopic(vm.Namespace, vm.Name), func() bool {
 		cur, ok := p.FSM().VM(vm.Namespace, vm.Name)
 		return !ok || cur.Status == status
 	})

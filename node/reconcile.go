@@ -42,7 +42,7 @@ func (rc *reconciler) run() {
 	defer tick.Stop()
 	caught := p.caught.ch // a pass as soon as the replica has caught up
 	for {
-		changed := p.FSM().NodeChanged(p.cfg.Name) // this node's VMs only
+		changed := p.FSM().Watch(raftfsm.NodeTopic(p.cfg.Name)) // this node's VMs only
 		if p.hypervisorOK() {
 			ctx, cancel := context.WithTimeout(p.ctx, 5*time.Minute)
 			result := "done"

@@ -30,7 +30,7 @@ type FSM struct {
 	state   *State
 	index   uint64
 	changed chan struct{} // closed and replaced after every change
-	nodes   nodeWaiters   // NodeChanged's channels
+	topics  waiters       // Watch's channels
 }
 
 // NewFSM returns a state machine over an empty state.
@@ -79,8 +79,8 @@ func (f *FSM) ApplyCommand(index uint64, c Command) Result {
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
-	if name != "" && err == nil { // a refused command changed nothing
-		f.nodes.wake(false, before, f.state.vmNode(ns, name))
+	if err == nil { // a refused command changed nothing
+		f.topics.wake(false, f.state.topicsOf(c, ns, name, before)...)
 	}
 	return Result{Value: v, Err: err}
 }
@@ -134,7 +134,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.index = sf.Index
 	close(f.changed)
 	f.changed = make(chan struct{})
-	f.nodes.wake(true)
+	f.topics.wake(true)
 	return nil
 }
 

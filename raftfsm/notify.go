@@ -1,48 +1,123 @@
 package raftfsm
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 )
 
-// nodeWaiters are the channels of NodeChanged, by node.
-type nodeWaiters struct {
-	mu sync.Mutex
-	ch map[string]chan struct{}
+// A Topic names the part of the state a waiter watches (Watch, WaitOn), so
+// that a change elsewhere does not wake it: a job's progress report wakes
+// no host's reconciler, a VM's change wakes its own node's only.
+type Topic struct {
+	scope, key string
 }
 
-// NodeChanged returns a channel that is closed at the next change of a VM
-// placed on node (or a restore of the whole state).
-func (f *FSM) NodeChanged(node string) <-chan struct{} {
-	f.nodes.mu.Lock()
-	defer f.nodes.mu.Unlock()
-	if f.nodes.ch == nil {
-		f.nodes.ch = map[string]chan struct{}{}
+// Resource is the kind of record a command changes: the first word of its
+// type's name ("vm", "job", "image", "node", ...).
+type Resource string
+
+// The resources waiters watch.
+const (
+	ResourceVM    Resource = "vm"
+	ResourceJob   Resource = "job"
+	ResourceImage Resource = "image"
+	ResourceBlob  Resource = "blob"
+	ResourceNode  Resource = "node"
+)
+
+// Resource returns the kind of record a command of type t changes.
+func (t Type) Resource() Resource {
+	name, _, _ := strings.Cut(t.String(), "-")
+	return Resource(name)
+}
+
+// NodeTopic is a change of any VM placed on node (created, changed, moved
+// off it or deleted).
+func NodeTopic(node string) Topic { return Topic{"node", node} }
+
+// VMTopic is a change of one VM, its creation and its deletion.
+func VMTopic(ns, name string) Topic { return Topic{"vm", key(ns, name)} }
+
+// ResourceTopic is a change of any record of a resource.
+func ResourceTopic(r Resource) Topic { return Topic{"resource", string(r)} }
+
+// waiters are the channels of Watch, by topic.
+type waiters struct {
+	mu sync.Mutex
+	ch map[Topic]chan struct{}
+}
+
+func (w *waiters) channel(t Topic) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = map[Topic]chan struct{}{}
 	}
-	ch, ok := f.nodes.ch[node]
+	ch, ok := w.ch[t]
 	if !ok {
 		ch = make(chan struct{})
-		f.nodes.ch[node] = ch
+		w.ch[t] = ch
 	}
 	return ch
 }
 
-// wake closes the NodeChanged channels of nodes (all of them for none).
-func (w *nodeWaiters) wake(all bool, nodes ...string) {
+// wake closes the channels of topics (of every topic, with all).
+func (w *waiters) wake(all bool, topics ...Topic) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for n, ch := range w.ch {
+	for t, ch := range w.ch {
 		if all {
 			close(ch)
-			delete(w.ch, n)
+			delete(w.ch, t)
 		}
 	}
-	for _, n := range nodes {
-		if ch, ok := w.ch[n]; ok && n != "" {
+	for _, t := range topics {
+		if ch, ok := w.ch[t]; ok {
 			close(ch)
-			delete(w.ch, n)
+			delete(w.ch, t)
 		}
 	}
+}
+
+// Watch returns a channel that is closed at the next applied change of t
+// (or a restore of the whole state, which may change anything).
+func (f *FSM) Watch(t Topic) <-chan struct{} { return f.topics.channel(t) }
+
+// WaitOn waits until cond holds, testing it again at each change of t, or
+// until ctx ends.
+func (f *FSM) WaitOn(ctx context.Context, t Topic, cond func() bool) error {
+	for {
+		changed := f.Watch(t)
+		if cond() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the replica: %w", ctx.Err())
+		}
+	}
+}
+
+// topicsOf returns the topics an applied command c changed: its resource, and
+// for a command about a VM the VM and the nodes it was and is placed on;
+// the caller holds the lock, before names the VM's node before c.
+func (s *State) topicsOf(c Command, ns, name, before string) []Topic {
+	ts := []Topic{ResourceTopic(c.Type.Resource())}
+	if name == "" {
+		return ts
+	}
+	ts = append(ts, VMTopic(ns, name))
+	if before != "" {
+		ts = append(ts, NodeTopic(before))
+	}
+	if after := s.vmNode(ns, name); after != "" && after != before {
+		ts = append(ts, NodeTopic(after))
+	}
+	return ts
 }
 
 // vmOf names the VM a command is about ("" for a command about none).

@@ -33,6 +33,9 @@ type caughtUp struct {
 	ch   chan struct{}
 }
 
+// CaughtUpCh is closed once the replica has caught up.
+func (p *Peer) CaughtUpCh() <-chan struct{} { return p.caught.ch }
+
 // CaughtUp reports whether the replica has caught up with the cluster since
 // this peer started.
 func (p *Peer) CaughtUp() bool {

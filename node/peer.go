@@ -21,6 +21,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/internal/netgate"
+	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 )
@@ -37,6 +38,8 @@ type Peer struct {
 	reg    *prometheus.Registry
 	images *imagestore.Store
 	driver hypervisor.Driver
+	// host is the VM host agent (package host).
+	host *host.Host
 	// egress is the registries this peer may contact (RegistryAllow).
 	egress *ocidisk.Egress
 	// peerHTTP talks to other peers (blob transfers, applies via the leader)
@@ -147,7 +150,12 @@ func Start(cfg Config) (*Peer, error) {
 	p.goRun(p.leaderLoop)
 	p.goRun(p.rememberPeersLoop)
 	p.goRun(p.healthLoop)
-	p.goRun(newReconciler(p).run)
+	p.host = host.New(host.Config{
+		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
+		Proposer: p, Blobs: p, Ready: p, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
+		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
+	})
+	p.goRun(func() { p.host.Run(p.ctx) })
 	p.goRun(p.blobGCLoop)
 	p.goRun(p.jobLoop)
 	ok = true

@@ -7,34 +7,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
 
-// specFor turns a VM of the replicated state into a hypervisor spec.
-func (p *Peer) specFor(vm raftfsm.VM, name string) hypervisor.Spec {
-	fwd := []hypervisor.Forward{{HostPort: vm.SSHPort, GuestPort: 22}, {HostPort: vm.ScreensharePort, GuestPort: 5900}}
-	for _, r := range vm.ReservedPorts {
-		fwd = append(fwd, hypervisor.Forward{HostPort: r.Host, GuestPort: r.Guest})
-	}
-	iso := ""
-	if vm.ISODigest != "" {
-		iso = p.images.Path(vm.ISODigest)
-	}
-	return hypervisor.Spec{
-		Name: name, CPU: vm.CPU, MemoryMiB: vm.MemoryBytes >> 20, ISO: iso,
-		BaseImage: p.images.Path(vm.ImageDigest), BaseFormat: vm.ImageFormat,
-		LegacyIO: vm.LegacyIO, ListenAddr: p.cfg.Bind, VNCPort: vm.VNCPort, VNCPassword: vm.VNCPassword, Forwards: fwd,
-	}
-}
-
-// ensureBlob makes sure this peer holds a blob a VM starts from: streamed
+// EnsureBlob makes sure this peer holds a blob a VM starts from: streamed
 // from a peer that holds it, else (a VM deployed from a registry reference)
 // pulled from its registry and recorded as the namespace's image.
-func (p *Peer) ensureBlob(ctx context.Context, vm raftfsm.VM, digest string) error {
+func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error {
 	if p.images.Has(digest) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package node
+package host
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const imageOpAttempts = 3
 // runImageOp carries out the VM's pending operation once; after the last
 // failed attempt it reports the failure (the image keeps its content).
 func (w *vmWorker) runImageOp(ctx context.Context, vm raftfsm.VM, o observation) {
-	p, op := w.p, vm.PendingOp
+	p, op := w.h, vm.PendingOp
 	log := p.cfg.Log.With("vm", w.ns+"/"+w.name, "op", op.Kind, "image", op.Image)
 	if w.opID != op.ID {
 		w.opID, w.opTries = op.ID, 0
@@ -55,7 +55,7 @@ func (w *vmWorker) runImageOp(ctx context.Context, vm raftfsm.VM, o observation)
 	p.metrics.vmRuns.WithLabelValues("failed").Inc()
 	rctx, rcancel := context.WithTimeout(p.ctx, 15*time.Second)
 	defer rcancel()
-	if _, rerr := p.Apply(rctx, raftfsm.TypeVMImageOpFailed, raftfsm.VMImageOpFailed{
+	if _, rerr := p.cfg.Proposer.Apply(rctx, raftfsm.TypeVMImageOpFailed, raftfsm.VMImageOpFailed{
 		Namespace: vm.Namespace, VM: vm.Name, ID: op.ID, Node: p.cfg.Name, Error: err.Error(),
 	}); rerr != nil {
 		log.Warn("report the failed image operation", "err", rerr)
@@ -63,24 +63,24 @@ func (w *vmWorker) runImageOp(ctx context.Context, vm raftfsm.VM, o observation)
 }
 
 func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) error {
-	p := w.p
+	p := w.h
 	if !o.exists {
 		return fmt.Errorf("the VM's domain is missing on %s", p.cfg.Name)
 	}
 	if o.state != hypervisor.StateShutoff {
 		w.settled = time.Now()
-		if err := p.driver.Stop(ctx, w.domain, stopGrace); err != nil {
+		if err := p.cfg.Driver.Stop(ctx, w.domain, stopGrace); err != nil {
 			return fmt.Errorf("stop the VM: %w", err)
 		}
 	}
-	dst, err := p.images.TempPath("export")
+	dst, err := p.cfg.Images.TempPath("export")
 	if err != nil {
 		return err
 	}
-	if err := p.driver.Export(ctx, w.domain, dst); err != nil {
+	if err := p.cfg.Driver.Export(ctx, w.domain, dst); err != nil {
 		return fmt.Errorf("write the disk: %w", err)
 	}
-	staged, err := p.images.StageFile(ctx, dst)
+	staged, err := p.cfg.Images.StageFile(ctx, dst)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) er
 		return err
 	}
 	defer lease.Release() // after the record has reached this replica
-	_, err = p.Apply(ctx, raftfsm.TypeVMImageOpDone, raftfsm.VMImageOpDone{
+	_, err = p.cfg.Proposer.Apply(ctx, raftfsm.TypeVMImageOpDone, raftfsm.VMImageOpDone{
 		Namespace: vm.Namespace, VM: vm.Name, ID: vm.PendingOp.ID, Node: p.cfg.Name,
 		Digest: staged.Digest, SizeBytes: staged.Size, VirtualSize: info.VirtualSize, Format: info.Format,
 	})

@@ -1,4 +1,4 @@
-package node
+package host
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type observation struct {
 // VM's bookkeeping: the revert generation it carried out and its failures
 // in a row.
 type vmWorker struct {
-	p                *Peer
+	h                *Host
 	ns, name, domain string
 	kick             chan struct{}
 	cancel           context.CancelFunc
@@ -69,7 +69,7 @@ func (w *vmWorker) stop(wait time.Duration) {
 	select {
 	case <-w.done:
 	case <-time.After(wait):
-		w.p.cfg.Log.Warn("a VM worker did not stop in time", "vm", w.ns+"/"+w.name)
+		w.h.cfg.Log.Warn("a VM worker did not stop in time", "vm", w.ns+"/"+w.name)
 	}
 }
 
@@ -87,7 +87,7 @@ func (w *vmWorker) loop(ctx context.Context) {
 		if o.listed.Before(w.settled) {
 			continue // listed before this worker's last change: the next pass tells
 		}
-		vm, ok := w.p.FSM().VM(w.ns, w.name)
+		vm, ok := w.h.cfg.FSM.VM(w.ns, w.name)
 		if !ok {
 			continue // deleted: the pass stops this worker
 		}
@@ -103,7 +103,7 @@ func (w *vmWorker) loop(ctx context.Context) {
 
 // run converges the VM once and reports what happened.
 func (w *vmWorker) run(ctx context.Context, vm raftfsm.VM, o observation) {
-	p, key := w.p, w.ns+"/"+w.name
+	p, key := w.h, w.ns+"/"+w.name
 	err := w.converge(ctx, vm, o.state, o.exists)
 	result := "ok"
 	switch {
@@ -133,7 +133,7 @@ func (w *vmWorker) run(ctx context.Context, vm raftfsm.VM, o observation) {
 // converge brings the VM's domain to what the user wants and reports the
 // status it reached.
 func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.State, exists bool) error {
-	p, key, name := w.p, w.ns+"/"+w.name, w.domain
+	p, key, name := w.h, w.ns+"/"+w.name, w.domain
 	if vm.Status == raftfsm.VMFailed {
 		return nil // stays as it is until the user acts (start, revert, delete)
 	}
@@ -153,7 +153,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			if d == "" {
 				continue
 			}
-			if err := p.ensureBlob(ctx, vm, d); err != nil {
+			if err := p.cfg.Blobs.EnsureBlob(ctx, vm, d); err != nil {
 				return err
 			}
 		}
@@ -161,7 +161,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		changed = true
 		if revert {
 			p.cfg.Log.Info("reverting vm", "vm", key)
-			if err := p.driver.Revert(ctx, spec); err != nil {
+			if err := p.cfg.Driver.Revert(ctx, spec); err != nil {
 				return fmt.Errorf("revert: %w", err)
 			}
 			w.reverted = vm.RevertGen
@@ -170,7 +170,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 				note = "the domain was missing and has been recreated"
 				p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
 			}
-			if err := p.driver.Create(ctx, spec); err != nil {
+			if err := p.cfg.Driver.Create(ctx, spec); err != nil {
 				return w.retryOrFail(vm, fmt.Errorf("create: %w", err))
 			}
 		}
@@ -181,16 +181,16 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	case raftfsm.VMRunning:
 		switch st {
 		case hypervisor.StatePaused:
-			changed, err = true, p.driver.Resume(ctx, name)
+			changed, err = true, p.cfg.Driver.Resume(ctx, name)
 		case hypervisor.StateRunning:
 		default:
 			changed = true
-			err := p.driver.Start(ctx, name)
+			err := p.cfg.Driver.Start(ctx, name)
 			if errors.Is(err, hypervisor.ErrDiskMissing) {
 				// Repairable: a fresh disk on the image (the VM's changes are lost).
 				note = "the VM's disk was missing and has been made again from its image"
 				p.cfg.Log.Warn("recreating a VM whose disk is gone", "vm", key)
-				err = p.driver.Create(ctx, p.specFor(vm, name))
+				err = p.cfg.Driver.Create(ctx, p.specFor(vm, name))
 			}
 			if err != nil {
 				return w.retryOrFail(vm, err)
@@ -199,12 +199,12 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		st = hypervisor.StateRunning
 	case raftfsm.VMStopped:
 		if st != hypervisor.StateShutoff {
-			changed, err = true, p.driver.Stop(ctx, name, stopGrace)
+			changed, err = true, p.cfg.Driver.Stop(ctx, name, stopGrace)
 			st = hypervisor.StateShutoff
 		}
 	case raftfsm.VMSuspended:
 		if st == hypervisor.StateRunning {
-			changed, err = true, p.driver.Suspend(ctx, name)
+			changed, err = true, p.cfg.Driver.Suspend(ctx, name)
 			st = hypervisor.StatePaused
 		}
 	}
@@ -245,7 +245,7 @@ func (w *vmWorker) retryOrFail(vm raftfsm.VM, err error) error {
 // report records the VM's status through the leader.
 func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string, gen int64) {
 	w.apply(ctx, raftfsm.VMStatus{
-		Namespace: vm.Namespace, Name: vm.Name, Node: w.p.cfg.Name, Status: status, ErrorMessage: msg, ObservedRevertGen: gen,
+		Namespace: vm.Namespace, Name: vm.Name, Node: w.h.cfg.Name, Status: status, ErrorMessage: msg, ObservedRevertGen: gen,
 	})
 }
 
@@ -253,7 +253,7 @@ func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string
 // raftfsm.VM.ErrorReason).
 func (w *vmWorker) reportFailed(ctx context.Context, vm raftfsm.VM, msg, reason string) {
 	w.apply(ctx, raftfsm.VMStatus{
-		Namespace: vm.Namespace, Name: vm.Name, Node: w.p.cfg.Name, Status: raftfsm.VMFailed, ErrorMessage: msg, ErrorReason: reason,
+		Namespace: vm.Namespace, Name: vm.Name, Node: w.h.cfg.Name, Status: raftfsm.VMFailed, ErrorMessage: msg, ErrorReason: reason,
 		ObservedRevertGen: vm.ObservedRevertGen,
 	})
 }
@@ -261,8 +261,8 @@ func (w *vmWorker) reportFailed(ctx context.Context, vm raftfsm.VM, msg, reason 
 func (w *vmWorker) apply(ctx context.Context, st raftfsm.VMStatus) {
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	_, err := w.p.Apply(rctx, raftfsm.TypeVMStatus, st)
+	_, err := w.h.cfg.Proposer.Apply(rctx, raftfsm.TypeVMStatus, st)
 	if err != nil && !errors.Is(err, raftfsm.ErrNotFound) {
-		w.p.cfg.Log.Warn("report vm status", "vm", st.Namespace+"/"+st.Name, "status", st.Status, "err", err)
+		w.h.cfg.Log.Warn("report vm status", "vm", st.Namespace+"/"+st.Name, "status", st.Status, "err", err)
 	}
 }

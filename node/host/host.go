@@ -1,0 +1,99 @@
+package host
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Proposer proposes a command through the leader and returns the FSM's
+// answer (the peer's Apply).
+type Proposer interface {
+	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
+}
+
+// Blobs gets this peer a blob a VM starts from (from a peer that holds it,
+// or the VM's registry) and records that this peer holds it.
+type Blobs interface {
+	EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error
+}
+
+// Readiness says whether the replica has caught up with the cluster since
+// the peer started: until then the host touches no domain.
+type Readiness interface {
+	CaughtUp() bool
+	// CaughtUpCh is closed once it has.
+	CaughtUpCh() <-chan struct{}
+}
+
+// Config is what the host agent is given: only what it uses.
+type Config struct {
+	// Name is this node's name; Bind its address (VNC and the forwards
+	// listen on it).
+	Name, Bind string
+	FSM        *raftfsm.FSM
+	Driver     hypervisor.Driver
+	Images     *imagestore.Store
+	Proposer   Proposer
+	Blobs      Blobs
+	Ready      Readiness
+	// Healthy reports whether the hypervisor answers; a pass runs only
+	// while it does.
+	Healthy func() bool
+	// Interval is the longest time between passes.
+	Interval time.Duration
+	// Registerer receives the host's metrics.
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+}
+
+// Host is the VM host agent of a peer: its reconciler and its VMs' workers.
+type Host struct {
+	cfg     Config
+	metrics *metrics
+	ctx     context.Context // Run's; set before any worker starts
+	wg      sync.WaitGroup  // removals under way
+
+	mu       sync.Mutex
+	workers  map[string]*vmWorker // by "namespace/name"
+	removing map[string]bool      // domains being removed, by name
+}
+
+// New returns the host agent; Run starts it.
+func New(cfg Config) *Host {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	return &Host{cfg: cfg, metrics: newMetrics(cfg.Registerer), workers: map[string]*vmWorker{}, removing: map[string]bool{}}
+}
+
+// metrics are the host agent's figures.
+type metrics struct {
+	reconcilePasses *prometheus.CounterVec
+	vmRuns          *prometheus.CounterVec
+}
+
+func newMetrics(r prometheus.Registerer) *metrics {
+	m := &metrics{
+		reconcilePasses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_vm_reconcile_passes_total",
+			Help: "Passes of the VM reconciler, by result: done, failed, or waiting (the replica has not caught up since the start, so it touched nothing).",
+		}, []string{"result"}),
+		vmRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_vm_worker_runs_total",
+			Help: "Runs of the per-VM workers that converge domains, by result: ok, retry (tried again on the next pass) or failed (the VM is Failed).",
+		}, []string{"result"}),
+	}
+	r.MustRegister(m.reconcilePasses, m.vmRuns)
+	return m
+}

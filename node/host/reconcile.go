@@ -1,0 +1,169 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// workerStopWait bounds the wait for a worker to stop before its domain is
+// removed.
+const workerStopWait = 30 * time.Second
+
+// Run keeps this node's domains in step with the VMs the replicated state
+// places here, in both directions, until ctx ends; then it stops every
+// worker and waits for the removals under way. A pass (at every change of a
+// VM placed here, not for other nodes' VMs or jobs, and at least every
+// Interval, so that it also corrects what changed behind its back) lists
+// the domains, removes those no VM wants, and hands every wanted VM's
+// domain state to that VM's worker. A worker converges its VM on its own,
+// so one slow domain (a boot, an ACPI shutdown, an image fetch) holds up
+// no other.
+func (h *Host) Run(ctx context.Context) {
+	h.ctx = ctx
+	defer h.wg.Wait()
+	defer h.stopAll()
+	tick := time.NewTicker(h.cfg.Interval)
+	defer tick.Stop()
+	caught := h.cfg.Ready.CaughtUpCh() // a pass as soon as the replica has caught up
+	for {
+		changed := h.cfg.FSM.Watch(raftfsm.NodeTopic(h.cfg.Name)) // this node's VMs only
+		if h.cfg.Healthy() {
+			ctx, cancel := context.WithTimeout(h.ctx, 5*time.Minute)
+			result := "done"
+			switch err := h.pass(ctx); {
+			case errors.Is(err, errNotCaughtUp):
+				result = "waiting"
+			case err != nil && h.ctx.Err() == nil:
+				h.cfg.Log.Warn("reconcile VMs", "err", err)
+				result = "failed"
+			}
+			h.metrics.reconcilePasses.WithLabelValues(result).Inc()
+			cancel()
+		}
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-changed:
+		case <-tick.C:
+		case <-caught:
+			caught = nil
+		}
+	}
+}
+
+// errNotCaughtUp is returned by a pass that waited for the replica.
+var errNotCaughtUp = errors.New("the replica has not caught up since the start")
+
+// pass removes the domains no VM wants and hands every VM's domain state to
+// its worker. A replica that has not caught up since the start may be stale:
+// it may still want a VM deleted meanwhile, or (restored from an older
+// snapshot after a crash) not know a VM that runs here; it touches nothing.
+func (h *Host) pass(ctx context.Context) error {
+	if !h.cfg.Ready.CaughtUp() {
+		return errNotCaughtUp
+	}
+	vms := h.cfg.FSM.VMsOnNode(h.cfg.Name)
+	want := map[string]raftfsm.VM{}
+	for _, vm := range vms {
+		domain := hypervisor.DomainName(h.cfg.Name, vm.Namespace, vm.Name)
+		want[domain] = vm
+		// A VM new to this peer has no domain yet: its worker starts now,
+		// not after the listing, which libvirt holds up while the QEMU of
+		// a domain being removed exits (a second or more under emulation).
+		if vm.Status == raftfsm.VMPending && !h.hasWorker(vm) {
+			h.worker(vm, domain).observe(observation{listed: time.Now()})
+		}
+	}
+	listed := time.Now()
+	doms, err := h.cfg.Driver.List(ctx)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	for key, w := range h.workers {
+		if _, ok := want[w.domain]; !ok {
+			w.stop(workerStopWait)
+			delete(h.workers, key)
+		}
+	}
+	h.mu.Unlock()
+	// Removals go on beside the workers: a VM deployed right after another
+	// was deleted does not wait for that one's domain to go (the leader
+	// gives it other ports).
+	have := map[string]hypervisor.State{}
+	for _, d := range doms {
+		if _, ok := want[d.Name]; ok {
+			have[d.Name] = d.State
+			continue
+		}
+		h.remove(d.Name)
+	}
+	for domain, vm := range want {
+		st, exists := have[domain]
+		h.worker(vm, domain).observe(observation{state: st, exists: exists, listed: listed})
+	}
+	return nil
+}
+
+// removeTimeout bounds the removal of one domain.
+const removeTimeout = 2 * time.Minute
+
+// remove takes a domain nobody wants down and away, on a goroutine of its
+// own; a removal under way is not started again.
+func (h *Host) remove(domain string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.removing[domain] {
+		return
+	}
+	h.removing[domain] = true
+	h.cfg.Log.Info("removing a domain nobody wants", "domain", domain)
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		ctx, cancel := context.WithTimeout(h.ctx, removeTimeout)
+		defer cancel()
+		if err := h.cfg.Driver.Delete(ctx, domain); err != nil && h.ctx.Err() == nil {
+			h.cfg.Log.Warn("remove domain", "domain", domain, "err", err)
+		}
+		h.mu.Lock()
+		delete(h.removing, domain)
+		h.mu.Unlock()
+	}()
+}
+
+// hasWorker reports whether the VM has a worker.
+func (h *Host) hasWorker(vm raftfsm.VM) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.workers[vm.Namespace+"/"+vm.Name]
+	return ok
+}
+
+// worker returns the VM's worker, starting it the first time.
+func (h *Host) worker(vm raftfsm.VM, domain string) *vmWorker {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := vm.Namespace + "/" + vm.Name
+	if w, ok := h.workers[key]; ok {
+		return w
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	w := &vmWorker{h: h, ns: vm.Namespace, name: vm.Name, domain: domain, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	h.workers[key] = w
+	go w.loop(ctx)
+	return w
+}
+
+func (h *Host) stopAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, w := range h.workers {
+		w.stop(workerStopWait)
+		delete(h.workers, key)
+	}
+}

@@ -1,0 +1,23 @@
+package host
+
+import (
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// specFor turns a VM of the replicated state into a hypervisor spec.
+func (h *Host) specFor(vm raftfsm.VM, name string) hypervisor.Spec {
+	fwd := []hypervisor.Forward{{HostPort: vm.SSHPort, GuestPort: 22}, {HostPort: vm.ScreensharePort, GuestPort: 5900}}
+	for _, r := range vm.ReservedPorts {
+		fwd = append(fwd, hypervisor.Forward{HostPort: r.Host, GuestPort: r.Guest})
+	}
+	iso := ""
+	if vm.ISODigest != "" {
+		iso = h.cfg.Images.Path(vm.ISODigest)
+	}
+	return hypervisor.Spec{
+		Name: name, CPU: vm.CPU, MemoryMiB: vm.MemoryBytes >> 20, ISO: iso,
+		BaseImage: h.cfg.Images.Path(vm.ImageDigest), BaseFormat: vm.ImageFormat,
+		LegacyIO: vm.LegacyIO, ListenAddr: h.cfg.Bind, VNCPort: vm.VNCPort, VNCPassword: vm.VNCPassword, Forwards: fwd,
+	}
+}

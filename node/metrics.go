@@ -5,8 +5,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // peerMetrics are the peer's own figures, beside Raft's, the API's and the
 // host agent's.
 type peerMetrics struct {
-	caughtUp        prometheus.GaugeFunc
-	pulledChunks    *prometheus.CounterVec
+	caughtUp     prometheus.GaugeFunc
+	pulledChunks *prometheus.CounterVec
 }
 
 func newPeerMetrics(p *Peer) *peerMetrics {

@@ -100,7 +100,7 @@ func (p *Peer) lead(ctx context.Context) {
 		if err := p.reconcileNodes(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("node status", "err", err)
 		}
-		if err := p.reconcileJobs(ctx); err != nil && ctx.Err() == nil {
+		if err := p.jobs.ReconcileJobs(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("jobs", "err", err)
 		}
 		select {

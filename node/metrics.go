@@ -2,11 +2,10 @@ package node
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// peerMetrics are the peer's own figures, beside Raft's, the API's and the
-// host agent's.
+// peerMetrics are the peer's own figures, beside Raft's, the API's, the host
+// agent's and the job manager's.
 type peerMetrics struct {
-	caughtUp     prometheus.GaugeFunc
-	pulledChunks *prometheus.CounterVec
+	caughtUp prometheus.GaugeFunc
 }
 
 func newPeerMetrics(p *Peer) *peerMetrics {
@@ -20,11 +19,7 @@ func newPeerMetrics(p *Peer) *peerMetrics {
 			}
 			return 0
 		}),
-		pulledChunks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "svc_pull_chunks_total",
-			Help: "Chunks of the svc disks this peer pulled, by where each came from: registry, local (a disk this peer holds) or resumed (written by an earlier, interrupted pull).",
-		}, []string{"from"}),
 	}
-	p.reg.MustRegister(m.caughtUp, m.pulledChunks)
+	p.reg.MustRegister(m.caughtUp)
 	return m
 }

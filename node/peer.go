@@ -22,6 +22,7 @@ import (
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/node/host"
+	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 )
@@ -38,8 +39,10 @@ type Peer struct {
 	reg    *prometheus.Registry
 	images *imagestore.Store
 	driver hypervisor.Driver
-	// host is the VM host agent (package host).
+	// host is the VM host agent (package host), jobs the registry jobs
+	// (package jobs).
 	host *host.Host
+	jobs *jobs.Manager
 	// egress is the registries this peer may contact (RegistryAllow).
 	egress *ocidisk.Egress
 	// peerHTTP talks to other peers (blob transfers, applies via the leader)
@@ -126,8 +129,18 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
+	p.host = host.New(host.Config{
+		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
+		Proposer: p, Blobs: p, Ready: p, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
+		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
+	})
+	p.jobs = jobs.New(jobs.Config{
+		Name: cfg.Name, Arch: cfg.Arch, ChunkMiB: cfg.ChunkMiB, MaxJobs: cfg.MaxJobs, Interval: cfg.ReconcileInterval,
+		FSM: p.FSM(), Images: p.images, Disks: p.driver, Proposer: p, Ready: p, Egress: p.egress, Gate: cfg.Gate,
+		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
+	})
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p, Jobs: p, Registries: p, Images: p.images,
+		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p, Jobs: p.jobs, Registries: p.jobs, Images: p.images,
 		Log: cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
@@ -150,14 +163,9 @@ func Start(cfg Config) (*Peer, error) {
 	p.goRun(p.leaderLoop)
 	p.goRun(p.rememberPeersLoop)
 	p.goRun(p.healthLoop)
-	p.host = host.New(host.Config{
-		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
-		Proposer: p, Blobs: p, Ready: p, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
-		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
-	})
 	p.goRun(func() { p.host.Run(p.ctx) })
 	p.goRun(p.blobGCLoop)
-	p.goRun(p.jobLoop)
+	p.goRun(func() { p.jobs.Run(p.ctx) })
 	ok = true
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)

@@ -39,7 +39,7 @@ func (p *Peer) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, e
 	for range placeAttempts {
 		vm := pl.VM
 		if pl.NamePrefix != "" {
-			vm.Name = generateName(pl.NamePrefix)
+			vm.Name = api.GenerateName(pl.NamePrefix)
 		}
 		node, err := scheduler.Place(p.schedulerNodes(), req)
 		if err != nil {
@@ -132,14 +132,10 @@ func allocatePorts(used map[int]bool, reserved []raftfsm.PortMap, turn int) (vnc
 }
 
 const (
-	nameAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 	// vncPasswordAlphabet makes VNC passwords: VNC authentication uses 8
 	// characters, so each carries as much as a typable character can.
 	vncPasswordAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
 )
-
-// generateName appends '-' and 5 random lowercase letters or digits to prefix.
-func generateName(prefix string) string { return prefix + "-" + randomString(nameAlphabet, 5) }
 
 // randomString returns n random characters of alphabet.
 func randomString(alphabet string, n int) string {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
-	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -52,19 +51,11 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 		}
 		p.cfg.Log.Warn("no peer could send the image; pulling it from its registry", "err", ferr)
 	}
-	pd, err := p.pullReference(fctx, vm.Namespace, vm.ImageSource, digest, vm.Arch, nil)
-	if errors.Is(err, diskcheck.ErrRefused) {
-		return fmt.Errorf("pull %s: %w", vm.ImageSource, err)
-	}
-	if err != nil {
-		return errors.Join(ferr, fmt.Errorf("pull %s: %s", vm.ImageSource, ocidisk.Reason(err)))
-	}
-	if _, err := p.record(ctx, pd, vm.Namespace, vm.Image, raftfsm.SourceRegistry, vm.Owner, raftfsm.KindImage); err != nil {
-		// The name went to other content meanwhile: the VM keeps its own.
-		p.cfg.Log.Warn("record the pulled image", "image", vm.Image, "err", err)
-		if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name, SizeBytes: pd.image.SizeBytes}); err != nil {
-			p.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
+	if err := p.jobs.PullVMImage(fctx, vm, digest); err != nil {
+		if errors.Is(err, diskcheck.ErrRefused) {
+			return err
 		}
+		return errors.Join(ferr, err)
 	}
 	return nil
 }

@@ -205,12 +205,13 @@ async function refresh() {
     const content = await view();
     if ((location.hash.slice(1) || "vms") !== hash) return;
     // A view that is already shown keeps its forms (what the user typed):
-    // only its tables are replaced.
+    // only its tables are replaced, and only those whose content changed,
+    // so that a button under the pointer is not swapped mid-click.
     const shown = $("#view");
     const tables = [content].flat().filter((n) => n.tagName === "TABLE");
     const old = shown.querySelectorAll("table");
     if (shown.dataset.view === hash && old.length === tables.length) {
-      old.forEach((t, i) => t.replaceWith(tables[i]));
+      old.forEach((t, i) => { if (!t.isEqualNode(tables[i])) t.replaceWith(tables[i]); });
     } else {
       shown.replaceChildren(...[content].flat());
       shown.dataset.view = hash;

@@ -1,4 +1,4 @@
-package node
+package jobs
 
 import (
 	"context"
@@ -19,11 +19,11 @@ const remoteResolveJobs = 8
 // the namespace's registry credentials: one remote image or ISO per tag,
 // named as the copy a pull makes by default. A catalog that cannot be read
 // fails the listing with the registry's reason.
-func (p *Peer) RemoteImages(ctx context.Context, ns string) ([]api.RemoteImage, error) {
+func (m *Manager) RemoteImages(ctx context.Context, ns string) ([]api.RemoteImage, error) {
 	var out []api.RemoteImage
 	seen := map[string]bool{}
-	for _, repo := range p.FSM().Catalogs() {
-		items, err := p.catalog(ctx, ns, repo)
+	for _, repo := range m.cfg.FSM.Catalogs() {
+		items, err := m.catalog(ctx, ns, repo)
 		if err != nil {
 			return nil, fmt.Errorf("remote catalog %s: %w", repo, err)
 		}
@@ -38,8 +38,8 @@ func (p *Peer) RemoteImages(ctx context.Context, ns string) ([]api.RemoteImage, 
 }
 
 // catalog lists one repository's tags.
-func (p *Peer) catalog(ctx context.Context, ns, repo string) ([]api.RemoteImage, error) {
-	reg, err := p.registryFor(ctx, ns, repo+":x", false)
+func (m *Manager) catalog(ctx context.Context, ns, repo string) ([]api.RemoteImage, error) {
+	reg, err := m.registryFor(ctx, ns, repo+":x", false)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +81,8 @@ func (p *Peer) catalog(ctx context.Context, ns, repo string) ([]api.RemoteImage,
 }
 
 // findRemote returns the remote image or ISO of a name.
-func (p *Peer) findRemote(ctx context.Context, ns, typ, name string) (api.RemoteImage, error) {
-	items, err := p.RemoteImages(ctx, ns)
+func (m *Manager) findRemote(ctx context.Context, ns, typ, name string) (api.RemoteImage, error) {
+	items, err := m.RemoteImages(ctx, ns)
 	if err != nil {
 		return api.RemoteImage{}, err
 	}
@@ -95,8 +95,8 @@ func (p *Peer) findRemote(ctx context.Context, ns, typ, name string) (api.Remote
 
 // PullRemote (leader) starts a job that copies a remote image or ISO into
 // the namespace as newName (default: its name). It runs on this peer.
-func (p *Peer) PullRemote(ctx context.Context, ns, typ, name, newName, owner string) (raftfsm.Job, error) {
-	it, err := p.findRemote(ctx, ns, typ, name)
+func (m *Manager) PullRemote(ctx context.Context, ns, typ, name, newName, owner string) (raftfsm.Job, error) {
+	it, err := m.findRemote(ctx, ns, typ, name)
 	if err != nil {
 		return raftfsm.Job{}, err
 	}
@@ -107,24 +107,24 @@ func (p *Peer) PullRemote(ctx context.Context, ns, typ, name, newName, owner str
 		return raftfsm.Job{}, err
 	}
 	kind := raftfsm.KindImage
-	existing, taken := p.FSM().Image(ns, newName)
+	existing, taken := m.cfg.FSM.Image(ns, newName)
 	if typ == api.RemoteTypeISO {
 		kind = raftfsm.KindISO
-		existing, taken = p.FSM().ISO(ns, newName)
+		existing, taken = m.cfg.FSM.ISO(ns, newName)
 	}
 	if taken && (existing.SourceType != raftfsm.SourceRemote || raftfsm.SourceRepoTag(existing.Source) != it.Source) {
 		return raftfsm.Job{}, fmt.Errorf("%s %q already exists in namespace %q: %w", kind, newName, ns, raftfsm.ErrAlreadyExists)
 	}
-	if other := p.FSM().NameTaken(ns, newName); other != "" && other != kind {
+	if other := m.cfg.FSM.NameTaken(ns, newName); other != "" && other != kind {
 		return raftfsm.Job{}, fmt.Errorf("%s %q already exists in namespace %q: %w", other, newName, ns, raftfsm.ErrAlreadyExists)
 	}
-	return p.CreateJob(ctx, raftfsm.Job{Namespace: ns, Type: raftfsm.JobPull, Reference: it.Source, Image: newName, Kind: kind, Owner: owner})
+	return m.CreateJob(ctx, raftfsm.Job{Namespace: ns, Type: raftfsm.JobPull, Reference: it.Source, Image: newName, Kind: kind, Owner: owner})
 }
 
 // pullJob carries a pull out: the disk comes into this peer's store, then
 // its record (never a record without its disk).
-func (p *Peer) pullJob(ctx context.Context, j raftfsm.Job, progress ocidisk.Progress) (string, error) {
-	pd, err := p.pullReference(ctx, j.Namespace, j.Reference, "", p.cfg.Arch, progress)
+func (m *Manager) pullJob(ctx context.Context, j raftfsm.Job, progress ocidisk.Progress) (string, error) {
+	pd, err := m.pullReference(ctx, j.Namespace, j.Reference, "", m.cfg.Arch, progress)
 	if err != nil {
 		return "", err
 	}
@@ -136,7 +136,7 @@ func (p *Peer) pullJob(ctx context.Context, j raftfsm.Job, progress ocidisk.Prog
 		pd.lease.Release()
 		return "", fmt.Errorf("%s is a disk of kind %q, not %q", j.Reference, pd.kind, kind)
 	}
-	img, err := p.record(ctx, pd, j.Namespace, j.Image, raftfsm.SourceRemote, j.Owner, j.Kind)
+	img, err := m.record(ctx, pd, j.Namespace, j.Image, raftfsm.SourceRemote, j.Owner, j.Kind)
 	if err != nil {
 		return "", err
 	}

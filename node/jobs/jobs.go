@@ -1,4 +1,4 @@
-package node
+package jobs
 
 import (
 	"context"
@@ -31,13 +31,13 @@ const (
 )
 
 // CreateJob names a job, picks its peer and records it (on the leader).
-func (p *Peer) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
-	f := p.FSM()
+func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
+	f := m.cfg.FSM
 	switch {
 	case j.Type == raftfsm.JobPull:
 		// This peer (the leader) pulls, unless it is not READY.
-		j.Node = p.cfg.Name
-		if n, ok := f.Node(p.cfg.Name); !ok || n.Phase != api.PhaseReady {
+		j.Node = m.cfg.Name
+		if n, ok := f.Node(m.cfg.Name); !ok || n.Phase != api.PhaseReady {
 			j.Node = ""
 			for _, n := range f.Nodes() {
 				if n.Phase == api.PhaseReady {
@@ -49,14 +49,14 @@ func (p *Peer) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error
 		if j.Node == "" {
 			return raftfsm.Job{}, fmt.Errorf("no peer is READY to pull: %w", raftfsm.ErrConflict)
 		}
-		j.Name = generateName(j.Type + "-" + truncate(j.Image, 40))
+		j.Name = api.GenerateName(j.Type + "-" + truncate(j.Image, 40))
 	case j.VM != "":
 		vm, ok := f.VM(j.Namespace, j.VM)
 		if !ok {
 			return raftfsm.Job{}, fmt.Errorf("vm %q not found: %w", j.VM, raftfsm.ErrNotFound)
 		}
 		j.Node, j.Kind = vm.Node, raftfsm.KindImage
-		j.Name = generateName(j.Type + "-" + truncate(j.VM, 40))
+		j.Name = api.GenerateName(j.Type + "-" + truncate(j.VM, 40))
 	case j.Image != "":
 		img, ok := f.Image(j.Namespace, j.Image)
 		if !ok {
@@ -75,15 +75,15 @@ func (p *Peer) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error
 		if j.Node == "" {
 			return raftfsm.Job{}, fmt.Errorf("no READY peer holds image %q: %w", j.Image, raftfsm.ErrConflict)
 		}
-		j.Name = generateName(j.Type + "-" + truncate(j.Image, 40))
+		j.Name = api.GenerateName(j.Type + "-" + truncate(j.Image, 40))
 	}
 	// A registry this cluster may not contact is refused now (403), before
 	// any connection, not when the job runs.
-	if _, err := p.registryFor(ctx, j.Namespace, j.Reference, j.Type == raftfsm.JobPush); err != nil {
+	if _, err := m.registryFor(ctx, j.Namespace, j.Reference, j.Type == raftfsm.JobPush); err != nil {
 		return raftfsm.Job{}, err
 	}
 	j.StartTime = time.Now().UTC().Truncate(time.Second)
-	v, err := p.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})
+	v, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})
 	if err != nil {
 		return raftfsm.Job{}, err
 	}
@@ -100,31 +100,31 @@ func truncate(s string, n int) string {
 // jobLoop runs this peer's jobs, at most MaxJobs at once; the others wait
 // (Pending), oldest first, so that a flood of jobs costs a queue, not a
 // goroutine and buffers each.
-func (p *Peer) jobLoop() {
+func (m *Manager) jobLoop() {
 	running := map[string]bool{}
 	ended := make(chan string)
-	tick := time.NewTicker(p.cfg.ReconcileInterval)
+	tick := time.NewTicker(m.cfg.Interval)
 	defer tick.Stop()
 	for {
-		changed := p.FSM().Watch(raftfsm.ResourceTopic(raftfsm.ResourceJob))
-		if p.CaughtUp() && len(running) < p.cfg.MaxJobs {
-			for _, j := range p.queuedJobs(running) {
-				if len(running) >= p.cfg.MaxJobs {
+		changed := m.cfg.FSM.Watch(raftfsm.ResourceTopic(raftfsm.ResourceJob))
+		if m.cfg.Ready.CaughtUp() && len(running) < m.cfg.MaxJobs {
+			for _, j := range m.queuedJobs(running) {
+				if len(running) >= m.cfg.MaxJobs {
 					break
 				}
 				k := j.Namespace + "/" + j.Name
 				running[k] = true
-				p.goRun(func() {
-					p.runJob(j)
+				m.goRun(func() {
+					m.runJob(j)
 					select {
 					case ended <- k:
-					case <-p.ctx.Done():
+					case <-m.ctx.Done():
 					}
 				})
 			}
 		}
 		select {
-		case <-p.ctx.Done():
+		case <-m.ctx.Done():
 			return
 		case k := <-ended:
 			delete(running, k)
@@ -136,10 +136,10 @@ func (p *Peer) jobLoop() {
 
 // queuedJobs are this peer's jobs that have not ended and do not run here,
 // those that ran before a restart first, then oldest first.
-func (p *Peer) queuedJobs(running map[string]bool) []raftfsm.Job {
+func (m *Manager) queuedJobs(running map[string]bool) []raftfsm.Job {
 	var out []raftfsm.Job
-	for _, j := range p.FSM().Jobs("") {
-		if j.Node == p.cfg.Name && !j.Ended() && !running[j.Namespace+"/"+j.Name] {
+	for _, j := range m.cfg.FSM.Jobs("") {
+		if j.Node == m.cfg.Name && !j.Ended() && !running[j.Namespace+"/"+j.Name] {
 			out = append(out, j)
 		}
 	}
@@ -159,14 +159,14 @@ func (p *Peer) queuedJobs(running map[string]bool) []raftfsm.Job {
 }
 
 // runJob carries a job out and reports how it ended.
-func (p *Peer) runJob(j raftfsm.Job) {
-	log := p.cfg.Log.With("job", j.Namespace+"/"+j.Name, "type", j.Type, "reference", j.Reference)
-	ctx, cancel := context.WithTimeout(p.ctx, jobTimeout)
+func (m *Manager) runJob(j raftfsm.Job) {
+	log := m.cfg.Log.With("job", j.Namespace+"/"+j.Name, "type", j.Type, "reference", j.Reference)
+	ctx, cancel := context.WithTimeout(m.ctx, jobTimeout)
 	defer cancel()
-	rep := &jobReporter{p: p, j: j, state: raftfsm.JobRunning}
+	rep := &jobReporter{m: m, j: j, state: raftfsm.JobRunning}
 	rep.send(ctx, true)
-	msg, err := p.doJob(ctx, j, rep)
-	if p.ctx.Err() != nil {
+	msg, err := m.doJob(ctx, j, rep)
+	if m.ctx.Err() != nil {
 		return // the peer stops: the job runs again when it is back
 	}
 	rep.state, rep.message = raftfsm.JobSucceeded, msg
@@ -176,17 +176,17 @@ func (p *Peer) runJob(j raftfsm.Job) {
 	} else {
 		log.Info("job done", "message", msg)
 	}
-	rctx, rcancel := context.WithTimeout(p.ctx, 30*time.Second)
+	rctx, rcancel := context.WithTimeout(m.ctx, 30*time.Second)
 	defer rcancel()
 	rep.send(rctx, true)
 }
 
-func (p *Peer) doJob(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
+func (m *Manager) doJob(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
 	switch j.Type {
 	case raftfsm.JobPush:
-		return p.push(ctx, j, rep)
+		return m.push(ctx, j, rep)
 	case raftfsm.JobPull:
-		return p.pullJob(ctx, j, rep.progress(ctx))
+		return m.pullJob(ctx, j, rep.progress(ctx))
 	}
 	return "", fmt.Errorf("job type %q is not carried out by this version", j.Type)
 }
@@ -194,7 +194,7 @@ func (p *Peer) doJob(ctx context.Context, j raftfsm.Job, rep *jobReporter) (stri
 // jobReporter sends a job's progress through the leader, at most every
 // jobReportEvery.
 type jobReporter struct {
-	p              *Peer
+	m              *Manager
 	j              raftfsm.Job
 	state, message string
 	done, total    int64
@@ -214,13 +214,13 @@ func (r *jobReporter) send(ctx context.Context, always bool) {
 		return
 	}
 	if err := r.apply(ctx); err != nil && !errors.Is(err, raftfsm.ErrConflict) {
-		r.p.cfg.Log.Warn("report job progress", "job", r.j.Name, "err", err)
+		r.m.cfg.Log.Warn("report job progress", "job", r.j.Name, "err", err)
 	}
 }
 
 func (r *jobReporter) apply(ctx context.Context) error {
 	r.last = time.Now()
-	_, err := r.p.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
+	_, err := r.m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
 		Namespace: r.j.Namespace, Name: r.j.Name, State: r.state, BytesDone: r.done, BytesTotal: r.total,
 		Message: r.message, Time: time.Now().UTC().Truncate(time.Second), StoppedVM: r.stoppedVM,
 	})
@@ -239,24 +239,24 @@ func (r *jobReporter) markStoppedVM(ctx context.Context) error {
 
 // registryFor returns how to reach a reference's registry with the
 // namespace's credential for it (none: anonymous).
-func (p *Peer) registryFor(ctx context.Context, ns, reference string, latest bool) (ocidisk.Registry, error) {
+func (m *Manager) registryFor(ctx context.Context, ns, reference string, latest bool) (ocidisk.Registry, error) {
 	ref, err := ocidisk.ParseReference(reference, false, latest)
 	if err != nil {
 		return ocidisk.Registry{}, err
 	}
 	server := ref.Context().RegistryStr()
-	if netgate.Check(p.cfg.Gate, server) != nil {
+	if netgate.Check(m.cfg.Gate, server) != nil {
 		return ocidisk.Registry{}, fmt.Errorf("%w: this peer may not reach registry %s", ocidisk.ErrUnreachable, server)
 	}
-	if err := p.egress.CheckRegistry(ctx, server); err != nil {
+	if err := m.cfg.Egress.CheckRegistry(ctx, server); err != nil {
 		return ocidisk.Registry{}, err
 	}
-	reg := ocidisk.Registry{Egress: p.egress}
-	c, ok := p.FSM().RegistryCredential(ns, server)
+	reg := ocidisk.Registry{Egress: m.cfg.Egress}
+	c, ok := m.cfg.FSM.RegistryCredential(ns, server)
 	if !ok {
 		return reg, nil
 	}
-	pw, err := auth.Unseal(p.FSM().SigningKey(), c.SealedPassword, auth.RegistryCredentialAAD(ns, server))
+	pw, err := auth.Unseal(m.cfg.FSM.SigningKey(), c.SealedPassword, auth.RegistryCredentialAAD(ns, server))
 	if err != nil {
 		return ocidisk.Registry{}, fmt.Errorf("the credential for %s: %w", server, err)
 	}
@@ -264,18 +264,18 @@ func (p *Peer) registryFor(ctx context.Context, ns, reference string, latest boo
 	return reg, nil
 }
 
-// reconcileJobs (leader) fails the unended jobs of peers that are NOT READY
+// ReconcileJobs (leader) fails the unended jobs of peers that are NOT READY
 // or gone and forgets jobs that ended over jobRetention ago.
-func (p *Peer) reconcileJobs(ctx context.Context) error {
+func (m *Manager) ReconcileJobs(ctx context.Context) error {
 	var errs []error
 	now := time.Now()
-	for _, j := range p.FSM().Jobs("") {
+	for _, j := range m.cfg.FSM.Jobs("") {
 		switch {
 		case j.Ended() && j.CompletionTime != nil && now.Sub(*j.CompletionTime) > jobRetention:
-			_, err := p.Apply(ctx, raftfsm.TypeJobDelete, raftfsm.JobDelete{Namespace: j.Namespace, Name: j.Name})
+			_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobDelete, raftfsm.JobDelete{Namespace: j.Namespace, Name: j.Name})
 			errs = append(errs, err)
 		case !j.Ended():
-			n, ok := p.FSM().Node(j.Node)
+			n, ok := m.cfg.FSM.Node(j.Node)
 			if ok && n.Phase == api.PhaseReady {
 				continue
 			}
@@ -283,7 +283,7 @@ func (p *Peer) reconcileJobs(ctx context.Context) error {
 			if !ok {
 				why = fmt.Sprintf("peer %s, which carried the job out, left the cluster", j.Node)
 			}
-			_, err := p.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
+			_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
 				Namespace: j.Namespace, Name: j.Name, State: raftfsm.JobFailed, BytesDone: j.BytesDone, BytesTotal: j.BytesTotal,
 				Message: why, Time: now.UTC().Truncate(time.Second),
 			})

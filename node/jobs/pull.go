@@ -1,4 +1,4 @@
-package node
+package jobs
 
 import (
 	"context"
@@ -38,8 +38,8 @@ type pulled struct {
 // pullReference pulls the disk a reference names (an svc disk, or a
 // KubeVirt containerDisk) into the blob store. want, when set, is the digest
 // the disk must have.
-func (p *Peer) pullReference(ctx context.Context, ns, reference, want, arch string, progress ocidisk.Progress) (*pulled, error) {
-	reg, err := p.registryFor(ctx, ns, reference, false)
+func (m *Manager) pullReference(ctx context.Context, ns, reference, want, arch string, progress ocidisk.Progress) (*pulled, error) {
+	reg, err := m.registryFor(ctx, ns, reference, false)
 	if err != nil {
 		return nil, err
 	}
@@ -51,24 +51,24 @@ func (p *Peer) pullReference(ctx context.Context, ns, reference, want, arch stri
 	if err != nil {
 		return nil, err
 	}
-	return p.pullResolved(ctx, r, reg, want, arch, progress)
+	return m.pullResolved(ctx, r, reg, want, arch, progress)
 }
 
 // pullResolved pulls what Resolve found.
-func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, want, arch string, progress ocidisk.Progress) (*pulled, error) {
+func (m *Manager) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, want, arch string, progress ocidisk.Progress) (*pulled, error) {
 	start := time.Now()
 	img := raftfsm.Image{Source: sourceOf(r), Arch: r.Config.Arch, Format: "raw", Description: r.Config.Description, VirtualSize: r.Config.VirtualSize}
 	var st *imagestore.Staged
 	var res ocidisk.PullResult
 	var err error
 	if r.ContainerDisk {
-		st, err = p.pullContainerDisk(ctx, r, reg, arch, progress, &img)
+		st, err = m.pullContainerDisk(ctx, r, reg, arch, progress, &img)
 	} else {
-		st, res, err = p.pullDisk(ctx, r, reg, progress)
+		st, res, err = m.pullDisk(ctx, r, reg, progress)
 	}
-	p.metrics.pulledChunks.WithLabelValues("registry").Add(float64(res.ChunksFetched))
-	p.metrics.pulledChunks.WithLabelValues("local").Add(float64(res.ChunksLocal))
-	p.metrics.pulledChunks.WithLabelValues("resumed").Add(float64(res.ChunksResumed))
+	m.metrics.pulledChunks.WithLabelValues("registry").Add(float64(res.ChunksFetched))
+	m.metrics.pulledChunks.WithLabelValues("local").Add(float64(res.ChunksLocal))
+	m.metrics.pulledChunks.WithLabelValues("resumed").Add(float64(res.ChunksResumed))
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +88,11 @@ func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk
 	}
 	img.Digest, img.SizeBytes = lease.Digest(), st.Size
 	if !r.ContainerDisk {
-		if err := p.images.SaveChunks(img.Digest, indexOf(r.Chunks)); err != nil {
-			p.cfg.Log.Warn("save the chunk index", "digest", img.Digest, "err", err)
+		if err := m.cfg.Images.SaveChunks(img.Digest, indexOf(r.Chunks)); err != nil {
+			m.cfg.Log.Warn("save the chunk index", "digest", img.Digest, "err", err)
 		}
 	}
-	p.cfg.Log.Info("pulled", "reference", img.Source, "digest", img.Digest, "bytes", st.Size, "took", time.Since(start),
+	m.cfg.Log.Info("pulled", "reference", img.Source, "digest", img.Digest, "bytes", st.Size, "took", time.Since(start),
 		"chunks_fetched", res.ChunksFetched, "chunks_local", res.ChunksLocal, "chunks_resumed", res.ChunksResumed)
 	kind := r.Config.Kind
 	if r.ContainerDisk {
@@ -106,16 +106,16 @@ func (p *Peer) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk
 // result. A resumed disk that does not match its digest (its host lost
 // writes the journal recorded) is pulled again whole, once. While another
 // pull of this peer writes the same disk, this one writes a file of its own.
-func (p *Peer) pullDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
+func (m *Manager) pullDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
 	for attempt := 0; ; attempt++ {
-		part, err := p.images.OpenPartial(r.Config.Digest, r.Config.VirtualSize)
+		part, err := m.cfg.Images.OpenPartial(r.Config.Digest, r.Config.VirtualSize)
 		if errors.Is(err, imagestore.ErrPartialBusy) {
-			return p.pullDiskAlone(ctx, r, reg, progress)
+			return m.pullDiskAlone(ctx, r, reg, progress)
 		}
 		if err != nil {
 			return nil, ocidisk.PullResult{}, err
 		}
-		res, err := ocidisk.PullInto(ctx, r, reg, part, p.images.Chunks(), progress)
+		res, err := ocidisk.PullInto(ctx, r, reg, part, m.cfg.Images.Chunks(), progress)
 		if err != nil {
 			part.Close() // kept: the next pull of this disk goes on from here
 			return nil, res, err
@@ -127,30 +127,30 @@ func (p *Peer) pullDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Reg
 		if st.Digest == r.Config.Digest || res.ChunksResumed == 0 || attempt > 0 {
 			return st, res, nil
 		}
-		p.cfg.Log.Warn("a resumed pull does not match its digest; pulling it again whole", "reference", r.Ref.String(), "digest", st.Digest, "want", r.Config.Digest)
+		m.cfg.Log.Warn("a resumed pull does not match its digest; pulling it again whole", "reference", r.Ref.String(), "digest", st.Digest, "want", r.Config.Digest)
 		st.Discard()
 	}
 }
 
 // pullDiskAlone pulls an svc disk into a staging file of its own.
-func (p *Peer) pullDiskAlone(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
-	tmp, err := p.images.TempPath("pull")
+func (m *Manager) pullDiskAlone(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
+	tmp, err := m.cfg.Images.TempPath("pull")
 	if err != nil {
 		return nil, ocidisk.PullResult{}, err
 	}
-	res, err := ocidisk.Pull(ctx, r, reg, tmp, p.images.Chunks(), progress)
+	res, err := ocidisk.Pull(ctx, r, reg, tmp, m.cfg.Images.Chunks(), progress)
 	if err != nil {
 		_ = os.Remove(tmp)
 		return nil, res, err
 	}
-	st, err := p.images.StageFile(ctx, tmp)
+	st, err := m.cfg.Images.StageFile(ctx, tmp)
 	return st, res, err
 }
 
 // pullContainerDisk pulls a KubeVirt containerDisk into a staging file;
 // its arch is the one asked for.
-func (p *Peer) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, arch string, progress ocidisk.Progress, img *raftfsm.Image) (*imagestore.Staged, error) {
-	tmp, err := p.images.TempPath("pull")
+func (m *Manager) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, arch string, progress ocidisk.Progress, img *raftfsm.Image) (*imagestore.Staged, error) {
+	tmp, err := m.cfg.Images.TempPath("pull")
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (p *Peer) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg oc
 		return nil, err
 	}
 	img.Arch = arch
-	return p.images.StageFile(ctx, tmp)
+	return m.cfg.Images.StageFile(ctx, tmp)
 }
 
 // vetPulled checks a pulled disk before it is kept, as an upload is
@@ -194,7 +194,7 @@ func indexOf(cs []ocidisk.Chunk) []imagestore.IndexedChunk {
 
 // record names a pulled disk in a namespace (or gives the holder to the
 // image that already has it) and ends its lease.
-func (p *Peer) record(ctx context.Context, pd *pulled, ns, name, sourceType, owner, kind string) (raftfsm.Image, error) {
+func (m *Manager) record(ctx context.Context, pd *pulled, ns, name, sourceType, owner, kind string) (raftfsm.Image, error) {
 	defer pd.lease.Release()
 	img := pd.image
 	img.Name, img.Namespace, img.SourceType, img.Owner = name, ns, sourceType, owner
@@ -202,14 +202,14 @@ func (p *Peer) record(ctx context.Context, pd *pulled, ns, name, sourceType, own
 	if kind == raftfsm.KindISO {
 		img.Arch, img.Format = "", ""
 	}
-	return p.createImage(ctx, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: p.cfg.Name, FromRegistry: true})
+	return m.createImage(ctx, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: m.cfg.Name, FromRegistry: true})
 }
 
 // createImage records an image and returns the record (as the FSM made it
 // when this peer leads; as proposed otherwise, the answer of a forwarded
 // proposal carrying no value).
-func (p *Peer) createImage(ctx context.Context, c raftfsm.ImageCreate) (raftfsm.Image, error) {
-	v, err := p.Apply(ctx, raftfsm.TypeImageCreate, c)
+func (m *Manager) createImage(ctx context.Context, c raftfsm.ImageCreate) (raftfsm.Image, error) {
+	v, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeImageCreate, c)
 	if err != nil {
 		return raftfsm.Image{}, err
 	}
@@ -255,8 +255,8 @@ func imageNameFor(ref name.Reference) string {
 // back unrecorded, and the VM's host pulls it (or fetches it from a peer
 // that holds it) and records it. A containerDisk has no digest until it is
 // pulled: the leader pulls and records it first.
-func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (raftfsm.Image, error) {
-	reg, err := p.registryFor(ctx, ns, reference, false)
+func (m *Manager) ResolveImage(ctx context.Context, ns, reference, owner string) (raftfsm.Image, error) {
+	reg, err := m.registryFor(ctx, ns, reference, false)
 	if err != nil {
 		return raftfsm.Image{}, err
 	}
@@ -269,8 +269,8 @@ func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (r
 		return raftfsm.Image{}, err
 	}
 	source := sourceOf(r)
-	name := p.nameForPull(ns, ref, source)
-	if img, ok := p.FSM().Image(ns, name); ok && img.Source == source && img.Usable() {
+	name := m.nameForPull(ns, ref, source)
+	if img, ok := m.cfg.FSM.Image(ns, name); ok && img.Source == source && img.Usable() {
 		return img, nil // pulled before: a peer holds it
 	}
 	if !r.ContainerDisk {
@@ -279,31 +279,53 @@ func (p *Peer) ResolveImage(ctx context.Context, ns, reference, owner string) (r
 			Format: "raw", Arch: r.Config.Arch, Description: r.Config.Description, SourceType: raftfsm.SourceRegistry, Source: source, Owner: owner,
 			CreatedAt: time.Now().UTC().Truncate(time.Second),
 		}
-		b, ok := p.FSM().Blob(img.Digest)
+		b, ok := m.cfg.FSM.Blob(img.Digest)
 		if !ok || len(b.Holders) == 0 {
 			return img, nil
 		}
 		// A peer holds this content already: the host fetches it from there.
 		img.SizeBytes = b.SizeBytes
-		return p.createImage(ctx, raftfsm.ImageCreate{Image: img, FromRegistry: true})
+		return m.createImage(ctx, raftfsm.ImageCreate{Image: img, FromRegistry: true})
 	}
-	pd, err := p.pullResolved(ctx, r, reg, "", p.cfg.Arch, nil)
+	pd, err := m.pullResolved(ctx, r, reg, "", m.cfg.Arch, nil)
 	if err != nil {
 		return raftfsm.Image{}, err
 	}
-	return p.record(ctx, pd, ns, name, raftfsm.SourceRegistry, owner, raftfsm.KindImage)
+	return m.record(ctx, pd, ns, name, raftfsm.SourceRegistry, owner, raftfsm.KindImage)
 }
 
 // nameForPull is the image name a reference is recorded under in a
 // namespace: imageNameFor, unless that name holds an image of another
 // origin or an ISO, then with a hash of the reference's repository and tag
 // appended.
-func (p *Peer) nameForPull(ns string, ref name.Reference, source string) string {
+func (m *Manager) nameForPull(ns string, ref name.Reference, source string) string {
 	n := imageNameFor(ref)
-	img, ok := p.FSM().Image(ns, n)
-	if !ok && p.FSM().NameTaken(ns, n) == "" || ok && img.SourceType == raftfsm.SourceRegistry && raftfsm.SourceRepoTag(img.Source) == raftfsm.SourceRepoTag(source) {
+	img, ok := m.cfg.FSM.Image(ns, n)
+	if !ok && m.cfg.FSM.NameTaken(ns, n) == "" || ok && img.SourceType == raftfsm.SourceRegistry && raftfsm.SourceRepoTag(img.Source) == raftfsm.SourceRepoTag(source) {
 		return n
 	}
 	sum := sha256.Sum256([]byte(raftfsm.SourceRepoTag(source)))
 	return n + "-" + hex.EncodeToString(sum[:4])
+}
+
+// PullVMImage pulls the disk of a VM deployed from a registry reference
+// (vm.ImageSource), which must have digest, and records it as the
+// namespace's image vm.Image; when that name went to other content
+// meanwhile, the VM keeps its own and only this peer's hold on the blob is
+// recorded.
+func (m *Manager) PullVMImage(ctx context.Context, vm raftfsm.VM, digest string) error {
+	pd, err := m.pullReference(ctx, vm.Namespace, vm.ImageSource, digest, vm.Arch, nil)
+	if errors.Is(err, diskcheck.ErrRefused) {
+		return fmt.Errorf("pull %s: %w", vm.ImageSource, err)
+	}
+	if err != nil {
+		return fmt.Errorf("pull %s: %s", vm.ImageSource, ocidisk.Reason(err))
+	}
+	if _, err := m.record(ctx, pd, vm.Namespace, vm.Image, raftfsm.SourceRegistry, vm.Owner, raftfsm.KindImage); err != nil {
+		m.cfg.Log.Warn("record the pulled image", "image", vm.Image, "err", err)
+		if _, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: m.cfg.Name, SizeBytes: pd.image.SizeBytes}); err != nil {
+			m.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
+		}
+	}
+	return nil
 }

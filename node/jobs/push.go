@@ -1,4 +1,4 @@
-package node
+package jobs
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 const pushStopTimeout = 3 * time.Minute
 
 // push sends a VM's disk or an image to the job's reference.
-func (p *Peer) push(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
-	reg, err := p.registryFor(ctx, j.Namespace, j.Reference, true)
+func (m *Manager) push(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
+	reg, err := m.registryFor(ctx, j.Namespace, j.Reference, true)
 	if err != nil {
 		return "", err
 	}
@@ -30,25 +30,25 @@ func (p *Peer) push(ctx context.Context, j raftfsm.Job, rep *jobReporter) (strin
 	var path string
 	cfg := ocidisk.Config{Kind: ocidisk.KindImage}
 	if j.VM != "" {
-		path, cfg, err = p.vmDisk(ctx, j, rep)
+		path, cfg, err = m.vmDisk(ctx, j, rep)
 	} else {
-		path, cfg, err = p.imageDisk(ctx, j)
+		path, cfg, err = m.imageDisk(ctx, j)
 	}
-	if path != "" && path != p.images.Path(cfg.Digest) {
+	if path != "" && path != m.cfg.Images.Path(cfg.Digest) {
 		defer os.Remove(path)
 	}
 	if err != nil {
 		return "", err
 	}
-	cfg.ChunkSize = int64(p.cfg.ChunkMiB) << 20
+	cfg.ChunkSize = int64(m.cfg.ChunkMiB) << 20
 	res, err := ocidisk.Push(ctx, ref, reg, path, cfg, rep.progress(ctx))
 	if err != nil {
 		return "", err
 	}
-	if path == p.images.Path(res.Config.Digest) {
+	if path == m.cfg.Images.Path(res.Config.Digest) {
 		// A later pull of a disk that shares chunks with this one reads them here.
-		if err := p.images.SaveChunks(res.Config.Digest, indexOf(res.Chunks)); err != nil {
-			p.cfg.Log.Warn("save the chunk index", "digest", res.Config.Digest, "err", err)
+		if err := m.cfg.Images.SaveChunks(res.Config.Digest, indexOf(res.Chunks)); err != nil {
+			m.cfg.Log.Warn("save the chunk index", "digest", res.Config.Digest, "err", err)
 		}
 	}
 	return fmt.Sprintf("pushed %s@%s: %d chunks, %d sent (%d bytes), the rest already there",
@@ -57,26 +57,26 @@ func (p *Peer) push(ctx context.Context, j raftfsm.Job, rep *jobReporter) (strin
 
 // imageDisk returns the raw disk of the job's image: its blob when it is
 // raw (its digest known), else a raw copy.
-func (p *Peer) imageDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk.Config, error) {
-	img, ok := p.FSM().Image(j.Namespace, j.Image)
+func (m *Manager) imageDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk.Config, error) {
+	img, ok := m.cfg.FSM.Image(j.Namespace, j.Image)
 	if !ok || !img.Usable() {
 		return "", ocidisk.Config{}, fmt.Errorf("image %q is gone or has no content", j.Image)
 	}
 	cfg := ocidisk.Config{Kind: ocidisk.KindImage, Arch: img.Arch, Description: img.Description}
 	if img.Format == "raw" {
 		cfg.Digest = img.Digest
-		return p.images.Path(img.Digest), cfg, nil
+		return m.cfg.Images.Path(img.Digest), cfg, nil
 	}
-	lease, err := p.images.Lease(img.Digest)
+	lease, err := m.cfg.Images.Lease(img.Digest)
 	if err != nil {
 		return "", cfg, fmt.Errorf("image %q is not on this peer: %w", j.Image, err)
 	}
 	defer lease.Release()
-	dst, err := p.images.TempPath("push")
+	dst, err := m.cfg.Images.TempPath("push")
 	if err != nil {
 		return "", cfg, err
 	}
-	return dst, cfg, imagestore.ToRaw(ctx, p.images.Path(img.Digest), dst)
+	return dst, cfg, imagestore.ToRaw(ctx, m.cfg.Images.Path(img.Digest), dst)
 }
 
 // vmDisk returns a consistent raw copy of a VM's disk: a running VM is
@@ -84,9 +84,9 @@ func (p *Peer) imageDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk.Co
 // read, and started again. The job records that it stopped the VM first, so
 // that a run after a crash starts again a VM it stopped, never one its user
 // stopped.
-func (p *Peer) vmDisk(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, ocidisk.Config, error) {
-	vm, ok := p.FSM().VM(j.Namespace, j.VM)
-	if !ok || vm.Node != p.cfg.Name {
+func (m *Manager) vmDisk(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, ocidisk.Config, error) {
+	vm, ok := m.cfg.FSM.VM(j.Namespace, j.VM)
+	if !ok || vm.Node != m.cfg.Name {
 		return "", ocidisk.Config{}, fmt.Errorf("vm %q is gone or runs elsewhere", j.VM)
 	}
 	cfg := ocidisk.Config{Kind: ocidisk.KindImage, Arch: vm.Arch, CPU: vm.CPU, MemoryBytes: vm.MemoryBytes}
@@ -94,26 +94,26 @@ func (p *Peer) vmDisk(ctx context.Context, j raftfsm.Job, rep *jobReporter) (str
 		if err := rep.markStoppedVM(ctx); err != nil {
 			return "", cfg, err
 		}
-		if err := p.setDesired(ctx, vm, "stop", raftfsm.VMStopped); err != nil && !errors.Is(err, raftfsm.ErrConflict) {
+		if err := m.setDesired(ctx, vm, "stop", raftfsm.VMStopped); err != nil && !errors.Is(err, raftfsm.ErrConflict) {
 			return "", cfg, err
 		}
 		defer func() {
-			sctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+			sctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 			defer cancel()
-			if _, err := p.Apply(sctx, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: vm.Namespace, Name: vm.Name, Action: "start"}); err != nil {
-				p.cfg.Log.Warn("start the VM again after reading its disk", "vm", vm.Name, "err", err)
+			if _, err := m.cfg.Proposer.Apply(sctx, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: vm.Namespace, Name: vm.Name, Action: "start"}); err != nil {
+				m.cfg.Log.Warn("start the VM again after reading its disk", "vm", vm.Name, "err", err)
 			}
 		}()
 	}
-	exported, err := p.images.TempPath("push-export")
+	exported, err := m.cfg.Images.TempPath("push-export")
 	if err != nil {
 		return "", cfg, err
 	}
 	defer os.Remove(exported)
-	if err := p.driver.Export(ctx, hypervisor.DomainName(p.cfg.Name, vm.Namespace, vm.Name), exported); err != nil {
+	if err := m.cfg.Disks.Export(ctx, hypervisor.DomainName(m.cfg.Name, vm.Namespace, vm.Name), exported); err != nil {
 		return "", cfg, fmt.Errorf("read the VM's disk: %w", err)
 	}
-	dst, err := p.images.TempPath("push")
+	dst, err := m.cfg.Images.TempPath("push")
 	if err != nil {
 		return "", cfg, err
 	}
@@ -128,14 +128,14 @@ func (p *Peer) vmDisk(ctx context.Context, j raftfsm.Job, rep *jobReporter) (str
 }
 
 // setDesired asks for a VM action and waits until its node reports status.
-func (p *Peer) setDesired(ctx context.Context, vm raftfsm.VM, action, status string) error {
-	if _, err := p.Apply(ctx, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: vm.Namespace, Name: vm.Name, Action: action}); err != nil {
+func (m *Manager) setDesired(ctx context.Context, vm raftfsm.VM, action, status string) error {
+	if _, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: vm.Namespace, Name: vm.Name, Action: action}); err != nil {
 		return fmt.Errorf("%s the VM: %w", action, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, pushStopTimeout)
 	defer cancel()
-	return p.FSM().WaitOn(wctx, raftfsm.VMTopic(vm.Namespace, vm.Name), func() bool {
-		cur, ok := p.FSM().VM(vm.Namespace, vm.Name)
+	return m.cfg.FSM.WaitOn(wctx, raftfsm.VMTopic(vm.Namespace, vm.Name), func() bool {
+		cur, ok := m.cfg.FSM.VM(vm.Namespace, vm.Name)
 		return !ok || cur.Status == status
 	})
 }

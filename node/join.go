@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/gossip"
+	"github.com/svc-project/svc/node/leader"
 	"github.com/svc-project/svc/raftstore"
 )
 
@@ -114,7 +115,7 @@ func (p *Peer) bootstrapLoop() {
 		if len(alive) >= p.cfg.BootstrapExpect {
 			servers := make([]raftstore.Server, 0, len(alive))
 			for i, m := range alive { // sorted by name
-				servers = append(servers, raftstore.Server{ID: m.Name, Address: m.Report.RaftAddr, Voter: i < voterTarget(len(alive))})
+				servers = append(servers, raftstore.Server{ID: m.Name, Address: m.Report.RaftAddr, Voter: i < leader.VoterTarget(len(alive))})
 			}
 			if err := p.store.BootstrapCluster(servers); err != nil {
 				p.cfg.Log.Error("bootstrap failed", "err", err)
@@ -136,14 +137,6 @@ func (p *Peer) bootstrapLoop() {
 func (p *Peer) inConfiguration() bool {
 	servers, err := p.store.Servers(p.ctx)
 	return err == nil && len(servers) > 0
-}
-
-// voterTarget is how many voters a cluster of n peers should have.
-func voterTarget(n int) int {
-	if n >= 5 {
-		return 5
-	}
-	return 3
 }
 
 // rememberPeersLoop keeps peers.json in step with the live members.

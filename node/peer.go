@@ -23,6 +23,7 @@ import (
 	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/node/jobs"
+	"github.com/svc-project/svc/node/leader"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 )
@@ -41,15 +42,15 @@ type Peer struct {
 	driver hypervisor.Driver
 	// host is the VM host agent (package host), jobs the registry jobs
 	// (package jobs).
-	host *host.Host
-	jobs *jobs.Manager
+	host   *host.Host
+	jobs   *jobs.Manager
+	leader *leader.Leader
 	// egress is the registries this peer may contact (RegistryAllow).
 	egress *ocidisk.Egress
 	// peerHTTP talks to other peers (blob transfers, applies via the leader)
 	// with this peer's token; plainHTTP without one.
 	peerHTTP, plainHTTP *http.Client
 	caught              caughtUp
-	placer              placer
 	metrics             *peerMetrics
 	sync                indexSync
 
@@ -58,10 +59,8 @@ type Peer struct {
 	wg     sync.WaitGroup
 
 	mu          sync.Mutex
-	leaderSince time.Time // zero when not leader
-	leaderReady bool      // this term's barrier has been applied
+	leaderReady bool // this term's barrier has been applied
 	errCh       chan error
-	nudged      map[string]time.Time
 	problem     string              // why this node takes no VMs ("" when it does)
 	guarded     []hypervisor.Target // the ports the VMs' guard keeps them from
 	halt        bool                // Halt: stop without hand-over or snapshot
@@ -139,8 +138,13 @@ func Start(cfg Config) (*Peer, error) {
 		FSM: p.FSM(), Images: p.images, Disks: p.driver, Proposer: p, Ready: p, Egress: p.egress, Gate: cfg.Gate,
 		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
 	})
+	p.leader = leader.New(leader.Config{
+		Name: cfg.Name, FSM: p.FSM(), Raft: p.store, Pool: p.gossip, Jobs: p.jobs, OnInit: p.handOutAdminToken,
+		Interval: cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
+		Log: cfg.Log.With("part", "leader"),
+	})
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p, Jobs: p.jobs, Registries: p.jobs, Images: p.images,
+		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs, Images: p.images,
 		Log: cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
@@ -393,14 +397,4 @@ func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
 		info.Peers = append(info.Peers, api.ClusterPeer{Name: s.ID, APIAddr: p.apiAddrOf(s.ID), Raft: role})
 	}
 	return info
-}
-
-// leaderFor reports how long this peer has been leader (0 when it is not).
-func (p *Peer) leaderFor() time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.leaderSince.IsZero() {
-		return 0
-	}
-	return time.Since(p.leaderSince)
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -161,11 +160,10 @@ func (p *Peer) tlsConfig() *tls.Config {
 	}
 }
 
-// newSigningKey returns a fresh Ed25519 seed for a new cluster.
-func newSigningKey() ([]byte, error) {
-	seed := make([]byte, 32)
-	if _, err := rand.Read(seed); err != nil {
-		return nil, fmt.Errorf("signing key: %w", err)
+// handOutAdminToken writes the first admin token, once this peer has made
+// the cluster.
+func (p *Peer) handOutAdminToken() {
+	if err := p.writeAdminToken(p.ctx); err != nil {
+		p.cfg.Log.Error("cannot write the admin token", "err", err)
 	}
-	return seed, nil
 }

@@ -77,7 +77,7 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 	case TypeRegCredDelete:
 		return applyBody(c, s.applyRegistryCredentialDelete)
 	case TypeJobCreate:
-		return applyBody(c, s.applyJobCreate)
+		return applyBody(c, func(b JobCreate) (any, error) { return s.applyJobCreate(index, b) })
 	case TypeJobUpdate:
 		return applyBody(c, s.applyJobUpdate)
 	case TypeJobDelete:

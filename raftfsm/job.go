@@ -42,6 +42,9 @@ type Job struct {
 	// StoppedVM records that a push stopped its running VM to read the
 	// disk: a run after a crash starts the VM again only then.
 	StoppedVM bool `json:"stoppedVM,omitempty"`
+	// CreateIndex is the log index of its creation: the order jobs queued
+	// for a peer run in (StartTime has whole seconds).
+	CreateIndex uint64 `json:"createIndex,omitempty"`
 }
 
 // Ended tells whether the job is over.
@@ -87,8 +90,9 @@ type JobDelete struct {
 	Name      string `json:"name"`
 }
 
-func (s *State) applyJobCreate(c JobCreate) (any, error) {
+func (s *State) applyJobCreate(index uint64, c JobCreate) (any, error) {
 	j := c.Job.clone()
+	j.CreateIndex = index
 	if err := api.ValidateName("job name", j.Name, api.MaxNameLen); err != nil {
 		return nil, ruleErr(ErrInvalid, "%s", err.Error())
 	}

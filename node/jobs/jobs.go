@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -150,10 +151,8 @@ func (m *Manager) queuedJobs(running map[string]bool) []raftfsm.Job {
 			}
 			return 1
 		}
-		if c := a.StartTime.Compare(b.StartTime); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return cmp.Or(cmp.Compare(a.CreateIndex, b.CreateIndex), a.StartTime.Compare(b.StartTime),
+			strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name))
 	})
 	return out
 }

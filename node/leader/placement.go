@@ -1,4 +1,4 @@
-package node
+package leader
 
 import (
 	"context"
@@ -31,9 +31,9 @@ const placeAttempts = 8
 // Place chooses a node for p (the scheduler), its ports, its VNC password and
 // its name when p asks for one, and records the VM through Raft. It runs on
 // the leader; a refusal is a rule error (no node fits: Conflict).
-func (p *Peer) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, error) {
-	p.placer.mu.Lock()
-	defer p.placer.mu.Unlock()
+func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, error) {
+	l.placer.mu.Lock()
+	defer l.placer.mu.Unlock()
 	req := pl.Request()
 	var lastErr error
 	for range placeAttempts {
@@ -41,18 +41,18 @@ func (p *Peer) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, e
 		if pl.NamePrefix != "" {
 			vm.Name = api.GenerateName(pl.NamePrefix)
 		}
-		node, err := scheduler.Place(p.schedulerNodes(), req)
+		node, err := scheduler.Place(l.schedulerNodes(), req)
 		if err != nil {
 			return vm, raftfsm.NewRuleError(raftfsm.ErrConflict, err.Error())
 		}
-		n, _ := p.FSM().Node(node)
+		n, _ := l.cfg.FSM.Node(node)
 		vm.Node, vm.IP, vm.Arch = node, n.Addr, n.Arch
-		if p.placer.next == nil {
-			p.placer.next = map[string]int{}
+		if l.placer.next == nil {
+			l.placer.next = map[string]int{}
 		}
-		vm.VNCPort, vm.SSHPort, vm.ScreensharePort, err = allocatePorts(p.FSM().PortsInUse(node), vm.ReservedPorts, p.placer.next[node])
+		vm.VNCPort, vm.SSHPort, vm.ScreensharePort, err = allocatePorts(l.cfg.FSM.PortsInUse(node), vm.ReservedPorts, l.placer.next[node])
 		if err == nil {
-			p.placer.next[node]++
+			l.placer.next[node]++
 		}
 		if err != nil {
 			lastErr = err
@@ -60,7 +60,7 @@ func (p *Peer) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, e
 		}
 		vm.CreatedAt = time.Now().UTC().Truncate(time.Second)
 		vm.VNCPassword = randomString(vncPasswordAlphabet, 8)
-		v, err := p.store.ApplyCommand(ctx, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: vm})
+		v, err := l.cfg.Raft.ApplyCommand(ctx, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: vm})
 		switch {
 		case err == nil:
 			if created, ok := v.(*raftfsm.VM); ok {
@@ -77,8 +77,8 @@ func (p *Peer) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, e
 }
 
 // schedulerNodes turns the replica's nodes into the scheduler's view.
-func (p *Peer) schedulerNodes() []scheduler.Node {
-	views := p.FSM().Nodes()
+func (l *Leader) schedulerNodes() []scheduler.Node {
+	views := l.cfg.FSM.Nodes()
 	out := make([]scheduler.Node, 0, len(views))
 	for _, n := range views {
 		out = append(out, scheduler.Node{
@@ -86,7 +86,7 @@ func (p *Peer) schedulerNodes() []scheduler.Node {
 			TotalCPU: n.Capacity.CPU, FreeCPU: n.Capacity.CPU - n.Used.CPU,
 			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - n.Used.MemoryBytes,
 			TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - n.Used.GPU,
-			UsedPorts: usedPorts(p.FSM().PortsInUse(n.Name), n.OwnPorts()),
+			UsedPorts: usedPorts(l.cfg.FSM.PortsInUse(n.Name), n.OwnPorts()),
 		})
 	}
 	return out

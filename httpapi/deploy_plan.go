@@ -22,16 +22,6 @@ type deployPlan struct {
 	warnings []string
 }
 
-// Limits of deploy fields.
-const (
-	maxCPU       = 256
-	maxMemoryGiB = 4096
-	// A deploy waits at least a minute for Running: shorter, a healthy VM
-	// could be removed again for being slow to start.
-	minTimeoutMins = 1
-	maxTimeoutMins = 24 * 60
-	maxDisplay     = 16384
-)
 
 // planDeploy validates a deploy request field by field (400 naming the field,
 // 404 for a missing image, config or node) and merges it over its VM config.
@@ -68,33 +58,22 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 			return nil, field("name", "%s", err)
 		}
 	}
+	if err := r.Fields().Validate(); err != nil {
+		return nil, badRequest("%s", err)
+	}
 	cpu := firstPositive(cfg.CPU, api.DefaultCPU)
 	if r.CPU != nil {
-		if *r.CPU < 1 || *r.CPU > maxCPU {
-			return nil, field("cpu", "%d is not between 1 and %d", *r.CPU, maxCPU)
-		}
 		cpu = *r.CPU
 	}
 	memGiB := cfg.MemoryGiB
 	if r.Memory != nil {
-		if *r.Memory < 0 || *r.Memory > maxMemoryGiB {
-			return nil, field("memory", "%g GiB is not between 0 (the default) and %d", *r.Memory, maxMemoryGiB)
-		}
 		memGiB = *r.Memory
 	}
 	if memGiB == 0 {
 		memGiB = api.DefaultMemoryGiB
 	}
 	strategy := first(r.Scheduler, cfg.Scheduler, api.SchedulerDefault)
-	if !api.ValidScheduler(strategy) {
-		return nil, field("scheduler", "%q is not default or most-allocated", strategy)
-	}
 	tag := first(r.Tag, cfg.Tag)
-	if tag != "" {
-		if err := api.ValidateTag(tag); err != nil {
-			return nil, field("tag", "%s", err)
-		}
-	}
 	// No tag to require: the VM goes anywhere, as without tagRequired
 	// (published clients send it when a user ticks the box and names none).
 	tagRequired := pick(r.TagRequired, cfg.TagRequired) && tag != ""
@@ -103,31 +82,17 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 		return nil, field("reservedPorts", "%s", err)
 	}
 	if r.Timeout != nil {
-		if *r.Timeout < minTimeoutMins || *r.Timeout > maxTimeoutMins {
-			return nil, field("timeout", "%g minutes is not between %d and %d", *r.Timeout, minTimeoutMins, maxTimeoutMins)
-		}
 		plan.timeout = time.Duration(*r.Timeout * float64(time.Minute))
 	}
 	meta := cfg.CustomMetadata
 	if r.CustomMetadata != nil {
 		meta = r.CustomMetadata
 	}
-	if err := api.ValidateMetadata(meta); err != nil {
-		return nil, field("customMetadata", "%s", err)
-	}
 	display := cfg.Display
-	for _, d := range []struct {
-		name string
-		v    *int
-		dst  *int
-	}{{"displayWidth", r.DisplayWidth, &display.Width}, {"displayHeight", r.DisplayHeight, &display.Height}, {"displayDpi", r.DisplayDPI, &display.DPI}} {
-		if d.v == nil {
-			continue
+	for _, d := range []struct{ v, dst *int }{{r.DisplayWidth, &display.Width}, {r.DisplayHeight, &display.Height}, {r.DisplayDPI, &display.DPI}} {
+		if d.v != nil {
+			*d.dst = *d.v
 		}
-		if *d.v < 0 || *d.v > maxDisplay {
-			return nil, field(d.name, "%d is not between 0 and %d", *d.v, maxDisplay)
-		}
-		*d.dst = *d.v
 	}
 	node := first(r.Node, cfg.Node)
 	if node != "" {

@@ -58,33 +58,11 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 			return field("image", "%s", err)
 		}
 	}
-	if req.CPU < 0 || req.CPU > maxCPU {
-		return field("cpu", "%d is not between 1 and %d", req.CPU, maxCPU)
-	}
-	if req.Memory < 0 || req.Memory > maxMemoryGiB {
-		return field("memory", "%g GiB is not between 0 (the default) and %d", req.Memory, maxMemoryGiB)
-	}
-	if !api.ValidScheduler(req.Scheduler) {
-		return field("scheduler", "%q is not default or most-allocated", req.Scheduler)
-	}
-	if req.Tag != "" {
-		if err := api.ValidateTag(req.Tag); err != nil {
-			return field("tag", "%s", err)
-		}
+	if err := req.Fields().Validate(); err != nil {
+		return badRequest("%s", err)
 	}
 	if req.TagRequired && req.Tag == "" {
 		req.TagRequired = false // nothing to require; see planDeploy
-	}
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"displayWidth", req.DisplayWidth}, {"displayHeight", req.DisplayHeight}, {"displayDpi", req.DisplayDPI}} {
-		if d.v < 0 || d.v > maxDisplay {
-			return field(d.name, "%d is not between 0 and %d", d.v, maxDisplay)
-		}
-	}
-	if err := api.ValidateMetadata(req.CustomMetadata); err != nil {
-		return field("customMetadata", "%s", err)
 	}
 	if err := s.requireNamespace(ns); err != nil {
 		return err

@@ -49,6 +49,8 @@ func TestCLI_formats_exit_codes_completion(t *testing.T) {
 		{"missing argument", []string{"vm", "get"}, "", 2, nil},
 		{"unknown flag", []string{"vm", "list", "--nope"}, "", 2, nil},
 		{"the API refuses", []string{"vm", "get", "nope"}, "", 1, []string{"not found"}},
+		{"a field the API would refuse, before sending", []string{"vm", "deploy", "--image", "tiny", "--cpu", "0"}, "", 2, []string{"--cpu: 0 is not between 1 and 256"}},
+		{"a metadata key deploy refuses, for a config too", []string{"vmconfig", "create", "c", "--image", "tiny", "--metadata", strings.Repeat("k", 64) + "=v"}, "", 2, []string{"--metadata: key", "63"}},
 		{"namespace from the environment", []string{"vm", "list"}, "team-x", 1, []string{"team-x"}},
 		{"vm names complete", []string{"__complete", "vm", "get", ""}, "", 0, []string{"web-1"}},
 		{"by prefix", []string{"__complete", "vm", "delete", "we"}, "", 0, []string{"web-1"}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -85,6 +86,9 @@ func newVMDeployCmd(g *globals) *cobra.Command {
 			req.Node, req.Tag, req.Scheduler, req.ISO, req.ReservedPorts = o.node, o.tag, o.scheduler, o.iso, reservedPorts
 			if len(o.metadata) > 0 {
 				req.CustomMetadata = o.metadata
+			}
+			if err := checkVMFields(req.Fields()); err != nil {
+				return err
 			}
 			cl, err := g.clientFor()
 			if err != nil {
@@ -210,4 +214,29 @@ func newVMActionCmd(g *globals, action, short string) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// vmFieldFlag names the flag of a field api.VMFields checks.
+func vmFieldFlag(field string) string {
+	switch field {
+	case "displayWidth":
+		return "--display-width"
+	case "displayHeight":
+		return "--display-height"
+	case "displayDpi":
+		return "--display-dpi"
+	case "customMetadata":
+		return "--metadata"
+	}
+	return "--" + field // cpu, memory, scheduler, tag, timeout
+}
+
+// checkVMFields refuses, before anything is sent, a VM field the API would
+// refuse (the same rule: api.VMFields), naming its flag.
+func checkVMFields(f api.VMFields) error {
+	var fe *api.FieldError
+	if err := f.Validate(); errors.As(err, &fe) {
+		return usageErrorf("%s: %s", vmFieldFlag(fe.Field), fe.Problem)
+	}
+	return nil
 }

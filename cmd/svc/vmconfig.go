@@ -21,15 +21,19 @@ func newVMConfigCmd(g *globals) *cobra.Command {
 		Example: "  svc vmconfig create small --image mini-linux --cpu 1 --memory 1",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			req := api.VMConfig{
+				Name: args[0], Image: image, CPU: o.cpu, Memory: o.memory, Node: o.node, Tag: o.tag, TagRequired: o.tagRequired,
+				Scheduler: o.scheduler, ISO: o.iso, GPUPassthrough: o.gpu, LegacyIO: o.legacyIO, NetBoost: o.netBoost,
+				DisplayWidth: o.displayWidth, DisplayHeight: o.displayHeight, DisplayDPI: o.displayDPI, CustomMetadata: o.metadata,
+			}
+			if err := checkVMFields(req.Fields()); err != nil {
+				return err
+			}
 			cl, err := g.clientFor()
 			if err != nil {
 				return err
 			}
-			c, err := cl.CreateVMConfig(cmd.Context(), g.namespace, api.VMConfig{
-				Name: args[0], Image: image, CPU: o.cpu, Memory: o.memory, Node: o.node, Tag: o.tag, TagRequired: o.tagRequired,
-				Scheduler: o.scheduler, ISO: o.iso, GPUPassthrough: o.gpu, LegacyIO: o.legacyIO, NetBoost: o.netBoost,
-				DisplayWidth: o.displayWidth, DisplayHeight: o.displayHeight, DisplayDPI: o.displayDPI, CustomMetadata: o.metadata,
-			})
+			c, err := cl.CreateVMConfig(cmd.Context(), g.namespace, req)
 			if err != nil {
 				return err
 			}

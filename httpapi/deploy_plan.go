@@ -22,7 +22,6 @@ type deployPlan struct {
 	warnings []string
 }
 
-
 // planDeploy validates a deploy request field by field (400 naming the field,
 // 404 for a missing image, config or node) and merges it over its VM config.
 func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest) (*deployPlan, error) {

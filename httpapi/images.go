@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -109,7 +108,7 @@ func (s *Server) nameFree(kind, ns, name string) error {
 
 // record commits a staged file and records it as an image or ISO held here.
 func (s *Server) record(ctx context.Context, kind string, st *imagestore.Staged, img raftfsm.Image) error {
-	return s.commitBlob(ctx, st, func(ctx context.Context) error {
+	return st.Ingest(ctx, s.replica.FSM().BlobInUse, func(ctx context.Context) error {
 		_, err := s.apply(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.replica.Name()})
 		return err
 	})
@@ -260,29 +259,6 @@ func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func
 		return fail(badRequest("description is over %d bytes", maxFormField))
 	}
 	return up, nil
-}
-
-// commitBlob moves a checked, staged file into the blob store and runs
-// record, which refers to it in the replicated state. The blob is leased
-// until record has returned (Apply has reached this replica by then), so no
-// clean-up can take it meanwhile; when record fails, the blob is removed
-// again only if this call brought it and nothing references or leases it.
-func (s *Server) commitBlob(ctx context.Context, st *imagestore.Staged, record func(context.Context) error) error {
-	lease, err := st.Commit()
-	if err != nil {
-		return fmt.Errorf("store the file: %w", err)
-	}
-	defer lease.Release()
-	if err := record(ctx); err != nil {
-		if lease.Created() {
-			lease.Release()
-			if _, rerr := s.images.RemoveUnused(lease.Digest(), s.replica.FSM().BlobInUse); rerr != nil {
-				s.log.Warn("remove a blob no record took", "digest", lease.Digest(), "err", rerr)
-			}
-		}
-		return err
-	}
-	return nil
 }
 
 // serveBlob streams a blob this peer holds to another peer (Range supported).

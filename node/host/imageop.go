@@ -91,14 +91,12 @@ func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) er
 	if err != nil {
 		return fmt.Errorf("the written disk: %w", err)
 	}
-	lease, err := staged.Commit()
-	if err != nil {
+	err = staged.Ingest(ctx, p.cfg.FSM.BlobInUse, func(ctx context.Context) error {
+		_, err := p.cfg.Proposer.Apply(ctx, raftfsm.TypeVMImageOpDone, raftfsm.VMImageOpDone{
+			Namespace: vm.Namespace, VM: vm.Name, ID: vm.PendingOp.ID, Node: p.cfg.Name,
+			Digest: staged.Digest, SizeBytes: staged.Size, VirtualSize: info.VirtualSize, Format: info.Format,
+		})
 		return err
-	}
-	defer lease.Release() // after the record has reached this replica
-	_, err = p.cfg.Proposer.Apply(ctx, raftfsm.TypeVMImageOpDone, raftfsm.VMImageOpDone{
-		Namespace: vm.Namespace, VM: vm.Name, ID: vm.PendingOp.ID, Node: p.cfg.Name,
-		Digest: staged.Digest, SizeBytes: staged.Size, VirtualSize: info.VirtualSize, Format: info.Format,
 	})
 	if err != nil {
 		return fmt.Errorf("record the new content: %w", err)

@@ -195,14 +195,18 @@ func indexOf(cs []ocidisk.Chunk) []imagestore.IndexedChunk {
 // record names a pulled disk in a namespace (or gives the holder to the
 // image that already has it) and ends its lease.
 func (m *Manager) record(ctx context.Context, pd *pulled, ns, name, sourceType, owner, kind string) (raftfsm.Image, error) {
-	defer pd.lease.Release()
 	img := pd.image
 	img.Name, img.Namespace, img.SourceType, img.Owner = name, ns, sourceType, owner
 	img.CreatedAt = time.Now().UTC().Truncate(time.Second)
 	if kind == raftfsm.KindISO {
 		img.Arch, img.Format = "", ""
 	}
-	return m.createImage(ctx, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: m.cfg.Name, FromRegistry: true})
+	var rec raftfsm.Image
+	err := pd.lease.Record(ctx, m.cfg.FSM.BlobInUse, func(ctx context.Context) (err error) {
+		rec, err = m.createImage(ctx, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: m.cfg.Name, FromRegistry: true})
+		return err
+	})
+	return rec, err
 }
 
 // createImage records an image and returns the record (as the FSM made it

@@ -1,0 +1,36 @@
+package imagestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Ingest is the one way a new blob enters the store and the replicated
+// state: it commits st and records it (see Lease.Record).
+func (st *Staged) Ingest(ctx context.Context, inUse InUse, record func(context.Context) error) error {
+	lease, err := st.Commit()
+	if err != nil {
+		return fmt.Errorf("store the file: %w", err)
+	}
+	return lease.Record(ctx, inUse, record)
+}
+
+// Record runs record, which refers to the leased blob in the replicated
+// state, and then ends the lease (once record has returned, its write has
+// reached this replica, so no clean-up can take the blob meanwhile). When
+// record fails, a blob this lease's commit brought is removed again unless
+// a record refers to it (inUse) or another lease holds it: what no record
+// took does not wait for the collector.
+func (l *Lease) Record(ctx context.Context, inUse InUse, record func(context.Context) error) error {
+	defer l.Release()
+	err := record(ctx)
+	if err == nil || !l.created {
+		return err
+	}
+	l.Release()
+	if _, rerr := l.s.RemoveUnused(l.digest, inUse); rerr != nil {
+		return errors.Join(err, fmt.Errorf("remove the blob no record took: %w", rerr))
+	}
+	return err
+}

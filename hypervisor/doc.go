@@ -1,7 +1,16 @@
-// Package hypervisor runs VMs on this host. Driver is the small interface the
-// peer's reconciler uses; Libvirt drives libvirtd (QEMU with KVM where real
-// hardware virtualisation works, TCG software emulation otherwise) through
-// github.com/digitalocean/go-libvirt; Fake keeps domains in memory for tests
-// of cluster logic. A darwin driver (Apple's Virtualization framework) fits
-// the same interface.
+// Package hypervisor runs VMs on this host. Driver is what every
+// hypervisor does (define, start, stop, delete and list domains); what only
+// some can do is a role interface of its own: Pauser (suspend, resume),
+// Disks (revert, export, the overlay's path), Console (a VNC screen served
+// by the hypervisor, the serial log) and GuestGuard (keeping guests from
+// the host's services). AbilitiesOf finds a driver's roles at run time; a
+// caller asks for a role and refuses plainly (ErrUnsupported) without it,
+// so nothing outside this package knows which driver runs.
+//
+// Libvirt drives libvirtd (QEMU with KVM where real hardware virtualisation
+// works, TCG software emulation otherwise) through
+// github.com/digitalocean/go-libvirt and has every role; Fake keeps domains
+// in memory for tests of cluster logic (no screen, no guard). A darwin
+// driver (Apple's Virtualization framework) implements Driver and the roles
+// it has.
 package hypervisor

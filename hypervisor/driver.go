@@ -65,8 +65,14 @@ type Domain struct {
 	State State
 }
 
-// Driver runs VMs. Every method is bounded by its context.
+// Driver is what every hypervisor does: run a VM's domain and report it.
+// What only some hypervisors can do is a role interface of its own
+// (Pauser, Disks, Console, GuestGuard); AbilitiesOf finds them at run
+// time, and a caller that needs one asks for it and refuses plainly
+// (ErrUnsupported) without it. Every method is bounded by its context.
 type Driver interface {
+	// Describe names the driver and how it runs VMs, for logs.
+	Describe() string
 	// Probe returns nil when the hypervisor answers.
 	Probe(ctx context.Context) error
 	// Create defines and starts a domain. It creates the VM's overlay disk on
@@ -77,20 +83,53 @@ type Driver interface {
 	Start(ctx context.Context, name string) error
 	// Stop asks the guest to shut down (ACPI) and forces it off after grace.
 	Stop(ctx context.Context, name string, grace time.Duration) error
+	// Delete forces the domain off, undefines it and removes its disk.
+	Delete(ctx context.Context, name string) error
+	// List returns the domains of this peer.
+	List(ctx context.Context) ([]Domain, error)
+}
+
+// Pauser holds a running guest where it is, memory and all, and lets it
+// go on (a VM's suspend and resume).
+type Pauser interface {
 	Suspend(ctx context.Context, name string) error
 	Resume(ctx context.Context, name string) error
+}
+
+// Disks works on a domain's disk: the overlay on its base image.
+type Disks interface {
 	// Revert forces the domain off, replaces its overlay with a fresh one on
 	// the base image (all changes are lost) and starts it again.
 	Revert(ctx context.Context, s Spec) error
-	// Delete forces the domain off, undefines it and removes its disk.
-	Delete(ctx context.Context, name string) error
 	// Export writes the domain's disk, its overlay flattened onto its base,
 	// to dst as a standalone qcow2. The domain must be shut off.
 	Export(ctx context.Context, name, dst string) error
-	// List returns the domains of this peer.
-	List(ctx context.Context) ([]Domain, error)
 	// DiskPath returns the path of a domain's overlay disk.
 	DiskPath(name string) string
+}
+
+// Console is a hypervisor that serves a guest's screen itself, on a VNC
+// server at Spec.ListenAddr:Spec.VNCPort, and keeps the output of its
+// serial console.
+type Console interface {
+	ConsoleLog(name string) ([]byte, error)
+}
+
+// ErrUnsupported is returned for what the host's hypervisor cannot do.
+var ErrUnsupported = errors.New("the host's hypervisor cannot do this")
+
+// Abilities are the optional roles a driver has.
+type Abilities struct {
+	Pause, Disks, Console, Guard bool
+}
+
+// AbilitiesOf finds the optional roles d has.
+func AbilitiesOf(d Driver) Abilities {
+	_, pause := d.(Pauser)
+	_, disks := d.(Disks)
+	_, console := d.(Console)
+	_, guard := d.(GuestGuard)
+	return Abilities{Pause: pause, Disks: disks, Console: console, Guard: guard}
 }
 
 // DomainName is the domain name of VM vm of namespace ns on peer peer. Names

@@ -166,6 +166,15 @@ func (f *Fake) get(name string) (*fakeDomain, error) {
 	return d, nil
 }
 
+// Describe says the fake is one.
+func (f *Fake) Describe() string { return "fake (VMs exist only in this agent's memory; for tests)" }
+
+// The roles the fake has: no screen and no guard (it runs no guest).
+var (
+	_ Pauser = (*Fake)(nil)
+	_ Disks  = (*Fake)(nil)
+)
+
 // Probe fails while the fake is down.
 func (f *Fake) Probe(context.Context) error {
 	f.mu.Lock()

@@ -188,6 +188,18 @@ func (d *Libvirt) Probe(ctx context.Context) error {
 // QEMUUser names the user QEMU runs as.
 func (d *Libvirt) QEMUUser() string { return d.user.name }
 
+// Describe names the driver, its domain type and QEMU's user.
+func (d *Libvirt) Describe() string {
+	return fmt.Sprintf("libvirt (%s domains, QEMU as %s)", d.cfg.DomainType, d.user.name)
+}
+
+// The roles libvirt has.
+var (
+	_ Pauser  = (*Libvirt)(nil)
+	_ Disks   = (*Libvirt)(nil)
+	_ Console = (*Libvirt)(nil)
+)
+
 // DiskPath is where a domain's overlay lives.
 func (d *Libvirt) DiskPath(name string) string { return filepath.Join(d.cfg.Dir, name+".qcow2") }
 

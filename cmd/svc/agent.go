@@ -175,11 +175,7 @@ func (a *agentFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	cfg.Log = log
-	if lv, ok := cfg.Driver.(*hypervisor.Libvirt); ok {
-		log.Info("hypervisor", "driver", "libvirt", "socket", a.libvirtSocket, "domain_type", lv.DomainType(), "qemu_user", lv.QEMUUser())
-	} else {
-		log.Warn("hypervisor", "driver", "fake", "note", "VMs exist only in this agent's memory; for tests")
-	}
+	log.Info("hypervisor", "driver", cfg.Driver.Describe(), "abilities", fmt.Sprintf("%+v", hypervisor.AbilitiesOf(cfg.Driver)))
 	p, err := node.Start(cfg)
 	if err != nil {
 		return err

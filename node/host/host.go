@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -57,6 +58,8 @@ type Config struct {
 // Host is the VM host agent of a peer: its reconciler and its VMs' workers.
 type Host struct {
 	cfg     Config
+	pauser  hypervisor.Pauser // nil: the driver cannot suspend
+	disks   hypervisor.Disks  // nil: the driver cannot revert or export
 	metrics *metrics
 	ctx     context.Context // Run's; set before any worker starts
 	wg      sync.WaitGroup  // removals under way
@@ -74,7 +77,40 @@ func New(cfg Config) *Host {
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
-	return &Host{cfg: cfg, metrics: newMetrics(cfg.Registerer), workers: map[string]*vmWorker{}, removing: map[string]bool{}}
+	h := &Host{cfg: cfg, metrics: newMetrics(cfg.Registerer), workers: map[string]*vmWorker{}, removing: map[string]bool{}}
+	h.pauser, _ = cfg.Driver.(hypervisor.Pauser)
+	h.disks, _ = cfg.Driver.(hypervisor.Disks)
+	return h
+}
+
+// The driver's optional roles, refused plainly where it lacks them.
+
+func (h *Host) suspend(ctx context.Context, name string) error {
+	if h.pauser == nil {
+		return fmt.Errorf("suspend: %w", hypervisor.ErrUnsupported)
+	}
+	return h.pauser.Suspend(ctx, name)
+}
+
+func (h *Host) resume(ctx context.Context, name string) error {
+	if h.pauser == nil {
+		return fmt.Errorf("resume: %w", hypervisor.ErrUnsupported)
+	}
+	return h.pauser.Resume(ctx, name)
+}
+
+func (h *Host) revert(ctx context.Context, s hypervisor.Spec) error {
+	if h.disks == nil {
+		return fmt.Errorf("revert: %w", hypervisor.ErrUnsupported)
+	}
+	return h.disks.Revert(ctx, s)
+}
+
+func (h *Host) export(ctx context.Context, name, dst string) error {
+	if h.disks == nil {
+		return fmt.Errorf("write the disk: %w", hypervisor.ErrUnsupported)
+	}
+	return h.disks.Export(ctx, name, dst)
 }
 
 // metrics are the host agent's figures.

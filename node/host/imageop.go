@@ -77,7 +77,7 @@ func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) er
 	if err != nil {
 		return err
 	}
-	if err := p.cfg.Driver.Export(ctx, w.domain, dst); err != nil {
+	if err := p.export(ctx, w.domain, dst); err != nil {
 		return fmt.Errorf("write the disk: %w", err)
 	}
 	staged, err := p.cfg.Images.StageFile(ctx, dst)

@@ -161,7 +161,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		changed = true
 		if revert {
 			p.cfg.Log.Info("reverting vm", "vm", key)
-			if err := p.cfg.Driver.Revert(ctx, spec); err != nil {
+			if err := p.revert(ctx, spec); err != nil {
 				return fmt.Errorf("revert: %w", err)
 			}
 			w.reverted = vm.RevertGen
@@ -181,7 +181,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	case raftfsm.VMRunning:
 		switch st {
 		case hypervisor.StatePaused:
-			changed, err = true, p.cfg.Driver.Resume(ctx, name)
+			changed, err = true, p.resume(ctx, name)
 		case hypervisor.StateRunning:
 		default:
 			changed = true
@@ -204,7 +204,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		}
 	case raftfsm.VMSuspended:
 		if st == hypervisor.StateRunning {
-			changed, err = true, p.cfg.Driver.Suspend(ctx, name)
+			changed, err = true, p.suspend(ctx, name)
 			st = hypervisor.StatePaused
 		}
 	}

@@ -45,6 +45,8 @@ type Config struct {
 	Interval time.Duration
 	FSM      *raftfsm.FSM
 	Images   *imagestore.Store
+	// Disks exports VMs' disks; nil where the hypervisor cannot (a push
+	// of a VM then fails, saying so).
 	Disks    Disks
 	Proposer Proposer
 	Ready    Readiness

@@ -85,6 +85,9 @@ func (m *Manager) imageDisk(ctx context.Context, j raftfsm.Job) (string, ocidisk
 // that a run after a crash starts again a VM it stopped, never one its user
 // stopped.
 func (m *Manager) vmDisk(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, ocidisk.Config, error) {
+	if m.cfg.Disks == nil {
+		return "", ocidisk.Config{}, fmt.Errorf("read the VM's disk: %w", hypervisor.ErrUnsupported)
+	}
 	vm, ok := m.cfg.FSM.VM(j.Namespace, j.VM)
 	if !ok || vm.Node != m.cfg.Name {
 		return "", ocidisk.Config{}, fmt.Errorf("vm %q is gone or runs elsewhere", j.VM)

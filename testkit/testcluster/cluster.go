@@ -52,6 +52,9 @@ type Options struct {
 	// RegistryAllow is the peers' --registry-allow (default: loopback, where
 	// the tests' registries run; an empty, non-nil list allows none).
 	RegistryAllow []string
+	// LifecycleOnly hands the peers their fake driver with its Driver
+	// methods only: a hypervisor with none of the optional roles.
+	LifecycleOnly bool
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
 }
@@ -161,6 +164,9 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 		} else {
 			m.Fake = hypervisor.NewFake(hypervisor.DomainPrefix(name))
 			drv = m.Fake
+			if opts.LifecycleOnly {
+				drv = struct{ hypervisor.Driver }{m.Fake}
+			}
 		}
 		bind := "127.0.0.1"
 		if opts.DistinctIPs {

@@ -49,13 +49,13 @@ func (p *Peer) serveAdminSocket() error {
 	mux.HandleFunc("POST /token", p.adminToken)
 	mux.HandleFunc("POST /users/remove", p.adminRemoveUser)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	p.goRun(func() {
+	p.wg.Go(func() {
 		<-p.ctx.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	p.goRun(func() {
+	p.wg.Go(func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.cfg.Log.Error("admin socket stopped", "err", err)
 		}

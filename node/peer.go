@@ -149,12 +149,12 @@ func Start(cfg Config) (*Peer, error) {
 		Log: cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
-	p.goRun(func() {
+	p.wg.Go(func() {
 		if err := p.api.Serve(p.ctx, p.apiL, nil); err != nil && !errors.Is(err, net.ErrClosed) {
 			cfg.Log.Error("API stopped", "err", err)
 		}
 	})
-	p.goRun(func() {
+	p.wg.Go(func() {
 		if err := p.api.Serve(p.ctx, p.tlsL, p.tlsConfig()); err != nil && !errors.Is(err, net.ErrClosed) {
 			cfg.Log.Error("HTTPS API stopped", "err", err)
 		}
@@ -162,15 +162,15 @@ func Start(cfg Config) (*Peer, error) {
 	if err := p.serveAdminSocket(); err != nil {
 		return nil, err
 	}
-	p.goRun(p.catchUpLoop)
-	p.goRun(p.joinLoop)
-	p.goRun(p.bootstrapLoop)
-	p.goRun(p.leaderLoop)
-	p.goRun(p.rememberPeersLoop)
-	p.goRun(p.healthLoop)
-	p.goRun(func() { p.host.Run(p.ctx) })
-	p.goRun(p.blobGCLoop)
-	p.goRun(func() { p.jobs.Run(p.ctx) })
+	p.wg.Go(p.catchUpLoop)
+	p.wg.Go(p.joinLoop)
+	p.wg.Go(p.bootstrapLoop)
+	p.wg.Go(p.leaderLoop)
+	p.wg.Go(p.rememberPeersLoop)
+	p.wg.Go(p.healthLoop)
+	p.wg.Go(func() { p.host.Run(p.ctx) })
+	p.wg.Go(p.blobGCLoop)
+	p.wg.Go(func() { p.jobs.Run(p.ctx) })
 	ok = true
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)
@@ -190,14 +190,6 @@ func (p *Peer) peerTransport() *http.Transport {
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 	}
-}
-
-func (p *Peer) goRun(f func()) {
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		f()
-	}()
 }
 
 // report is what this peer gossips about itself.

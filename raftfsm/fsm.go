@@ -167,17 +167,7 @@ func (f *FSM) Changed() <-chan struct{} {
 // Wait returns once cond holds (it is checked now and after every change of
 // the state) or ctx ends.
 func (f *FSM) Wait(ctx context.Context, cond func() bool) error {
-	for {
-		changed := f.Changed()
-		if cond() {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the replica: %w", ctx.Err())
-		}
-	}
+	return wait(ctx, f.Changed, cond)
 }
 
 // WaitIndex returns once the replica has applied index, or ctx ends.

@@ -89,13 +89,20 @@ func (f *FSM) Watch(t Topic) <-chan struct{} { return f.topics.channel(t) }
 // WaitOn waits until cond holds, testing it again at each change of t, or
 // until ctx ends.
 func (f *FSM) WaitOn(ctx context.Context, t Topic, cond func() bool) error {
+	return wait(ctx, func() <-chan struct{} { return f.Watch(t) }, cond)
+}
+
+// wait tests cond, and again each time the channel changed returns (taken
+// before each test, so no change is missed) is closed, until cond holds or
+// ctx ends.
+func wait(ctx context.Context, changed func() <-chan struct{}, cond func() bool) error {
 	for {
-		changed := f.Watch(t)
+		ch := changed()
 		if cond() {
 			return nil
 		}
 		select {
-		case <-changed:
+		case <-ch:
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the replica: %w", ctx.Err())
 		}

@@ -122,9 +122,7 @@ func (h *Host) remove(domain string) {
 	}
 	h.removing[domain] = true
 	h.cfg.Log.Info("removing a domain nobody wants", "domain", domain)
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
+	h.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(h.ctx, removeTimeout)
 		defer cancel()
 		if err := h.cfg.Driver.Delete(ctx, domain); err != nil && h.ctx.Err() == nil {
@@ -133,7 +131,7 @@ func (h *Host) remove(domain string) {
 		h.mu.Lock()
 		delete(h.removing, domain)
 		h.mu.Unlock()
-	}()
+	})
 }
 
 // hasWorker reports whether the VM has a worker.

@@ -115,7 +115,7 @@ func (m *Manager) jobLoop() {
 				}
 				k := j.Namespace + "/" + j.Name
 				running[k] = true
-				m.goRun(func() {
+				m.wg.Go(func() {
 					m.runJob(j)
 					select {
 					case ended <- k:

@@ -87,14 +87,6 @@ func (m *Manager) Run(ctx context.Context) {
 	m.jobLoop()
 }
 
-func (m *Manager) goRun(f func()) {
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		f()
-	}()
-}
-
 // metrics are the job manager's figures.
 type metrics struct {
 	pulledChunks *prometheus.CounterVec

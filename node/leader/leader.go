@@ -42,7 +42,7 @@ func (l *Leader) ensureInit(ctx context.Context) error {
 	}
 	// This peer made the cluster: it hands out the first admin token.
 	if l.cfg.OnInit != nil {
-		l.goRun(l.cfg.OnInit)
+		l.wg.Go(l.cfg.OnInit)
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func (l *Leader) nudgeAbsentPeers() {
 	if len(addrs) == 0 {
 		return
 	}
-	l.goRun(func() {
+	l.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
 		defer cancel()
 		_, _ = l.cfg.Pool.Join(ctx, addrs)

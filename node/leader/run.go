@@ -130,14 +130,6 @@ func (l *Leader) leaderFor() time.Duration {
 	return time.Since(l.since)
 }
 
-func (l *Leader) goRun(f func()) {
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		f()
-	}()
-}
-
 // VoterTarget is how many voters a cluster of n peers should have.
 func VoterTarget(n int) int {
 	if n >= 5 {

@@ -2,7 +2,8 @@
 // hypervisor does (define, start, stop, delete and list domains); what only
 // some can do is a role interface of its own: Pauser (suspend, resume),
 // Disks (revert, export, the overlay's path), Console (a VNC screen served
-// by the hypervisor, the serial log) and GuestGuard (keeping guests from
+// by the hypervisor, the serial log), MemorySnapshots (save a running
+// guest to a file, restore it running) and GuestGuard (keeping guests from
 // the host's services). AbilitiesOf finds a driver's roles at run time; a
 // caller asks for a role and refuses plainly (ErrUnsupported) without it,
 // so nothing outside this package knows which driver runs.

@@ -67,7 +67,7 @@ type Domain struct {
 
 // Driver is what every hypervisor does: run a VM's domain and report it.
 // What only some hypervisors can do is a role interface of its own
-// (Pauser, Disks, Console, GuestGuard); AbilitiesOf finds them at run
+// (Pauser, Disks, Console, MemorySnapshots, GuestGuard); AbilitiesOf finds them at run
 // time, and a caller that needs one asks for it and refuses plainly
 // (ErrUnsupported) without it. Every method is bounded by its context.
 type Driver interface {
@@ -115,12 +115,23 @@ type Console interface {
 	ConsoleLog(name string) ([]byte, error)
 }
 
+// MemorySnapshots saves a guest's memory and device state to a file and
+// starts it again from there, running where it was: a restore takes the
+// time to read the memory back, not a boot.
+type MemorySnapshots interface {
+	// SaveMemory writes the state of a running or paused domain to path (a
+	// new file) and stops the domain; its definition and disk stay.
+	SaveMemory(ctx context.Context, name, path string) error
+	// RestoreMemory starts the domain a SaveMemory file holds, running.
+	RestoreMemory(ctx context.Context, path string) error
+}
+
 // ErrUnsupported is returned for what the host's hypervisor cannot do.
 var ErrUnsupported = errors.New("the host's hypervisor cannot do this")
 
 // Abilities are the optional roles a driver has.
 type Abilities struct {
-	Pause, Disks, Console, Guard bool
+	Pause, Disks, Console, Memory, Guard bool
 }
 
 // AbilitiesOf finds the optional roles d has.
@@ -128,8 +139,9 @@ func AbilitiesOf(d Driver) Abilities {
 	_, pause := d.(Pauser)
 	_, disks := d.(Disks)
 	_, console := d.(Console)
+	_, memory := d.(MemorySnapshots)
 	_, guard := d.(GuestGuard)
-	return Abilities{Pause: pause, Disks: disks, Console: console, Guard: guard}
+	return Abilities{Pause: pause, Disks: disks, Console: console, Memory: memory, Guard: guard}
 }
 
 // DomainName is the domain name of VM vm of namespace ns on peer peer. Names

@@ -1,0 +1,168 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// replica is a single-replica stand-in for the peer: it applies proposals
+// to the FSM at once, as the leader would.
+type replica struct {
+	fsm   *raftfsm.FSM
+	mu    sync.Mutex
+	index uint64
+}
+
+func (r *replica) Apply(_ context.Context, typ raftfsm.Type, body any) (any, error) {
+	b, err := raftfsm.Encode(typ, body)
+	if err != nil {
+		return nil, err
+	}
+	c, err := raftfsm.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.index++
+	res := r.fsm.ApplyCommand(r.index, c)
+	return res.Value, res.Err
+}
+
+func (r *replica) must(t *testing.T, typ raftfsm.Type, body any) {
+	t.Helper()
+	if _, err := r.Apply(context.Background(), typ, body); err != nil {
+		t.Fatalf("%s: %v", typ, err)
+	}
+}
+
+func (r *replica) CaughtUp() bool { return true }
+func (r *replica) CaughtUpCh() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// noFetch is a blob source for VMs whose blob is here already.
+type noFetch struct{}
+
+func (noFetch) EnsureBlob(context.Context, raftfsm.VM, string) error { return nil }
+
+func vmOn(name, node string, port int) raftfsm.VMCreate {
+	return raftfsm.VMCreate{VM: raftfsm.VM{
+		Name: name, Namespace: api.DefaultNamespace, Node: node, Image: "tiny", ImageDigest: "sha256:aa",
+		VMOptions: raftfsm.VMOptions{CPU: 1, MemoryBytes: 1 << 30}, IP: "10.0.0.1", SSHPort: port, VNCPort: port + 1,
+		ScreensharePort: port + 2, CreatedAt: time.Now().UTC(),
+	}}
+}
+
+func waitFor(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The host runs its VMs, and a pass (a listing of the driver's domains)
+// runs for a change of a VM on its node only: not for a job's progress, a
+// VM of another node or a node's tag. Its timer is an hour here, so every
+// pass counted is one a change woke.
+func TestHost_passes_only_for_its_own_vms(t *testing.T) {
+	r := &replica{fsm: raftfsm.NewFSM(nil)}
+	r.must(t, raftfsm.TypeInit, raftfsm.Init{ClusterID: "c1", Time: time.Now().UTC()})
+	for _, n := range []string{"n1", "n2"} {
+		r.must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: n, Phase: api.PhaseReady, Time: time.Now().UTC(),
+			NodeFacts: raftfsm.NodeFacts{Addr: "10.0.0.1", Arch: "amd64", Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}}})
+	}
+	r.must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "tiny", Namespace: api.DefaultNamespace,
+		Digest: "sha256:aa", SizeBytes: 10, Format: "qcow2"}, Holder: "n1"})
+	r.must(t, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: raftfsm.Job{Name: "push-1", Namespace: api.DefaultNamespace,
+		Type: raftfsm.JobPush, Node: "n1", Image: "tiny", Reference: "reg.example/x:y"}})
+	images, err := imagestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
+	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: r,
+		Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	r.must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
+	running := func() error {
+		if vm, _ := r.fsm.VM(api.DefaultNamespace, "web"); vm.Status != raftfsm.VMRunning {
+			return fmt.Errorf("vm web is %q", vm.Status)
+		}
+		return nil
+	}
+	waitFor(t, "the VM running", running)
+	settled := drv.Lists()
+	waitFor(t, "the passes settled", func() error { // the VM's own status report wakes one more
+		if n := drv.Lists(); n != settled {
+			settled = n
+			return fmt.Errorf("still passing")
+		}
+		return nil
+	})
+
+	cases := []struct {
+		name string
+		typ  raftfsm.Type
+		body func(i int) any
+	}{
+		{"a job's progress", raftfsm.TypeJobUpdate, func(i int) any {
+			return raftfsm.JobUpdate{Namespace: api.DefaultNamespace, Name: "push-1", State: raftfsm.JobRunning,
+				BytesDone: int64(i), BytesTotal: 99, Time: time.Now().UTC()}
+		}},
+		{"a VM created on another node", raftfsm.TypeVMCreate, func(i int) any { return vmOn(fmt.Sprintf("other-%d", i), "n2", 21000+10*i) }},
+		{"another node's VM reported", raftfsm.TypeVMStatus, func(i int) any {
+			status := []string{raftfsm.VMRunning, raftfsm.VMStopped}[i%2]
+			return raftfsm.VMStatus{Namespace: api.DefaultNamespace, Name: "other-0", Node: "n2", Status: status}
+		}},
+		{"a node's tag", raftfsm.TypeNodeTag, func(i int) any {
+			return raftfsm.NodeTag{Namespace: api.DefaultNamespace, Name: "n1", Tag: fmt.Sprintf("t%d", i)}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := drv.Lists()
+			for i := range 20 {
+				r.must(t, c.typ, c.body(i))
+			}
+			// A change of its own VM is the marker: once the host has run
+			// the pass it woke, every earlier write has been seen.
+			r.must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStop})
+			waitFor(t, "the VM stopped", func() error {
+				if vm, _ := r.fsm.VM(api.DefaultNamespace, "web"); vm.Status != raftfsm.VMStopped {
+					return fmt.Errorf("vm web is %q", vm.Status)
+				}
+				return nil
+			})
+			r.must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStart})
+			waitFor(t, "the VM running again", running)
+			// stop, its report, start, its report: at most four passes, and
+			// none for the twenty writes.
+			if got := drv.Lists() - before; got > 4 {
+				t.Fatalf("%d passes for 20 writes of %s and 2 changes of its own VM", got, c.name)
+			}
+		})
+	}
+}

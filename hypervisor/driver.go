@@ -126,6 +126,11 @@ type MemorySnapshots interface {
 	RestoreMemory(ctx context.Context, path string) error
 }
 
+// ErrTransient is wrapped by a failure of the host that passes by itself
+// (the kernel short of a resource for a moment: EAGAIN): the same call is
+// worth trying again, even for a VM that never ran.
+var ErrTransient = errors.New("the host was short of a resource for a moment")
+
 // ErrUnsupported is returned for what the host's hypervisor cannot do.
 var ErrUnsupported = errors.New("the host's hypervisor cannot do this")
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/digitalocean/go-libvirt"
@@ -153,10 +154,7 @@ func do[T any](ctx context.Context, d *Libvirt, what string, f func(*libvirt.Lib
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			if libvirt.IsNotFound(r.err) {
-				return zero, fmt.Errorf("%s: %w", what, ErrNotFound)
-			}
-			return zero, fmt.Errorf("%s: %w", what, r.err)
+			return zero, classify(what, r.err)
 		}
 		return r.v, nil
 	case <-ctx.Done():
@@ -305,3 +303,23 @@ func (d *Libvirt) List(ctx context.Context) ([]Domain, error) {
 	}
 	return out, nil
 }
+
+// classify wraps a libvirt error of what: ErrNotFound for a missing
+// domain, ErrTransient for the host short of a resource for a moment (e.g.
+// "failed to load cgroup BPF prog: Resource temporarily unavailable", with
+// many domains starting at once).
+func classify(what string, err error) error {
+	switch {
+	case libvirt.IsNotFound(err):
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	case strings.Contains(strings.ToLower(err.Error()), strings.ToLower(syscall.EAGAIN.Error())):
+		return fmt.Errorf("%s: %w", what, transientError{err})
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// transientError is a libvirt error that passes by itself (ErrTransient).
+type transientError struct{ err error }
+
+func (e transientError) Error() string   { return e.err.Error() }
+func (e transientError) Unwrap() []error { return []error{e.err, ErrTransient} }

@@ -23,7 +23,13 @@ const stopGrace = 20 * time.Second
 // at once, so that its deploy answers.
 const maxFailures = 5
 
-// errRetry marks a failure the next run tries again.
+// transientFor bounds how long runs that fail for a resource the host
+// lacks for a moment (hypervisor.ErrTransient) are tried again.
+const transientFor = 30 * time.Second
+
+// errRetry marks a failure the next run tries again. A new VM's failure
+// is final at once (its deploy answers), unless the host was only short of
+// a resource for a moment (hypervisor.ErrTransient).
 var errRetry = errors.New("will retry")
 
 // observation is what a pass saw of a VM's domain, and when its listing began.
@@ -45,6 +51,7 @@ type vmWorker struct {
 	done             chan struct{}
 	reverted         int64     // worker goroutine only
 	failures         int       // worker goroutine only
+	failingSince     time.Time // worker goroutine only: the first of those failures
 	settled          time.Time // worker goroutine only: end of its last change
 	opID             uint64    // worker goroutine only: the image operation tried
 	opTries          int       // worker goroutine only: its attempts
@@ -232,14 +239,20 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 }
 
 // retryOrFail returns err marked for a retry while a VM that ran before has
-// failed fewer than maxFailures runs in a row.
+// failed fewer than maxFailures runs in a row, or while the host has been
+// short of a resource for less than transientFor.
 func (w *vmWorker) retryOrFail(vm raftfsm.VM, err error) error {
-	if vm.Status != raftfsm.VMPending {
-		if w.failures++; w.failures < maxFailures {
-			return fmt.Errorf("%w: %v", errRetry, err)
-		}
+	if w.failures == 0 {
+		w.failingSince = time.Now()
 	}
-	return err
+	w.failures++
+	switch {
+	case errors.Is(err, hypervisor.ErrTransient) && time.Since(w.failingSince) < transientFor:
+	case vm.Status != raftfsm.VMPending && w.failures < maxFailures:
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %v", errRetry, err)
 }
 
 // report records the VM's status through the leader.

@@ -1,11 +1,9 @@
 package api
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // ErrInvalid is wrapped by every validation error.
@@ -107,11 +105,4 @@ func ValidateMetadata(m map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// GenerateName appends '-' and 5 random lowercase letters or digits to
-// prefix: the names the leader gives VMs deployed with a name prefix, and
-// jobs.
-func GenerateName(prefix string) string {
-	return prefix + "-" + strings.ToLower(rand.Text()[:5])
 }

@@ -2,5 +2,7 @@
 // peer. Reads come from the local replica (or through the leader with
 // ?consistent=true); writes are forwarded to the Raft leader when this peer
 // is not it, and the leader's answer is passed back unchanged. Every error is
-// a JSON Status body.
+// a JSON Status body. It asks the peer for what its handlers need through
+// small interfaces named for their use (backend.go: Replica, Consensus,
+// Readiness, Peers, Placer, Jobs, Registries), one Config field each.
 package httpapi

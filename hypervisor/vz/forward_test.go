@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/testkit/guest"
 )
 
 // echoGuest is a guest's TCP port that answers each line with "echo: line".
@@ -41,16 +42,6 @@ func echoGuest(t *testing.T) (netip.Addr, int) {
 	return netip.MustParseAddr("127.0.0.1"), a.Port
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // Many connections at once reach the guest's port through the node's
 // port; without a guest address a connection is closed at once; the end
 // of ctx closes the port.
@@ -58,14 +49,14 @@ func TestForward_carries_connections_to_the_guest(t *testing.T) {
 	ip, guestPort := echoGuest(t)
 	var mu sync.Mutex
 	known := true
-	guest := func() (netip.Addr, bool) {
+	lookup := func() (netip.Addr, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		return ip, known
 	}
-	hostPort := freePort(t)
+	hostPort := guest.FreePort(t, "127.0.0.1")
 	ctx, cancel := context.WithCancel(context.Background())
-	done, err := Forward(ctx, "127.0.0.1", hypervisor.Forward{HostPort: hostPort, GuestPort: guestPort}, guest, nil)
+	done, err := Forward(ctx, "127.0.0.1", hypervisor.Forward{HostPort: hostPort, GuestPort: guestPort}, lookup, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +120,8 @@ func TestForward_port_taken(t *testing.T) {
 	}
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
-	guest := func() (netip.Addr, bool) { return netip.Addr{}, false }
-	if _, err := Forward(context.Background(), "127.0.0.1", hypervisor.Forward{HostPort: port, GuestPort: 22}, guest, nil); err == nil {
+	none := func() (netip.Addr, bool) { return netip.Addr{}, false }
+	if _, err := Forward(context.Background(), "127.0.0.1", hypervisor.Forward{HostPort: port, GuestPort: 22}, none, nil); err == nil {
 		t.Fatal("a taken port was forwarded")
 	}
 }

@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build deps libvirt image run stop test lint unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
+.PHONY: all build deps libvirt image run stop test lint darwin-check unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
 
 all: build
 
@@ -59,6 +59,13 @@ lint:
 	@command -v staticcheck >/dev/null || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	staticcheck ./...
 	scripts/check-layout.sh
+	$(MAKE) --no-print-directory darwin-check
+
+## darwin-check: type-check the macOS build (the vz driver's calls into Apple's framework) for arm64 and amd64, and build the darwin binaries without cgo
+darwin-check:
+	$(GO) run ./cmd/svc-darwin-check -arch arm64,amd64 ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
+	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -57,6 +57,14 @@ type Spec struct {
 	// Forwards are TCP ports of ListenAddr forwarded into the guest (SSH,
 	// screen sharing, reserved ports).
 	Forwards []Forward
+	// GuestOS is the image's operating system: "" or "linux", or "darwin"
+	// (a macOS guest, which only the vz driver runs).
+	GuestOS string
+	// NVRAM, when set, is the image's NVRAM (a macOS guest's auxiliary
+	// storage) each VM starts from a copy of; HardwareModel is the Mac
+	// platform the image was installed for.
+	NVRAM         string
+	HardwareModel []byte
 }
 
 // Domain is a domain of this peer as the hypervisor reports it.
@@ -102,7 +110,7 @@ type Disks interface {
 	// the base image (all changes are lost) and starts it again.
 	Revert(ctx context.Context, s Spec) error
 	// Export writes the domain's disk, its overlay flattened onto its base,
-	// to dst as a standalone qcow2. The domain must be shut off.
+	// to dst as a standalone qcow2 or raw disk. The domain must be shut off.
 	Export(ctx context.Context, name, dst string) error
 	// DiskPath returns the path of a domain's overlay disk.
 	DiskPath(name string) string

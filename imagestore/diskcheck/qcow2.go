@@ -55,6 +55,7 @@ type qcow2Header struct {
 	incompatible, autoclr  uint64
 	refcountOrder          uint32
 	headerLength           uint32
+	compressionType        uint8
 	dataFile, backingName  string
 	hasEncryptionExtension bool
 }
@@ -86,6 +87,9 @@ func parseQcow2(head []byte, fileSize int64) (qcow2Header, error) {
 		}
 		h.incompatible, h.autoclr = u64(72), u64(88)
 		h.refcountOrder, h.headerLength = u32(96), u32(100)
+		if h.headerLength > qcow2HeaderV3 && len(head) > qcow2HeaderV3 {
+			h.compressionType = head[qcow2HeaderV3]
+		}
 	default:
 		return h, refused("qcow2 version %d is not 2 or 3", h.version)
 	}

@@ -1,0 +1,128 @@
+package vz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The runner processes of these tests are the test binary itself, run
+// with runnerEnv set: TestMain then runs a runner on a fakeMachine.
+const runnerEnv = "SVC_VZ_TEST_RUNNER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runnerEnv) == "1" {
+		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		if err := Run(context.Background(), os.Args[len(os.Args)-1], newFakeMachine, log); err != nil {
+			log.Error("runner", "err", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeMachine is a machine without a guest: it boots at once, obeys a
+// stop request when it is a Linux guest (a macOS guest ignores it, as
+// macOS does), and saves a state file naming it.
+type fakeMachine struct {
+	cfg  MachineConfig
+	done chan struct{}
+
+	mu    sync.Mutex
+	state MachineState
+}
+
+func newFakeMachine(_ context.Context, cfg MachineConfig) (Machine, error) {
+	if strings.Contains(cfg.Name, "unbootable") {
+		return nil, errors.New("the framework refuses the configuration: no boot disk")
+	}
+	return &fakeMachine{cfg: cfg, done: make(chan struct{}), state: MachineStopped}, nil
+}
+
+func (f *fakeMachine) set(s MachineState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.state == MachineStopped && s == MachineStopped {
+		return
+	}
+	f.state = s
+	if s == MachineStopped {
+		close(f.done)
+	}
+}
+
+func (f *fakeMachine) console(line string) error {
+	c, err := os.OpenFile(f.cfg.ConsoleLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = fmt.Fprintln(c, line)
+	return err
+}
+
+func (f *fakeMachine) Start(context.Context) error {
+	if f.cfg.RestoreFrom != "" {
+		b, err := os.ReadFile(f.cfg.RestoreFrom)
+		if err != nil {
+			return err
+		}
+		if string(b) != "saved "+f.cfg.Name {
+			return fmt.Errorf("state file of another machine: %q", b)
+		}
+		f.set(MachineRunning)
+		return f.console("restored " + f.cfg.Name)
+	}
+	f.set(MachineRunning)
+	return f.console("booted " + f.cfg.Name + " mac " + f.cfg.MAC)
+}
+
+func (f *fakeMachine) RequestStop(context.Context) error {
+	if f.cfg.OS == GuestLinux {
+		go func() {
+			time.Sleep(20 * time.Millisecond) // the guest shuts down
+			f.set(MachineStopped)
+		}()
+	}
+	return nil
+}
+
+func (f *fakeMachine) Stop(context.Context) error { f.set(MachineStopped); return nil }
+
+func (f *fakeMachine) Pause(context.Context) error {
+	if f.State() != MachineRunning {
+		return errors.New("not running")
+	}
+	f.set(MachinePaused)
+	return nil
+}
+
+func (f *fakeMachine) Resume(context.Context) error {
+	if f.State() != MachinePaused {
+		return errors.New("not paused")
+	}
+	f.set(MachineRunning)
+	return nil
+}
+
+func (f *fakeMachine) SaveState(_ context.Context, path string) error {
+	if f.State() != MachinePaused {
+		return errors.New("save needs a paused machine")
+	}
+	return os.WriteFile(path, []byte("saved "+f.cfg.Name), 0o600)
+}
+
+func (f *fakeMachine) State() MachineState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+func (f *fakeMachine) Done() <-chan struct{} { return f.done }

@@ -14,7 +14,9 @@ type Report struct {
 	// TLSPort is the port of the HTTPS API on Addr.
 	TLSPort int    `json:"tls,omitempty"`
 	Arch    string `json:"arch"`
-	Version string `json:"ver"`
+	// Hypervisor runs the peer's VMs (libvirt, vz, fake).
+	Hypervisor string `json:"hv,omitempty"`
+	Version    string `json:"ver"`
 	// CPU is what the peer offers: its CPUs times Overcommit.
 	CPU         int     `json:"cpu"`
 	Overcommit  float64 `json:"oc,omitempty"`

@@ -128,6 +128,7 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 	gpu := pick(r.GPUPassthrough, cfg.GPUPassthrough)
 	vm := raftfsm.VM{
 		Name: r.Name, Namespace: ns, Image: img.Name, ImageDigest: img.Digest, ImageFormat: img.Format, ImageSource: source, VMConfig: cfg.Name, ISODigest: isoDigest,
+		OS: img.OS, NVRAMDigest: img.NVRAMDigest, HardwareModel: img.HardwareModel,
 		VMOptions: raftfsm.VMOptions{
 			CPU: cpu, MemoryBytes: int64(memGiB * (1 << 30)), GPUPassthrough: gpu,
 			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost),
@@ -138,6 +139,7 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 	if gpu {
 		vm.GPU = 1
 	}
+	plan.MacOS = img.OS == raftfsm.OSMacOS
 	plan.VM, plan.Arch, plan.Node, plan.Tag, plan.TagRequired, plan.Scheduler = vm, img.Arch, node, tag, tagRequired, strategy
 	for _, rp := range reserved {
 		if rp.Guest == 22 || rp.Guest == 5900 {

@@ -21,6 +21,9 @@ func (d *Libvirt) Create(ctx context.Context, s Spec) error {
 	if err := d.checkName(s.Name); err != nil {
 		return err
 	}
+	if s.GuestOS != "" && s.GuestOS != "linux" {
+		return fmt.Errorf("%s: a %s guest runs on a vz node (a Mac), not under libvirt: %w", s.Name, s.GuestOS, ErrUnsupported)
+	}
 	err := d.create(ctx, s)
 	if err != nil && d.diskMissing(s.Name) {
 		d.cfg.Log.Warn("the domain's disk went away while it was created; making a fresh one", "domain", s.Name, "err", err)

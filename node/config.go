@@ -37,7 +37,10 @@ type Config struct {
 	Capacity      raftfsm.Capacity
 	CPUOvercommit float64
 	Arch          string
-	Version       string
+	// Hypervisor names what runs the VMs (libvirt, vz, fake), for
+	// placement.
+	Hypervisor string
+	Version    string
 
 	// Local selects short gossip timeouts for peers on one host.
 	Local bool

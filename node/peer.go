@@ -200,6 +200,7 @@ func (p *Peer) report() gossip.Report {
 		RaftAddr:    p.store.Addr(),
 		TLSPort:     p.tlsL.Addr().(*net.TCPAddr).Port,
 		Arch:        p.cfg.Arch,
+		Hypervisor:  p.cfg.Hypervisor,
 		Version:     p.cfg.Version,
 		CPU:         int(float64(p.cfg.Capacity.CPU) * p.cfg.CPUOvercommit),
 		Overcommit:  p.cfg.CPUOvercommit,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -60,6 +61,10 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 	return nil
 }
 
+// maxNVRAM bounds a macOS image's NVRAM (auxiliary storage: 32 MiB as
+// the framework makes it).
+const maxNVRAM = 64 << 20
+
 // blobCheck vets a blob fetched from a peer for what the VM uses it as:
 // its disk (of the format its image is recorded as) or its ISO. A peer
 // checks a blob it receives as if a user had uploaded it.
@@ -68,6 +73,14 @@ func blobCheck(vm raftfsm.VM, digest string) imagestore.Check {
 		return func(_ context.Context, path string) error {
 			_, err := diskcheck.ISO(path)
 			return err
+		}
+	}
+	if digest == vm.NVRAMDigest && digest != vm.ImageDigest {
+		return func(_ context.Context, path string) error {
+			if st, err := os.Stat(path); err != nil || st.Size() > maxNVRAM {
+				return fmt.Errorf("an NVRAM blob is at most %d bytes", maxNVRAM)
+			}
+			return nil
 		}
 	}
 	return func(ctx context.Context, path string) error {

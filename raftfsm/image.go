@@ -41,23 +41,54 @@ const (
 // Image is a disk image (or an ISO) of a namespace: a name bound to a
 // content digest; which nodes hold the blob is the Blob record's.
 type Image struct {
-	Name        string    `json:"name"`
-	Namespace   string    `json:"namespace"`
-	Digest      string    `json:"digest"`
-	SizeBytes   int64     `json:"sizeBytes"`
-	VirtualSize int64     `json:"virtualSize"`
-	Format      string    `json:"format"`
-	Arch        string    `json:"arch"`
-	Description string    `json:"description,omitempty"`
-	SourceType  string    `json:"sourceType"`
-	Source      string    `json:"source,omitempty"`
-	Owner       string    `json:"owner,omitempty"`
-	CreatedAt   time.Time `json:"createdAt"`
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Digest      string `json:"digest"`
+	SizeBytes   int64  `json:"sizeBytes"`
+	VirtualSize int64  `json:"virtualSize"`
+	Format      string `json:"format"`
+	Arch        string `json:"arch"`
+	// OS is the guest's operating system: "" (Linux) or "darwin" (macOS,
+	// which runs on arm64 vz nodes only).
+	OS string `json:"os,omitempty"`
+	// NVRAMDigest is the blob of a macOS image's NVRAM (auxiliary
+	// storage) and HardwareModel its Mac platform (base64), as a Tart
+	// image carries them.
+	NVRAMDigest   string    `json:"nvramDigest,omitempty"`
+	HardwareModel string    `json:"hardwareModel,omitempty"`
+	Description   string    `json:"description,omitempty"`
+	SourceType    string    `json:"sourceType"`
+	Source        string    `json:"source,omitempty"`
+	Owner         string    `json:"owner,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
 	// State is "" (Ready: records from before states), ImageReady,
 	// ImageUpdating or ImageFailed; ErrorMessage says why the last commit or
 	// save failed (the content before it is intact).
 	State        string `json:"state,omitempty"`
 	ErrorMessage string `json:"errorMessage,omitempty"`
+}
+
+// Guest operating systems of images (Image.OS).
+const (
+	OSLinux = ""
+	OSMacOS = "darwin"
+)
+
+// maxHardwareModel bounds an image's Mac hardware model (base64 of a
+// platform description of a few hundred bytes).
+const maxHardwareModel = 4096
+
+// validGuest refuses guest facts no node could run.
+func (img *Image) validGuest() error {
+	switch {
+	case img.OS != OSLinux && img.OS != OSMacOS:
+		return ruleErr(ErrInvalid, "guest OS %q: an image is Linux (\"\") or macOS (%q)", img.OS, OSMacOS)
+	case len(img.HardwareModel) > maxHardwareModel:
+		return ruleErr(ErrInvalid, "a hardware model of %d bytes is over %d", len(img.HardwareModel), maxHardwareModel)
+	case img.NVRAMDigest != "" && !validDigest(img.NVRAMDigest):
+		return ruleErr(ErrInvalid, "NVRAM digest %q is not sha256:<64 hex>", img.NVRAMDigest)
+	}
+	return nil
 }
 
 // Usable reports whether a VM can start from the image: it has content.
@@ -153,6 +184,9 @@ func (s *State) addArtifact(m map[string]*Image, word string, img *Image) error 
 	if len(img.Description) > MaxDescription {
 		return ruleErr(ErrInvalid, "description is over %d bytes", MaxDescription)
 	}
+	if err := img.validGuest(); err != nil {
+		return err
+	}
 	if _, ok := s.Namespaces[img.Namespace]; !ok {
 		return ruleErr(ErrNotFound, "namespace %q not found", img.Namespace)
 	}
@@ -161,7 +195,7 @@ func (s *State) addArtifact(m map[string]*Image, word string, img *Image) error 
 		return ruleErr(ErrAlreadyExists, "%s %q already exists in namespace %q", taken, img.Name, img.Namespace)
 	}
 	m[k] = img
-	s.ix().addDigest(img.Digest)
+	s.ix().addImage(img)
 	return nil
 }
 
@@ -190,9 +224,9 @@ func (s *State) applyImageCreate(c ImageCreate) (any, error) {
 			if img.Description == "" {
 				img.Description = old.Description
 			}
-			s.ix().dropDigest(old.Digest)
+			s.ix().dropImage(old)
 			*old = img
-			s.ix().addDigest(img.Digest)
+			s.ix().addImage(old)
 			s.holdBlob(img.Digest, img.SizeBytes, c.Holder)
 			cp := img
 			return &cp, nil
@@ -279,7 +313,7 @@ func (s *State) applyImageDelete(c ImageDelete) (any, error) {
 		return nil, ruleErr(ErrConflict, "%s %q is in use by %s", word, c.Name, strings.Join(users, ", "))
 	}
 	delete(m, key(c.Namespace, c.Name))
-	s.ix().dropDigest(img.Digest)
+	s.ix().dropImage(img)
 	return nil, nil
 }
 
@@ -309,4 +343,18 @@ func (f *FSM) NameTaken(ns, name string) string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.state.nameTaken(ns, name)
+}
+
+// validDigest reports whether d is sha256:<64 lowercase hex digits>.
+func validDigest(d string) bool {
+	hexPart, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hexPart) != 64 {
+		return false
+	}
+	for _, c := range hexPart {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

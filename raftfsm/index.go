@@ -28,7 +28,7 @@ func buildIndex(s *State) *index {
 		x.addVM(k, vm)
 	}
 	for _, img := range s.Images {
-		x.addDigest(img.Digest)
+		x.addImage(img)
 	}
 	for _, iso := range s.ISOs {
 		x.addDigest(iso.Digest)
@@ -57,6 +57,7 @@ func (x *index) addVM(k string, vm *VM) {
 	x.nsVMs[vm.Namespace]++
 	x.addDigest(vm.ImageDigest)
 	x.addDigest(vm.ISODigest)
+	x.addDigest(vm.NVRAMDigest)
 }
 
 func (x *index) removeVM(k string, vm *VM) {
@@ -72,6 +73,18 @@ func (x *index) removeVM(k string, vm *VM) {
 	x.nsVMs[vm.Namespace]--
 	x.dropDigest(vm.ImageDigest)
 	x.dropDigest(vm.ISODigest)
+	x.dropDigest(vm.NVRAMDigest)
+}
+
+// addImage counts an image's references: its disk and its NVRAM.
+func (x *index) addImage(img *Image) {
+	x.addDigest(img.Digest)
+	x.addDigest(img.NVRAMDigest)
+}
+
+func (x *index) dropImage(img *Image) {
+	x.dropDigest(img.Digest)
+	x.dropDigest(img.NVRAMDigest)
 }
 
 // addDigest counts a reference to a blob ("" is no blob: an image whose

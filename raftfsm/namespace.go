@@ -75,7 +75,7 @@ func (s *State) applyNamespaceDelete(c NamespaceDelete) (any, error) {
 	for k, v := range s.Images {
 		if v.Namespace == c.Name {
 			delete(s.Images, k)
-			s.ix().dropDigest(v.Digest)
+			s.ix().dropImage(v)
 		}
 	}
 	for k, v := range s.ISOs {

@@ -25,12 +25,14 @@ type Capacity struct {
 
 // NodeFacts are what a peer reports about itself through gossip.
 type NodeFacts struct {
-	Addr       string   `json:"addr"`
-	APIAddr    string   `json:"apiAddr"`
-	RaftAddr   string   `json:"raftAddr"`
-	GossipAddr string   `json:"gossipAddr"`
-	TLSPort    int      `json:"tlsPort,omitempty"`
-	Arch       string   `json:"arch"`
+	Addr       string `json:"addr"`
+	APIAddr    string `json:"apiAddr"`
+	RaftAddr   string `json:"raftAddr"`
+	GossipAddr string `json:"gossipAddr"`
+	TLSPort    int    `json:"tlsPort,omitempty"`
+	Arch       string `json:"arch"`
+	// Hypervisor runs the node's VMs: libvirt, vz (Macs) or fake.
+	Hypervisor string   `json:"hypervisor,omitempty"`
 	Version    string   `json:"version"`
 	Capacity   Capacity `json:"capacity"`
 	// CPUOvercommit is how many vCPUs the node offers per CPU (0: 1).

@@ -60,8 +60,12 @@ type VM struct {
 	// ISODigest is the content of the ISO (VMOptions.ISO) attached as a CD-ROM.
 	ISODigest string `json:"isoDigest,omitempty"`
 	Arch      string `json:"arch"`
-	VMConfig  string `json:"vmConfig,omitempty"`
-	Owner     string `json:"owner,omitempty"`
+	// OS, NVRAMDigest and HardwareModel are the image's (Image.OS...).
+	OS            string `json:"os,omitempty"`
+	NVRAMDigest   string `json:"nvramDigest,omitempty"`
+	HardwareModel string `json:"hardwareModel,omitempty"`
+	VMConfig      string `json:"vmConfig,omitempty"`
+	Owner         string `json:"owner,omitempty"`
 	VMOptions
 
 	// Node address and ports, stamped by the leader.

@@ -13,6 +13,8 @@ type Placement struct {
 	NamePrefix string
 	// Arch is the architecture the image needs ("" for any).
 	Arch string
+	// MacOS says the image is a macOS guest.
+	MacOS bool
 	// Node pins the VM to one node.
 	Node string
 	// Tag prefers (or, with TagRequired, requires) nodes carrying it.
@@ -25,7 +27,7 @@ type Placement struct {
 // Request returns what the placement's VM needs of a node.
 func (p Placement) Request() Request {
 	r := Request{
-		Namespace: p.VM.Namespace, CPU: p.VM.CPU, Memory: p.VM.MemoryBytes, GPU: p.VM.GPU, Arch: p.Arch,
+		Namespace: p.VM.Namespace, CPU: p.VM.CPU, Memory: p.VM.MemoryBytes, GPU: p.VM.GPU, Arch: p.Arch, MacOS: p.MacOS,
 		Node: p.Node, Tag: p.Tag, TagRequired: p.TagRequired, Strategy: p.Scheduler,
 	}
 	for _, rp := range p.VM.ReservedPorts {

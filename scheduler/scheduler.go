@@ -8,6 +8,14 @@ import (
 	"github.com/svc-project/svc/api"
 )
 
+// HypervisorVZ is the hypervisor of Mac nodes (Apple's Virtualization
+// framework).
+const HypervisorVZ = "vz"
+
+// MaxMacOSVMs is how many macOS VMs one Mac may run: Apple's licence for
+// macOS allows two virtual copies per Mac.
+const MaxMacOSVMs = 2
+
 // Strategies (the schedulers a deploy names).
 const (
 	// StrategyDefault spreads load: the node with the most room left wins.
@@ -23,6 +31,10 @@ type Node struct {
 	Ready     bool
 	Arch      string
 	Tags      []string
+	// Hypervisor runs the node's VMs (HypervisorVZ on Macs).
+	Hypervisor string
+	// MacOSVMs counts the macOS VMs placed on the node.
+	MacOSVMs int
 
 	TotalCPU, FreeCPU       int
 	TotalMemory, FreeMemory int64 // bytes
@@ -38,6 +50,9 @@ type Request struct {
 	Memory    int64 // bytes
 	GPU       int
 	Arch      string // "" for any
+	// MacOS says the image is a macOS guest: it runs on arm64 vz nodes
+	// only, MaxMacOSVMs at a time.
+	MacOS bool
 	// Node pins the VM to one node.
 	Node string
 	// Tag prefers (or, with TagRequired, requires) nodes carrying it.
@@ -94,6 +109,14 @@ var checks = [...]check{
 		func(_ *Node, r *Request) string { return "not the requested node " + r.Node }},
 	{"arch", func(r *Request) bool { return r.Arch != "" }, func(n *Node, r *Request) bool { return n.Arch == "" || n.Arch == r.Arch },
 		func(n *Node, r *Request) string { return fmt.Sprintf("arch %s, the image needs %s", n.Arch, r.Arch) }},
+	{"macos host", func(r *Request) bool { return r.MacOS }, func(n *Node, _ *Request) bool { return n.Hypervisor == HypervisorVZ && n.Arch == "arm64" },
+		func(n *Node, _ *Request) string {
+			return fmt.Sprintf("a macOS image runs on Apple silicon Macs (hypervisor vz, arch arm64); this node is %s/%s", orUnknown(n.Hypervisor), n.Arch)
+		}},
+	{"macos limit", func(r *Request) bool { return r.MacOS }, func(n *Node, _ *Request) bool { return n.MacOSVMs < MaxMacOSVMs },
+		func(n *Node, _ *Request) string {
+			return fmt.Sprintf("it runs %d macOS VMs, the most Apple's macOS licence allows per Mac (%d)", n.MacOSVMs, MaxMacOSVMs)
+		}},
 	{"tag", func(r *Request) bool { return r.Tag != "" && r.TagRequired }, func(n *Node, r *Request) bool { return slices.Contains(n.Tags, r.Tag) },
 		func(_ *Node, r *Request) string { return "no tag " + r.Tag }},
 	{"cpu", nil, func(n *Node, r *Request) bool { return n.FreeCPU >= r.CPU },
@@ -150,6 +173,13 @@ func Fits(n Node, r Request) string {
 		}
 	}
 	return ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "libvirt"
+	}
+	return s
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2fGi", float64(b)/(1<<30)) }

@@ -21,6 +21,10 @@ func node(name string, freeCPU int, freeMemGi int64, mod ...func(*Node)) Node {
 
 func TestPlace_cases(t *testing.T) {
 	tagged := func(tags ...string) func(*Node) { return func(n *Node) { n.Tags = tags } }
+	mac := func(macVMs int) func(*Node) {
+		return func(n *Node) { n.Hypervisor, n.Arch, n.MacOSVMs = HypervisorVZ, "arm64", macVMs }
+	}
+	intelMac := func(n *Node) { n.Hypervisor = HypervisorVZ }
 	cases := []struct {
 		name     string
 		nodes    []Node
@@ -43,6 +47,13 @@ func TestPlace_cases(t *testing.T) {
 		{name: "gpu", nodes: []Node{node("a", 16, 64), node("b", 16, 64, func(n *Node) { n.TotalGPU, n.FreeGPU = 2, 1 })}, req: Request{CPU: 1, Memory: gi, GPU: 1}, want: "b"},
 		{name: "port taken", nodes: []Node{node("a", 16, 64, func(n *Node) { n.UsedPorts[8080] = true }), node("b", 2, 2)}, req: Request{CPU: 1, Memory: gi, HostPorts: []int{8080}}, want: "b"},
 		{name: "arch", nodes: []Node{node("a", 16, 64), node("b", 16, 64, func(n *Node) { n.Arch = "arm64" })}, req: Request{CPU: 1, Memory: gi, Arch: "arm64"}, want: "b"},
+		{name: "macos image lands on the Apple silicon Mac", nodes: []Node{node("big-linux", 16, 64), node("intel-mac", 16, 64, intelMac), node("mac", 4, 8, mac(1))},
+			req: Request{CPU: 2, Memory: 4 * gi, MacOS: true}, want: "mac"},
+		{name: "macos image never on libvirt", nodes: []Node{node("linux", 16, 64, func(n *Node) { n.Arch = "arm64" })}, req: Request{CPU: 2, Memory: gi, MacOS: true},
+			wantErrs: []string{"linux: a macOS image runs on Apple silicon Macs (hypervisor vz, arch arm64); this node is libvirt/arm64"}},
+		{name: "third macos vm on a mac refused", nodes: []Node{node("mac", 16, 64, mac(2))}, req: Request{CPU: 2, Memory: gi, MacOS: true},
+			wantErrs: []string{"mac: it runs 2 macOS VMs, the most Apple's macOS licence allows per Mac (2)"}},
+		{name: "linux image on a mac of its arch", nodes: []Node{node("mac", 16, 64, mac(2)), node("linux", 4, 8)}, req: Request{CPU: 1, Memory: gi, Arch: "arm64"}, want: "mac"},
 		{name: "other namespace is invisible", nodes: []Node{node("a", 16, 64, func(n *Node) { n.Namespace = "other" })}, req: Request{CPU: 1, Memory: gi}, wantErrs: []string{`namespace "ns" has no nodes`}},
 		{name: "every reason named", nodes: []Node{node("b", 0, 64), node("a", 16, 64, func(n *Node) { n.Ready = false })}, req: Request{CPU: 1, Memory: gi},
 			wantErrs: []string{"no node can take the VM: a: NOT READY; b: not enough CPU (0 free, 1 needed)"}},

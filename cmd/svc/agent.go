@@ -25,33 +25,34 @@ import (
 
 // agentFlags are the settings of svc agent; a config file may set any of them.
 type agentFlags struct {
-	config          string
-	name            string
-	dataDir         string
-	bind            string
-	apiPort         int
-	tlsPort         int
-	raftPort        int
-	gossipPort      int
-	bootstrapExpect int
-	join            []string
-	cpu             int
-	memory          string
-	gpu             int
-	dev             bool
-	reapAfter       time.Duration
-	libvirtSocket   string
-	domainType      string
-	qemuUser        string
-	logLevel        string
-	logFormat       string
-	maxConns        int
-	maxConnsClient  int
-	chunkMiB        int
-	maxJobs         int
-	registryAllow   []string
-	hypervisor      string
-	cpuOvercommit   float64
+	config             string
+	name               string
+	dataDir            string
+	bind               string
+	apiPort            int
+	tlsPort            int
+	raftPort           int
+	gossipPort         int
+	bootstrapExpect    int
+	join               []string
+	cpu                int
+	memory             string
+	gpu                int
+	dev                bool
+	reapAfter          time.Duration
+	libvirtSocket      string
+	domainType         string
+	qemuUser           string
+	logLevel           string
+	logFormat          string
+	maxConns           int
+	maxConnsClient     int
+	chunkMiB           int
+	maxJobs            int
+	registryAllow      []string
+	hypervisor         string
+	vzGuestVNCPassword string
+	cpuOvercommit      float64
 }
 
 // devCPUOvercommit is --dev's default --cpu-overcommit.
@@ -111,7 +112,8 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.BoolVar(&a.dev, "dev", false, "a single-peer cluster on loopback in a local data dir, for trying svc out")
 	f.DurationVar(&a.reapAfter, "reap-after", 72*time.Hour, "how long a dead peer keeps its Raft seat before a non-voter takes it")
 	f.StringVar(&a.libvirtSocket, "libvirt-socket", hypervisor.DefaultSocket, "libvirtd's unix socket")
-	f.StringVar(&a.hypervisor, "hypervisor", "libvirt", "libvirt, or fake: VMs that only exist in the agent's memory, for tests of the cluster (chaos runs)")
+	f.StringVar(&a.hypervisor, "hypervisor", defaultHypervisor(), "libvirt (Linux), vz (macOS: Apple's Virtualization framework), or fake: VMs that only exist in the agent's memory, for tests of the cluster (chaos runs)")
+	f.StringVar(&a.vzGuestVNCPassword, "vz-guest-vnc-password", "admin", "with --hypervisor vz: the password the guests' Screen Sharing asks for (the images' own; the VM's VNC port asks clients for the VM's password)")
 	f.StringVar(&a.domainType, "domain-type", "auto", "libvirt domain type: kvm (hardware virtualisation), qemu (software emulation) or auto (probe the host)")
 	f.StringVar(&a.qemuUser, "qemu-user", "", "unprivileged user QEMU runs as, never root (default: libvirt-qemu, or qemu where the host has no libvirt-qemu)")
 	f.IntVar(&a.maxConns, "max-conns", 0, "open API connections of clients other than the cluster's peers (default: 3/4 of the file limit, at most 16384)")
@@ -281,13 +283,21 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		return cfg, fmt.Errorf("--cpu-overcommit %g: give 1 to 64 vCPUs per CPU", a.cpuOvercommit)
 	}
 	cfg.Capacity, cfg.CPUOvercommit = capacity, a.cpuOvercommit
+	cfg.Hypervisor = a.hypervisor
 	switch a.hypervisor {
 	case "fake":
 		cfg.Driver = hypervisor.NewFake(hypervisor.DomainPrefix(cfg.Name))
 		return cfg, nil
+	case "vz":
+		drv, err := newVZDriver(cfg, a.vzGuestVNCPassword)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Driver = drv
+		return cfg, nil
 	case "libvirt":
 	default:
-		return cfg, fmt.Errorf("--hypervisor %q: use libvirt or fake", a.hypervisor)
+		return cfg, fmt.Errorf("--hypervisor %q: use libvirt, vz or fake", a.hypervisor)
 	}
 	dt := a.domainType
 	if dt == "auto" {

@@ -27,12 +27,18 @@ type Resolved struct {
 	Ref name.Reference
 	// ManifestDigest is the manifest's digest: what the reference resolved to.
 	ManifestDigest string
-	// Config and Chunks describe an svc disk; ContainerDisk is set instead
-	// for any other image, read as a KubeVirt containerDisk.
+	// Config and Chunks describe an svc disk; Tart is set instead for a
+	// Tart VM image, ContainerDisk for any other image, read as a KubeVirt
+	// containerDisk.
 	Config        Config
 	Chunks        []Chunk
+	Tart          *Tart
 	ContainerDisk bool
 }
+
+// SVCDisk reports whether r is an svc disk, whose digest is known before
+// it is pulled (Config.Digest).
+func (r Resolved) SVCDisk() bool { return !r.ContainerDisk && r.Tart == nil }
 
 // Resolve reads the manifest (and config) that ref names.
 func Resolve(ctx context.Context, ref name.Reference, reg Registry) (Resolved, error) {
@@ -52,6 +58,13 @@ func Resolve(ctx context.Context, ref name.Reference, reg Registry) (Resolved, e
 	var m v1.Manifest
 	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
 		return Resolved{}, fmt.Errorf("resolve %s: the manifest: %w", ref, err)
+	}
+	if isTart(&m) {
+		out.Tart, err = resolveTart(ctx, puller, ref, &m)
+		if err != nil {
+			return Resolved{}, fmt.Errorf("resolve %s: %w", ref, err)
+		}
+		return out, nil
 	}
 	if m.Config.MediaType != MediaTypeConfig {
 		out.ContainerDisk = true

@@ -1,6 +1,8 @@
 package host
 
 import (
+	"encoding/base64"
+
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -15,9 +17,17 @@ func (h *Host) specFor(vm raftfsm.VM, name string) hypervisor.Spec {
 	if vm.ISODigest != "" {
 		iso = h.cfg.Images.Path(vm.ISODigest)
 	}
-	return hypervisor.Spec{
+	s := hypervisor.Spec{
 		Name: name, CPU: vm.CPU, MemoryMiB: vm.MemoryBytes >> 20, ISO: iso,
 		BaseImage: h.cfg.Images.Path(vm.ImageDigest), BaseFormat: vm.ImageFormat,
 		LegacyIO: vm.LegacyIO, ListenAddr: h.cfg.Bind, VNCPort: vm.VNCPort, VNCPassword: vm.VNCPassword, Forwards: fwd,
+		GuestOS: vm.OS,
 	}
+	if vm.NVRAMDigest != "" {
+		s.NVRAM = h.cfg.Images.Path(vm.NVRAMDigest)
+	}
+	if hw, err := base64.StdEncoding.DecodeString(vm.HardwareModel); err == nil {
+		s.HardwareModel = hw
+	}
+	return s
 }

@@ -156,7 +156,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	revert := vm.RevertGen > vm.ObservedRevertGen && w.reverted < vm.RevertGen
 	note := ""
 	if revert || !exists {
-		for _, d := range []string{vm.ImageDigest, vm.ISODigest} {
+		for _, d := range []string{vm.ImageDigest, vm.ISODigest, vm.NVRAMDigest} {
 			if d == "" {
 				continue
 			}

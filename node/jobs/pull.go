@@ -29,7 +29,9 @@ import (
 // pulled is a disk a pull committed to the blob store, leased until its
 // record is in the replicated state.
 type pulled struct {
-	lease  *imagestore.Lease
+	lease *imagestore.Lease
+	// nvram is a Tart image's NVRAM blob (image.NVRAMDigest), leased too.
+	nvram  *imagestore.Lease
 	image  raftfsm.Image // digest, sizes, format, arch, source; no name
 	kind   string        // ocidisk.KindImage or KindISO
 	result ocidisk.PullResult
@@ -61,11 +63,21 @@ func (m *Manager) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocid
 	var st *imagestore.Staged
 	var res ocidisk.PullResult
 	var err error
-	if r.ContainerDisk {
+	var nvram *imagestore.Lease
+	switch {
+	case r.Tart != nil:
+		st, nvram, err = m.pullTart(ctx, r, reg, progress, &img)
+	case r.ContainerDisk:
 		st, err = m.pullContainerDisk(ctx, r, reg, arch, progress, &img)
-	} else {
+	default:
 		st, res, err = m.pullDisk(ctx, r, reg, progress)
 	}
+	handed := false // the leases go to the caller with the result
+	defer func() {
+		if nvram != nil && !handed {
+			nvram.Release()
+		}
+	}()
 	m.metrics.pulledChunks.WithLabelValues("registry").Add(float64(res.ChunksFetched))
 	m.metrics.pulledChunks.WithLabelValues("local").Add(float64(res.ChunksLocal))
 	m.metrics.pulledChunks.WithLabelValues("resumed").Add(float64(res.ChunksResumed))
@@ -73,7 +85,7 @@ func (m *Manager) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocid
 		return nil, err
 	}
 	defer st.Discard()
-	if !r.ContainerDisk && st.Digest != r.Config.Digest {
+	if r.SVCDisk() && st.Digest != r.Config.Digest {
 		return nil, fmt.Errorf("%w: %s is %s, not %s", imagestore.ErrDigestMismatch, r.Ref, st.Digest, r.Config.Digest)
 	}
 	if want != "" && st.Digest != want {
@@ -87,7 +99,7 @@ func (m *Manager) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocid
 		return nil, err
 	}
 	img.Digest, img.SizeBytes = lease.Digest(), st.Size
-	if !r.ContainerDisk {
+	if r.SVCDisk() {
 		if err := m.cfg.Images.SaveChunks(img.Digest, indexOf(r.Chunks)); err != nil {
 			m.cfg.Log.Warn("save the chunk index", "digest", img.Digest, "err", err)
 		}
@@ -95,10 +107,11 @@ func (m *Manager) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocid
 	m.cfg.Log.Info("pulled", "reference", img.Source, "digest", img.Digest, "bytes", st.Size, "took", time.Since(start),
 		"chunks_fetched", res.ChunksFetched, "chunks_local", res.ChunksLocal, "chunks_resumed", res.ChunksResumed)
 	kind := r.Config.Kind
-	if r.ContainerDisk {
+	if !r.SVCDisk() {
 		kind = ocidisk.KindImage
 	}
-	return &pulled{lease: lease, image: img, kind: kind, result: res}, nil
+	handed = true
+	return &pulled{lease: lease, nvram: nvram, image: img, kind: kind, result: res}, nil
 }
 
 // pullDisk pulls an svc disk into this peer's partial disk of it, keeping
@@ -166,7 +179,7 @@ func (m *Manager) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg
 // checked: an svc disk is raw, a containerDisk's file qcow2 or raw (its
 // format and virtual size are then what it is), an ISO an ISO.
 func vetPulled(ctx context.Context, r ocidisk.Resolved, st *imagestore.Staged, img *raftfsm.Image) error {
-	if r.Config.Kind == ocidisk.KindISO && !r.ContainerDisk {
+	if r.Config.Kind == ocidisk.KindISO && r.SVCDisk() {
 		if _, err := diskcheck.ISO(st.Path()); err != nil {
 			return fmt.Errorf("%s: %w", r.Ref, err)
 		}
@@ -206,7 +219,71 @@ func (m *Manager) record(ctx context.Context, pd *pulled, ns, name, sourceType, 
 		rec, err = m.createImage(ctx, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: m.cfg.Name, FromRegistry: true})
 		return err
 	})
-	return rec, err
+	if pd.nvram == nil {
+		return rec, err
+	}
+	if err != nil {
+		pd.nvram.Release()
+		return rec, err
+	}
+	// the image refers to the NVRAM now: this peer holds it
+	return rec, pd.nvram.Record(ctx, m.cfg.FSM.BlobInUse, func(ctx context.Context) error {
+		_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: img.NVRAMDigest, SizeBytes: sizeOf(m.cfg.Images.Path(img.NVRAMDigest)), Node: m.cfg.Name})
+		return err
+	})
+}
+
+func sizeOf(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// release ends the leases of a pull that is not recorded.
+func (pd *pulled) release() {
+	pd.lease.Release()
+	if pd.nvram != nil {
+		pd.nvram.Release()
+	}
+}
+
+// pullTart pulls a Tart image: its disk staged, its NVRAM committed to the
+// blob store (and leased), its guest facts in img.
+func (m *Manager) pullTart(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress, img *raftfsm.Image) (*imagestore.Staged, *imagestore.Lease, error) {
+	disk, err := m.cfg.Images.TempPath("pull")
+	if err != nil {
+		return nil, nil, err
+	}
+	nv, err := m.cfg.Images.TempPath("nvram")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ocidisk.PullTart(ctx, r, reg, disk, nv, progress); err != nil {
+		return nil, nil, err
+	}
+	nst, err := m.cfg.Images.StageFile(ctx, nv)
+	if err != nil {
+		_ = os.Remove(disk)
+		return nil, nil, err
+	}
+	nvram, err := nst.Commit()
+	if err != nil {
+		_ = os.Remove(disk)
+		return nil, nil, err
+	}
+	st, err := m.cfg.Images.StageFile(ctx, disk)
+	if err != nil {
+		nvram.Release()
+		return nil, nil, err
+	}
+	c := r.Tart.Config
+	img.Arch, img.NVRAMDigest, img.HardwareModel = c.Arch, nvram.Digest(), c.HardwareModel
+	if c.OS == "darwin" {
+		img.OS = raftfsm.OSMacOS
+	}
+	return st, nvram, nil
 }
 
 // createImage records an image and returns the record (as the FSM made it
@@ -277,7 +354,7 @@ func (m *Manager) ResolveImage(ctx context.Context, ns, reference, owner string)
 	if img, ok := m.cfg.FSM.Image(ns, name); ok && img.Source == source && img.Usable() {
 		return img, nil // pulled before: a peer holds it
 	}
-	if !r.ContainerDisk {
+	if r.SVCDisk() {
 		img := raftfsm.Image{
 			Name: name, Namespace: ns, Digest: r.Config.Digest, SizeBytes: r.Config.VirtualSize, VirtualSize: r.Config.VirtualSize,
 			Format: "raw", Arch: r.Config.Arch, Description: r.Config.Description, SourceType: raftfsm.SourceRegistry, Source: source, Owner: owner,

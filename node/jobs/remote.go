@@ -133,7 +133,7 @@ func (m *Manager) pullJob(ctx context.Context, j raftfsm.Job, progress ocidisk.P
 		kind = ocidisk.KindISO
 	}
 	if pd.kind != kind {
-		pd.lease.Release()
+		pd.release()
 		return "", fmt.Errorf("%s is a disk of kind %q, not %q", j.Reference, pd.kind, kind)
 	}
 	img, err := m.record(ctx, pd, j.Namespace, j.Image, raftfsm.SourceRemote, j.Owner, j.Kind)

@@ -83,6 +83,7 @@ func (l *Leader) schedulerNodes() []scheduler.Node {
 	for _, n := range views {
 		out = append(out, scheduler.Node{
 			Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Arch: n.Arch, Tags: n.Tags,
+			Hypervisor: n.Hypervisor, MacOSVMs: l.macOSVMs(n.Name),
 			TotalCPU: n.Capacity.CPU, FreeCPU: n.Capacity.CPU - n.Used.CPU,
 			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - n.Used.MemoryBytes,
 			TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - n.Used.GPU,
@@ -90,6 +91,17 @@ func (l *Leader) schedulerNodes() []scheduler.Node {
 		})
 	}
 	return out
+}
+
+// macOSVMs counts the macOS VMs placed on a node.
+func (l *Leader) macOSVMs(node string) int {
+	n := 0
+	for _, vm := range l.cfg.FSM.VMsOnNode(node) {
+		if vm.OS == raftfsm.OSMacOS {
+			n++
+		}
+	}
+	return n
 }
 
 // usedPorts are the ports of a node that no VM may take: its VMs' and its

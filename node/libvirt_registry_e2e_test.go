@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore/rawdisk"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/registrytest"
 	"github.com/svc-project/svc/testkit/testcluster"
@@ -161,6 +163,46 @@ func TestLibvirtCluster_push_deploy_reference(t *testing.T) {
 	if img, err := bcl.GetImage(ctx(t), ns, "mini-1"); err != nil || img.SourceType != "registry" {
 		t.Fatalf("containerDisk image %+v %v", img, err)
 	}
+
+	// A Tart-format image holding the guest's disk (as Mac users keep
+	// images) deploys and boots here; its NVRAM is kept for vz hosts.
+	tartRef := reg.Host + "/tart/minitart:1"
+	pushTartOf(t, reg, tartRef, image)
+	tv := realDeploy(t, b, api.DeployRequest{Image: tartRef, Name: "from-tart"})
+	if got := guestRun(t, b, tv, "cat /data/proof 2>&1 || echo absent"); !strings.Contains(got, "absent") {
+		t.Fatalf("the Tart guest: %q", got)
+	}
+	timg, ok := b.Members[0].Peer.FSM().Image(ns, "minitart-1")
+	if !ok || timg.Format != "raw" || timg.NVRAMDigest == "" || timg.OS != "" {
+		t.Fatalf("Tart image record %+v", timg)
+	}
+	if blob, ok := b.Members[0].Peer.FSM().Blob(timg.NVRAMDigest); !ok || len(blob.Holders) == 0 || blob.SizeBytes != int64(len(tartNVRAM)) {
+		t.Fatalf("the Tart image's NVRAM is not held: %+v", blob)
+	}
+}
+
+// tartNVRAM is the NVRAM of the Tart image the tests push.
+var tartNVRAM = []byte(strings.Repeat("EFI variables of a Tart image\n", 512))
+
+// pushTartOf pushes the guest's disk (made raw) as a Tart image.
+func pushTartOf(t *testing.T, reg *registrytest.Server, ref, qcow2 string) {
+	t.Helper()
+	raw := t.TempDir() + "/disk.raw"
+	if err := rawdisk.FromQcow2(ctx(t), qcow2, raw); err != nil {
+		t.Fatal(err)
+	}
+	disk, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	registrytest.PushTart(t, r, registrytest.TartImage{
+		Config: registrytest.TartConfig{Version: 1, OS: "linux", Arch: runtime.GOARCH, CPUCount: 1, MemorySize: 512 << 20, MACAddress: "7e:5f:00:00:00:02"},
+		Disk:   disk, NVRAM: tartNVRAM, LayerSize: 16 << 20,
+	}, remote.WithAuth(&authn.Basic{Username: reg.Username, Password: reg.Password}), remote.WithTransport(reg.Transport()))
 }
 
 // waitJobFor polls a job until it ends.

@@ -16,12 +16,19 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build deps libvirt image run stop test lint darwin-check unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
+.PHONY: all build sign deps libvirt image run stop test lint darwin-check unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
+
+## sign: on a Mac, after 'make build': sign bin/svc with the virtualization entitlement (Apple's framework refuses unsigned VMs) and copy it to bin/svc-darwin for scripts/bootstrap-cluster.sh
+sign:
+	@[ "$$(uname -s)" = Darwin ] || { echo "make sign runs on macOS (codesign)"; exit 1; }
+	codesign --force --sign - --entitlements scripts/macos/svc.entitlements bin/svc
+	codesign --display --entitlements - bin/svc | grep -q com.apple.security.virtualization
+	cp bin/svc bin/svc-darwin
 
 ## deps: install the Debian packages svc needs (libvirt, QEMU, the image build's tools) where missing
 deps:

@@ -1,36 +1,39 @@
 #!/usr/bin/env bash
 # Brings an svc cluster up on real hosts over SSH: copies the svc binary,
-# installs a systemd unit running 'svc agent' on each host, starts the first
-# peers with --bootstrap-expect and joins the rest to them.
+# installs a service running 'svc agent' on each host (a systemd unit on
+# Linux, a launchd daemon on macOS), starts the first peers with
+# --bootstrap-expect and joins the rest to them.
 #
-#   scripts/bootstrap-cluster.sh [-u USER] [-b BINARY] [-d DATA_DIR] [-p PORT] [-e ARGS] HOST...
+#   scripts/bootstrap-cluster.sh [-u USER] [-b BINARY] [-m MAC_BINARY] [-d DATA_DIR] [-p PORT] [-e ARGS] HOST...
 #
 # HOST is the address each peer binds to and advertises (the host's address
 # on the cluster's private network). The first min(3, number of hosts) hosts
 # form the cluster; the others join. Run it again with more hosts to add them:
 # peers already running keep their data and identity.
 #   -u USER      SSH user with sudo rights (default: root)
-#   -b BINARY    svc binary to install (default: bin/svc; build with 'make build')
+#   -b BINARY    svc binary for Linux hosts (default: bin/svc; build with 'make build')
+#   -m MAC_BINARY svc binary for macOS hosts, built and signed on a Mac
+#                (default: bin/svc-darwin; 'make build sign' on the Mac, see docs/macos.md)
 #   -d DATA_DIR  data dir on the hosts (default: /var/lib/svc)
 #   -p PORT      API port (default: 8080)
 #   -e ARGS      extra 'svc agent' arguments for every host (e.g. "--memory 64G")
-# Needs: ssh and scp access to every host, systemd on the hosts.
+# Needs: ssh and scp access to every host; systemd on Linux hosts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-user=root bin=bin/svc data=/var/lib/svc port=8080 extra=""
-while getopts "u:b:d:p:e:h" opt; do
+user=root bin=bin/svc macbin=bin/svc-darwin data=/var/lib/svc port=8080 extra=""
+while getopts "u:b:m:d:p:e:h" opt; do
   case $opt in
   u) user=$OPTARG ;;
   b) bin=$OPTARG ;;
+  m) macbin=$OPTARG ;;
   d) data=$OPTARG ;;
   p) port=$OPTARG ;;
   e) extra=$OPTARG ;;
-  *) sed -n '2,18p' "$0"; exit 2 ;;
+  *) sed -n '2,22p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '2,18p' "$0"; exit 2; }
-[ -x "$bin" ] || { echo "no svc binary at $bin: run 'make build'" >&2; exit 1; }
+[ $# -ge 1 ] || { sed -n '2,22p' "$0"; exit 2; }
 hosts=("$@")
 expect=$(( ${#hosts[@]} < 3 ? ${#hosts[@]} : 3 ))
 first=${hosts[0]}
@@ -50,6 +53,33 @@ for i in "${!hosts[@]}"; do
   fi
   [ -z "$extra" ] || args+=" $extra"
   echo "== $h: svc $args"
+  if [ "$(ssh "${ssh_opts[@]}" "$user@$h" uname -s)" = Darwin ]; then
+    [ -x "$macbin" ] || { echo "no macOS svc binary at $macbin: build and sign it on a Mac (docs/macos.md)" >&2; exit 1; }
+    scp "${ssh_opts[@]}" "$macbin" "$user@$h:/tmp/svc.new"
+    ssh "${ssh_opts[@]}" "$user@$h" "$sudo sh -s" <<PLIST
+set -e
+install -m 0755 /tmp/svc.new /usr/local/bin/svc && rm -f /tmp/svc.new
+mkdir -p $data && chmod 0700 $data
+args="$args"
+{
+  echo '<?xml version="1.0" encoding="UTF-8"?>'
+  echo '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">'
+  echo '<plist version="1.0"><dict>'
+  echo '<key>Label</key><string>dev.svc.agent</string>'
+  echo '<key>ProgramArguments</key><array><string>/usr/local/bin/svc</string>'
+  for a in \$args; do echo "<string>\$a</string>"; done
+  echo '</array>'
+  echo '<key>RunAtLoad</key><true/><key>KeepAlive</key><true/>'
+  echo '<key>SoftResourceLimits</key><dict><key>NumberOfFiles</key><integer>65536</integer></dict>'
+  echo '<key>StandardErrorPath</key><string>/var/log/svc-agent.log</string>'
+  echo '</dict></plist>'
+} >/Library/LaunchDaemons/dev.svc.agent.plist
+launchctl bootout system/dev.svc.agent 2>/dev/null || true
+launchctl bootstrap system /Library/LaunchDaemons/dev.svc.agent.plist
+PLIST
+    continue
+  fi
+  [ -x "$bin" ] || { echo "no svc binary at $bin: run 'make build'" >&2; exit 1; }
   scp "${ssh_opts[@]}" "$bin" "$user@$h:/tmp/svc.new"
   ssh "${ssh_opts[@]}" "$user@$h" "$sudo sh -s" <<UNIT
 set -e
@@ -89,5 +119,5 @@ for _ in $(seq 1 120); do
   fi
   sleep 1
 done
-echo "the cluster did not report ${#hosts[@]} READY nodes in 120 s; check 'journalctl -u svc-agent' on the hosts" >&2
+echo "the cluster did not report ${#hosts[@]} READY nodes in 120 s; check 'journalctl -u svc-agent' (Linux) or /var/log/svc-agent.log (macOS) on the hosts" >&2
 exit 1

@@ -71,6 +71,7 @@ lint:
 ## darwin-check: type-check the macOS build (the vz driver's calls into Apple's framework) for arm64 and amd64, and build the darwin binaries without cgo
 darwin-check:
 	$(GO) run ./cmd/svc-darwin-check -arch arm64,amd64 ./...
+	@GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 $(GO) list -deps ./cmd/svc | grep -qx github.com/Code-Hex/vz/v3 || { echo "the darwin/arm64 build of cmd/svc does not import github.com/Code-Hex/vz/v3"; exit 1; }
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
 

@@ -66,6 +66,9 @@ type Node struct {
 	PhaseReason string   `json:"phaseReason,omitempty"`
 	Tags        []string `json:"svcTags"`
 	Arch        string   `json:"arch"`
+	// Hypervisor runs the node's VMs: libvirt, or vz on Macs (where
+	// macOS images run).
+	Hypervisor string `json:"hypervisor,omitempty"`
 	// CPUOvercommit is how many vCPUs the node offers per CPU: allocatableCpu
 	// counts vCPUs.
 	CPUOvercommit float64 `json:"cpuOvercommit"`

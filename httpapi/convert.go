@@ -29,6 +29,7 @@ func nodeToAPI(n raftfsm.NodeView) api.Node {
 		PhaseReason:       n.PhaseReason,
 		Tags:              append([]string{}, n.Tags...),
 		Arch:              n.Arch,
+		Hypervisor:        n.Hypervisor,
 		CPUOvercommit:     max(n.CPUOvercommit, 1),
 		CachedImages:      []string{},
 	}

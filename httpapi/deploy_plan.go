@@ -117,6 +117,7 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 		return nil, errorf(http.StatusConflict, api.ReasonConflict, "image %q has no content yet (%s): its save is under way or failed", image, stateOf(img))
 	}
 	var isoDigest string
+	guestOS := img.OS
 	iso := first(r.ISO, cfg.ISO)
 	if iso != "" {
 		i, ok := fsm.ISO(ns, iso)
@@ -124,11 +125,14 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 			return nil, notFound("iso %q not found in namespace %q", iso, ns)
 		}
 		isoDigest = i.Digest
+		if i.OS == raftfsm.OSMacOS {
+			guestOS = raftfsm.OSMacOS // a macOS restore image installs macOS
+		}
 	}
 	gpu := pick(r.GPUPassthrough, cfg.GPUPassthrough)
 	vm := raftfsm.VM{
 		Name: r.Name, Namespace: ns, Image: img.Name, ImageDigest: img.Digest, ImageFormat: img.Format, ImageSource: source, VMConfig: cfg.Name, ISODigest: isoDigest,
-		OS: img.OS, NVRAMDigest: img.NVRAMDigest, HardwareModel: img.HardwareModel,
+		OS: guestOS, NVRAMDigest: img.NVRAMDigest, HardwareModel: img.HardwareModel,
 		VMOptions: raftfsm.VMOptions{
 			CPU: cpu, MemoryBytes: int64(memGiB * (1 << 30)), GPUPassthrough: gpu,
 			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost),
@@ -139,7 +143,7 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 	if gpu {
 		vm.GPU = 1
 	}
-	plan.MacOS = img.OS == raftfsm.OSMacOS
+	plan.MacOS = guestOS == raftfsm.OSMacOS
 	plan.VM, plan.Arch, plan.Node, plan.Tag, plan.TagRequired, plan.Scheduler = vm, img.Arch, node, tag, tagRequired, strategy
 	for _, rp := range reserved {
 		if rp.Guest == 22 || rp.Guest == 5900 {

@@ -134,6 +134,15 @@ type MemorySnapshots interface {
 	RestoreMemory(ctx context.Context, path string) error
 }
 
+// GuestIdentity is a hypervisor whose guests carry more than their disk:
+// a macOS guest's NVRAM (auxiliary storage) and Mac platform, which an
+// image saved from it keeps.
+type GuestIdentity interface {
+	// Identity returns the path of the domain's NVRAM and its hardware
+	// model ("" and nil for a guest that has none).
+	Identity(name string) (nvram string, hardwareModel []byte, err error)
+}
+
 // ErrTransient is wrapped by a failure of the host that passes by itself
 // (the kernel short of a resource for a moment: EAGAIN): the same call is
 // worth trying again, even for a VM that never ran.

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +22,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/disktest"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -393,5 +396,34 @@ func TestNode_tag_answers_the_whole_record(t *testing.T) {
 	}
 	if !reflect.DeepEqual(untagged, listed()) || !slices.Contains(untagged.CachedImages, "tiny") {
 		t.Fatalf("untag answered %+v, the list shows %+v", untagged, listed())
+	}
+}
+
+// A macOS restore image (IPSW) uploads as an ISO that installs macOS: a
+// deploy with it is a macOS guest, which only an Apple silicon vz node
+// takes; this cluster has none, and the refusal says why.
+func TestISO_restore_image_is_a_macos_install(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	cl := c.Client(c.WaitLeader())
+	upload(t, cl, "tiny", tinyImage(t))
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	for _, n := range []string{"BuildManifest.plist", "Restore.plist"} {
+		w, _ := zw.Create(n)
+		_, _ = w.Write([]byte(n))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	iso, err := cl.UploadISO(ctx(t), ns, "sequoia.ipsw", bytes.NewReader(zb.Bytes()), int64(zb.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok := c.Members[0].Peer.FSM().ISO(ns, iso.Name); !ok || rec.OS != raftfsm.OSMacOS || rec.Format != diskcheck.FormatIPSW {
+		t.Fatalf("the restore image's record %+v", rec)
+	}
+	_, err = cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", ISO: "sequoia.ipsw", Name: "mac", CPU: intp(1), Memory: floatp(0.25)})
+	if err == nil || !strings.Contains(err.Error(), "a macOS image runs on Apple silicon Macs") {
+		t.Fatalf("a macOS install on a cluster without Macs: %v", err)
 	}
 }

@@ -71,6 +71,11 @@ const maxNVRAM = 64 << 20
 func blobCheck(vm raftfsm.VM, digest string) imagestore.Check {
 	if digest == vm.ISODigest && digest != vm.ImageDigest {
 		return func(_ context.Context, path string) error {
+			if vm.OS == raftfsm.OSMacOS {
+				if _, err := diskcheck.IPSW(path); err == nil {
+					return nil
+				}
+			}
 			_, err := diskcheck.ISO(path)
 			return err
 		}

@@ -50,6 +50,12 @@ type VMImageOpDone struct {
 	SizeBytes   int64  `json:"sizeBytes"`
 	VirtualSize int64  `json:"virtualSize"`
 	Format      string `json:"format"`
+	// OS, NVRAMDigest (of NVRAMSize bytes) and HardwareModel are a macOS
+	// guest's, which the image keeps with its disk.
+	OS            string `json:"os,omitempty"`
+	NVRAMDigest   string `json:"nvramDigest,omitempty"`
+	NVRAMSize     int64  `json:"nvramSize,omitempty"`
+	HardwareModel string `json:"hardwareModel,omitempty"`
 }
 
 // VMImageOpFailed reports a commit or save that could not be carried out:
@@ -129,20 +135,31 @@ func (s *State) applyVMImageOpDone(c VMImageOpDone) (any, error) {
 	if !strings.HasPrefix(c.Digest, "sha256:") || len(c.Digest) != 71 || c.SizeBytes <= 0 {
 		return nil, ruleErr(ErrInvalid, "a digest sha256:<64 hex digits> and a size are required")
 	}
+	guest := Image{OS: c.OS, NVRAMDigest: c.NVRAMDigest, HardwareModel: c.HardwareModel}
+	if err := guest.validGuest(); err != nil {
+		return nil, err
+	}
 	vm, img, err := s.pendingOp(c.Namespace, c.VM, c.ID, c.Node)
 	if err != nil {
 		return nil, err
 	}
 	x := s.ix()
-	x.dropDigest(img.Digest)
+	x.dropImage(img)
 	img.Digest, img.SizeBytes, img.VirtualSize, img.Format = c.Digest, c.SizeBytes, c.VirtualSize, c.Format
+	img.OS, img.NVRAMDigest, img.HardwareModel = c.OS, c.NVRAMDigest, c.HardwareModel
 	img.State, img.ErrorMessage = ImageReady, ""
-	x.addDigest(img.Digest)
+	x.addImage(img)
 	s.holdBlob(c.Digest, c.SizeBytes, c.Node)
+	if c.NVRAMDigest != "" {
+		s.holdBlob(c.NVRAMDigest, c.NVRAMSize, c.Node)
+	}
 	// The VM goes on from the result: a fresh overlay on the new content.
 	x.dropDigest(vm.ImageDigest)
+	x.dropDigest(vm.NVRAMDigest)
 	vm.Image, vm.ImageDigest, vm.ImageFormat = img.Name, c.Digest, c.Format
+	vm.NVRAMDigest, vm.HardwareModel = c.NVRAMDigest, c.HardwareModel
 	x.addDigest(vm.ImageDigest)
+	x.addDigest(vm.NVRAMDigest)
 	vm.RevertGen++
 	vm.Desired, vm.PendingOp = VMRunning, nil
 	if vm.Status == VMFailed {

@@ -44,9 +44,11 @@ type Config struct {
 	// SaveRestore says the host can save and restore a VM's memory
 	// (HostSupportsSaveRestore).
 	SaveRestore bool
-	// StartTimeout bounds a runner's start (2 minutes when 0).
-	StartTimeout time.Duration
-	Log          *slog.Logger
+	// StartTimeout bounds a runner's start (2 minutes when 0); a macOS
+	// install is given InstallTimeout (2 hours when 0).
+	StartTimeout   time.Duration
+	InstallTimeout time.Duration
+	Log            *slog.Logger
 }
 
 // DefaultLeases is where macOS's DHCP server (bootpd, serving vz's NAT
@@ -90,6 +92,9 @@ func New(cfg Config) (hypervisor.Driver, error) {
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 2 * time.Minute
+	}
+	if cfg.InstallTimeout == 0 {
+		cfg.InstallTimeout = 2 * time.Hour
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -194,6 +199,17 @@ func (d *Driver) prepare(ctx context.Context, s hypervisor.Spec, fresh bool) (Ru
 	}
 	if known && !fresh {
 		m.MAC, m.MachineID = old.Machine.MAC, old.Machine.MachineID
+		if len(m.HardwareModel) == 0 {
+			m.HardwareModel = old.Machine.HardwareModel // installed here
+		}
+	}
+	if m.OS == GuestMacOS {
+		// a macOS guest's "ISO" is a restore image: it installs macOS
+		// once, onto a disk that has none yet
+		if m.ISO != "" && len(m.HardwareModel) == 0 {
+			m.InstallIPSW = m.ISO
+		}
+		m.ISO = ""
 	}
 	if m.MAC == "" {
 		m.MAC = randomMAC().String()
@@ -259,7 +275,11 @@ func (d *Driver) spawn(ctx context.Context, name string, cfg RunnerConfig) error
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // reaps it while this peer lives
-	wctx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	timeout := d.cfg.StartTimeout
+	if cfg.Machine.InstallIPSW != "" {
+		timeout = d.cfg.InstallTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -274,7 +294,7 @@ func (d *Driver) spawn(ctx context.Context, name string, cfg RunnerConfig) error
 		case err := <-exited:
 			return fmt.Errorf("vz: the runner of %s ended (%v): %s", name, err, d.logTail(name))
 		case <-wctx.Done():
-			return fmt.Errorf("vz: %s did not start within %s: %s", name, d.cfg.StartTimeout, d.logTail(name))
+			return fmt.Errorf("vz: %s did not start within %s: %s", name, timeout, d.logTail(name))
 		case <-tick.C:
 		}
 	}

@@ -240,7 +240,20 @@ func (m memoryDriver) RestoreMemory(ctx context.Context, path string) error {
 	return m.spawn(ctx, name, cfg)
 }
 
+// Identity returns the VM's NVRAM and hardware model.
+func (d *Driver) Identity(name string) (string, []byte, error) {
+	cfg, err := d.config(name)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := os.Stat(cfg.Machine.NVRAM); err != nil {
+		return "", nil, fmt.Errorf("vz: %s's NVRAM: %w", name, err)
+	}
+	return cfg.Machine.NVRAM, cfg.Machine.HardwareModel, nil
+}
+
 var (
+	_ hypervisor.GuestIdentity   = (*Driver)(nil)
 	_ hypervisor.Pauser          = (*Driver)(nil)
 	_ hypervisor.Disks           = (*Driver)(nil)
 	_ hypervisor.Console         = (*Driver)(nil)

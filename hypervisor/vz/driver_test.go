@@ -284,3 +284,41 @@ func TestDriver_refuses_names_of_other_peers(t *testing.T) {
 		t.Fatal("a VM of another peer was created")
 	}
 }
+
+func TestDriver_macos_install_from_restore_image(t *testing.T) {
+	td := newTestDriver(t)
+	ctx := ctxT(t)
+	ipsw := filepath.Join(t.TempDir(), "UniversalMac_15.0_Restore.ipsw")
+	if err := os.WriteFile(ipsw, []byte("PK restore image"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := td.spec("ns.installer", GuestMacOS)
+	s.ISO = ipsw
+	if err := td.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	disk := filepath.Join(td.cfg.Dir, s.Name, diskFile)
+	if got := string(mustRead(t, disk)); got != "macOS installed from "+ipsw {
+		t.Fatalf("disk %q: macOS was not installed from the restore image", got)
+	}
+	nvram, hw, err := td.Driver.(hypervisor.GuestIdentity).Identity(s.Name)
+	if err != nil || string(hw) != "hardware model of "+ipsw || string(mustRead(t, nvram)) != "auxiliary storage" {
+		t.Fatalf("identity %q %q %v", nvram, hw, err)
+	}
+	// started again, the installed system boots: no second install
+	if err := td.Stop(ctx, s.Name, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(disk, []byte("the user's files"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := td.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(mustRead(t, disk)); got != "the user's files" {
+		t.Fatalf("disk %q: installed again", got)
+	}
+	if _, hw2, _ := td.Driver.(hypervisor.GuestIdentity).Identity(s.Name); !bytes.Equal(hw2, hw) {
+		t.Fatalf("hardware model %q after a restart, was %q", hw2, hw)
+	}
+}

@@ -43,6 +43,19 @@ func newFakeMachine(_ context.Context, cfg MachineConfig) (Machine, error) {
 	if strings.Contains(cfg.Name, "unbootable") {
 		return nil, errors.New("the framework refuses the configuration: no boot disk")
 	}
+	if _, err := os.Stat(cfg.NVRAM); err != nil { // the framework creates it
+		if err := os.WriteFile(cfg.NVRAM, []byte("auxiliary storage"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.InstallIPSW != "" {
+		// the install writes macOS onto the disk and takes the restore
+		// image's hardware model
+		if err := os.WriteFile(cfg.Disk, []byte("macOS installed from "+cfg.InstallIPSW), 0o600); err != nil {
+			return nil, err
+		}
+		cfg.HardwareModel = []byte("hardware model of " + cfg.InstallIPSW)
+	}
 	return &fakeMachine{cfg: cfg, done: make(chan struct{}), state: MachineStopped}, nil
 }
 
@@ -126,3 +139,7 @@ func (f *fakeMachine) State() MachineState {
 }
 
 func (f *fakeMachine) Done() <-chan struct{} { return f.done }
+
+func (f *fakeMachine) Identity() (hardwareModel, machineID []byte) {
+	return f.cfg.HardwareModel, []byte("machine " + f.cfg.Name)
+}

@@ -105,6 +105,10 @@ type Machine interface {
 	// SaveState writes the paused machine's memory and devices to path.
 	SaveState(ctx context.Context, path string) error
 	State() MachineState
+	// Identity is the machine's platform as built: a macOS guest's hardware
+	// model (taken from the restore image by an install) and its machine
+	// identifier, which the VM keeps from then on.
+	Identity() (hardwareModel, machineID []byte)
 	// Done is closed when the machine has stopped (or failed) for good.
 	Done() <-chan struct{}
 }

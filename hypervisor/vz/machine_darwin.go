@@ -264,3 +264,7 @@ func (m *vzMachine) State() MachineState {
 }
 
 func (m *vzMachine) Done() <-chan struct{} { return m.done }
+
+func (m *vzMachine) Identity() (hardwareModel, machineID []byte) {
+	return m.cfg.HardwareModel, m.cfg.MachineID
+}

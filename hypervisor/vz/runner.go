@@ -1,6 +1,7 @@
 package vz
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,6 +153,9 @@ func Run(ctx context.Context, dir string, newMachine NewMachineFunc, log *slog.L
 	r.mu.Lock()
 	r.machine = m
 	r.mu.Unlock()
+	if err := r.keepIdentity(dir, m); err != nil {
+		r.log.Warn("record the machine's identity", "err", err)
+	}
 	r.log.Info("machine started", "os", cfg.Machine.OS, "cpu", cfg.Machine.CPU, "memoryMiB", cfg.Machine.MemoryMiB, "restored", cfg.Machine.RestoreFrom != "")
 	r.serveGuest(ctx)
 	select {
@@ -163,6 +167,20 @@ func Run(ctx context.Context, dir string, newMachine NewMachineFunc, log *slog.L
 		r.stop(sctx, 30*time.Second)
 	}
 	return nil
+}
+
+// keepIdentity records the machine's platform in its config, and that an
+// install is done: a restarted runner boots the installed system with the
+// same identity.
+func (r *runner) keepIdentity(dir string, m Machine) error {
+	hw, id := m.Identity()
+	c := r.cfg
+	if c.Machine.InstallIPSW == "" && bytes.Equal(hw, c.Machine.HardwareModel) && bytes.Equal(id, c.Machine.MachineID) {
+		return nil
+	}
+	c.Machine.HardwareModel, c.Machine.MachineID, c.Machine.InstallIPSW = hw, id, ""
+	c.Machine.RestoreFrom = ""
+	return writeRunnerConfig(dir, c)
 }
 
 // listenControl listens on the control socket; a socket left by a runner

@@ -2,11 +2,14 @@ package host
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/imagestore/rawdisk"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -91,15 +94,55 @@ func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) er
 	if err != nil {
 		return fmt.Errorf("the written disk: %w", err)
 	}
+	done := raftfsm.VMImageOpDone{
+		Namespace: vm.Namespace, VM: vm.Name, ID: vm.PendingOp.ID, Node: p.cfg.Name,
+		Digest: staged.Digest, SizeBytes: staged.Size, VirtualSize: info.VirtualSize, Format: info.Format,
+	}
+	nvram, err := p.keepIdentity(ctx, vm, w.domain, &done)
+	if err != nil {
+		return err
+	}
+	if nvram != nil {
+		defer nvram.Release()
+	}
 	err = staged.Ingest(ctx, p.cfg.FSM.BlobInUse, func(ctx context.Context) error {
-		_, err := p.cfg.Proposer.Apply(ctx, raftfsm.TypeVMImageOpDone, raftfsm.VMImageOpDone{
-			Namespace: vm.Namespace, VM: vm.Name, ID: vm.PendingOp.ID, Node: p.cfg.Name,
-			Digest: staged.Digest, SizeBytes: staged.Size, VirtualSize: info.VirtualSize, Format: info.Format,
-		})
+		_, err := p.cfg.Proposer.Apply(ctx, raftfsm.TypeVMImageOpDone, done)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("record the new content: %w", err)
 	}
 	return nil
+}
+
+// keepIdentity adds a macOS guest's NVRAM and Mac platform to what a
+// commit or save records: the NVRAM committed to the blob store (leased
+// until the record is in), the hardware model as the guest has it.
+func (h *Host) keepIdentity(ctx context.Context, vm raftfsm.VM, domain string, done *raftfsm.VMImageOpDone) (*imagestore.Lease, error) {
+	gi, ok := h.cfg.Driver.(hypervisor.GuestIdentity)
+	if !ok || vm.OS != raftfsm.OSMacOS {
+		return nil, nil
+	}
+	path, hw, err := gi.Identity(domain)
+	if err != nil || path == "" {
+		return nil, fmt.Errorf("the guest's NVRAM: %w", err)
+	}
+	tmp, err := h.cfg.Images.TempPath("nvram")
+	if err != nil {
+		return nil, err
+	}
+	if err := rawdisk.CopySparse(ctx, path, tmp); err != nil {
+		return nil, fmt.Errorf("the guest's NVRAM: %w", err)
+	}
+	st, err := h.cfg.Images.StageFile(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	lease, err := st.Commit()
+	if err != nil {
+		return nil, err
+	}
+	done.OS, done.NVRAMDigest, done.NVRAMSize = vm.OS, lease.Digest(), st.Size
+	done.HardwareModel = base64.StdEncoding.EncodeToString(hw)
+	return lease, nil
 }

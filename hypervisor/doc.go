@@ -3,15 +3,15 @@
 // some can do is a role interface of its own: Pauser (suspend, resume),
 // Disks (revert, export, the overlay's path), Console (a VNC screen served
 // by the hypervisor, the serial log), MemorySnapshots (save a running
-// guest to a file, restore it running) and GuestGuard (keeping guests from
-// the host's services). AbilitiesOf finds a driver's roles at run time; a
+// guest to a file, restore it running), GuestGuard (keeping guests from
+// the host's services) and GuestIdentity (a macOS guest's NVRAM and Mac
+// platform, which a saved image keeps). AbilitiesOf finds a driver's roles at run time; a
 // caller asks for a role and refuses plainly (ErrUnsupported) without it,
 // so nothing outside this package knows which driver runs.
 //
 // Libvirt drives libvirtd (QEMU with KVM where real hardware virtualisation
 // works, TCG software emulation otherwise) through
 // github.com/digitalocean/go-libvirt and has every role; Fake keeps domains
-// in memory for tests of cluster logic (no screen, no guard). A darwin
-// driver (Apple's Virtualization framework) implements Driver and the roles
-// it has.
+// in memory for tests of cluster logic (no screen, no guard). Macs run
+// package hypervisor/vz (Apple's Virtualization framework).
 package hypervisor

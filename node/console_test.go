@@ -18,6 +18,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/internal/rfb"
+	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -91,40 +92,26 @@ func TestConsole_authorization(t *testing.T) {
 // is past 32 viewers), a close at ClientInit.
 func fakeScreen(t *testing.T, addr string, full bool) {
 	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 16)
-				_, _ = c.Write([]byte("RFB 003.008\n"))
-				_, _ = io.ReadFull(c, buf[:12])
-				_, _ = c.Write([]byte{1, rfb.SecurityVNCAuth})
-				_, _ = io.ReadFull(c, buf[:1])
-				_, _ = c.Write(make([]byte, 16)) // the challenge
-				_, _ = io.ReadFull(c, buf[:16])
-				_, _ = c.Write([]byte{0, 0, 0, 0})
-				if _, err := io.ReadFull(c, buf[:1]); err != nil || full {
-					return
-				}
-				init := make([]byte, 24, 28)
-				binary.BigEndian.PutUint16(init[0:], 640)
-				binary.BigEndian.PutUint16(init[2:], 480)
-				init[4] = 32
-				binary.BigEndian.PutUint32(init[20:], 4)
-				_, _ = c.Write(append(init, "fake"...))
-				_, _ = io.Copy(io.Discard, c)
-			}()
+	guest.Serve(t, addr, func(c net.Conn) {
+		buf := make([]byte, 16)
+		_, _ = c.Write([]byte("RFB 003.008\n"))
+		_, _ = io.ReadFull(c, buf[:12])
+		_, _ = c.Write([]byte{1, rfb.SecurityVNCAuth})
+		_, _ = io.ReadFull(c, buf[:1])
+		_, _ = c.Write(make([]byte, 16)) // the challenge
+		_, _ = io.ReadFull(c, buf[:16])
+		_, _ = c.Write([]byte{0, 0, 0, 0})
+		if _, err := io.ReadFull(c, buf[:1]); err != nil || full {
+			return
 		}
-	}()
+		init := make([]byte, 24, 28)
+		binary.BigEndian.PutUint16(init[0:], 640)
+		binary.BigEndian.PutUint16(init[2:], 480)
+		init[4] = 32
+		binary.BigEndian.PutUint32(init[20:], 4)
+		_, _ = c.Write(append(init, "fake"...))
+		_, _ = io.Copy(io.Discard, c)
+	})
 }
 
 // A screen that takes no more viewers is a 429 Status before the upgrade;

@@ -53,13 +53,15 @@ for i in "${!hosts[@]}"; do
   fi
   [ -z "$extra" ] || args+=" $extra"
   echo "== $h: svc $args"
-  if [ "$(ssh "${ssh_opts[@]}" "$user@$h" uname -s)" = Darwin ]; then
-    [ -x "$macbin" ] || { echo "no macOS svc binary at $macbin: build and sign it on a Mac (docs/macos.md)" >&2; exit 1; }
-    scp "${ssh_opts[@]}" "$macbin" "$user@$h:/tmp/svc.new"
+  os=$(ssh "${ssh_opts[@]}" "$user@$h" uname -s)
+  b=$bin
+  [ "$os" != Darwin ] || b=$macbin
+  [ -x "$b" ] || { echo "no svc binary for $os at $b: 'make build' (Linux), 'make build sign' on a Mac (docs/macos.md)" >&2; exit 1; }
+  scp "${ssh_opts[@]}" "$b" "$user@$h:/tmp/svc.new"
+  ssh "${ssh_opts[@]}" "$user@$h" "$sudo sh -c 'install -m 0755 /tmp/svc.new /usr/local/bin/svc && rm -f /tmp/svc.new && mkdir -p $data && chmod 0700 $data'"
+  if [ "$os" = Darwin ]; then
     ssh "${ssh_opts[@]}" "$user@$h" "$sudo sh -s" <<PLIST
 set -e
-install -m 0755 /tmp/svc.new /usr/local/bin/svc && rm -f /tmp/svc.new
-mkdir -p $data && chmod 0700 $data
 args="$args"
 {
   echo '<?xml version="1.0" encoding="UTF-8"?>'
@@ -79,12 +81,8 @@ launchctl bootstrap system /Library/LaunchDaemons/dev.svc.agent.plist
 PLIST
     continue
   fi
-  [ -x "$bin" ] || { echo "no svc binary at $bin: run 'make build'" >&2; exit 1; }
-  scp "${ssh_opts[@]}" "$bin" "$user@$h:/tmp/svc.new"
   ssh "${ssh_opts[@]}" "$user@$h" "$sudo sh -s" <<UNIT
 set -e
-install -m 0755 /tmp/svc.new /usr/local/bin/svc && rm -f /tmp/svc.new
-mkdir -p $data && chmod 0700 $data
 cat >/etc/systemd/system/svc-agent.service <<'EOF_UNIT'
 [Unit]
 Description=svc agent (VM hosting cluster peer)

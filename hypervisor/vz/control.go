@@ -1,7 +1,6 @@
 package vz
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,7 +69,7 @@ func ask(ctx context.Context, sock string, req request) (response, error) {
 		return response{}, fmt.Errorf("runner %s: send %s: %w", sock, req.Op, err)
 	}
 	var resp response
-	if err := json.NewDecoder(bufio.NewReader(&limited{r: conn, n: maxControlMessage})).Decode(&resp); err != nil {
+	if err := json.NewDecoder(io.LimitReader(conn, maxControlMessage)).Decode(&resp); err != nil {
 		if ctx.Err() != nil {
 			return response{}, ctx.Err()
 		}
@@ -84,23 +83,4 @@ func ask(ctx context.Context, sock string, req request) (response, error) {
 		return resp, fmt.Errorf("runner: %s: %s", req.Op, resp.Error)
 	}
 	return resp, nil
-}
-
-// limited reads at most n bytes, then fails (a message that long is not
-// the protocol's).
-type limited struct {
-	r interface{ Read([]byte) (int, error) }
-	n int
-}
-
-func (l *limited) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, errors.New("control message too long")
-	}
-	if len(p) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= n
-	return n, err
 }

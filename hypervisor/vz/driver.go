@@ -197,9 +197,11 @@ func (d *Driver) prepare(ctx context.Context, s hypervisor.Spec, fresh bool) (Ru
 	if m.OS == "" {
 		m.OS = GuestLinux
 	}
-	if known && !fresh {
+	if known {
+		// a VM keeps its network identity (its MAC, so its lease) and its
+		// machine identifier through a revert
 		m.MAC, m.MachineID = old.Machine.MAC, old.Machine.MachineID
-		if len(m.HardwareModel) == 0 {
+		if len(m.HardwareModel) == 0 && !fresh {
 			m.HardwareModel = old.Machine.HardwareModel // installed here
 		}
 	}

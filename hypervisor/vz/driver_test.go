@@ -151,6 +151,25 @@ func TestDriver_lifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantState(t, td, s.Name, hypervisor.StateRunning)
+	// a revert gives the VM its image's disk again, and keeps its MAC
+	before, err := readRunnerConfig(filepath.Join(td.cfg.Dir, s.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(disks.DiskPath(s.Name), []byte("the VM's changes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := disks.Revert(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, td, s.Name, hypervisor.StateRunning)
+	if got := mustRead(t, disks.DiskPath(s.Name)); !bytes.Equal(got, mustRead(t, td.base)) {
+		t.Fatal("the reverted disk is not the image's")
+	}
+	after, _ := readRunnerConfig(filepath.Join(td.cfg.Dir, s.Name))
+	if after.Machine.MAC != before.Machine.MAC {
+		t.Fatalf("the revert changed the MAC from %s to %s", before.Machine.MAC, after.Machine.MAC)
+	}
 	if err := td.Delete(ctx, s.Name); err != nil {
 		t.Fatal(err)
 	}

@@ -18,27 +18,12 @@ import (
 // echoGuest is a guest's TCP port that answers each line with "echo: line".
 func echoGuest(t *testing.T) (netip.Addr, int) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					fmt.Fprintf(c, "echo: %s\n", sc.Text())
-				}
-			}()
+	a := guest.Serve(t, "127.0.0.1:0", func(c net.Conn) {
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			fmt.Fprintf(c, "echo: %s\n", sc.Text())
 		}
-	}()
-	a := l.Addr().(*net.TCPAddr)
+	})
 	return netip.MustParseAddr("127.0.0.1"), a.Port
 }
 

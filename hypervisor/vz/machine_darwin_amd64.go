@@ -4,7 +4,6 @@ package vz
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/Code-Hex/vz/v3"
@@ -27,7 +26,7 @@ func (m *vzMachine) restore(context.Context) error {
 }
 
 func (m *vzMachine) SaveState(context.Context, string) error {
-	return errors.Join(hypervisor.ErrUnsupported, errors.New("memory save needs an Apple silicon host"))
+	return fmt.Errorf("memory save needs an Apple silicon host: %w", hypervisor.ErrUnsupported)
 }
 
 // HostSupportsSaveRestore is false on Intel Macs.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -57,9 +58,12 @@ const maxRunnerFile = 1 << 20
 // readRunnerConfig reads and checks a VM directory's runner config.
 func readRunnerConfig(dir string) (RunnerConfig, error) {
 	var c RunnerConfig
-	b, err := readBounded(filepath.Join(dir, runnerFile), maxRunnerFile)
+	b, err := readTail(filepath.Join(dir, runnerFile), maxRunnerFile+1)
 	if err != nil {
 		return c, err
+	}
+	if len(b) > maxRunnerFile {
+		return c, fmt.Errorf("%s: over %d bytes", runnerFile, maxRunnerFile)
 	}
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("%s: %w", runnerFile, err)
@@ -81,24 +85,6 @@ func writeRunnerConfig(dir string, c RunnerConfig) error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(dir, runnerFile))
-}
-
-func readBounded(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%s: %d bytes, over %d", path, st.Size(), max)
-	}
-	b := make([]byte, st.Size())
-	_, err = f.ReadAt(b, 0)
-	return b, err
 }
 
 // runner is one VM's process.
@@ -265,7 +251,7 @@ func (r *runner) handle(conn net.Conn) {
 	defer cancel()
 	_ = conn.SetReadDeadline(time.Now().Add(controlDialWait))
 	var req request
-	if err := json.NewDecoder(&limited{r: conn, n: maxControlMessage}).Decode(&req); err != nil {
+	if err := json.NewDecoder(io.LimitReader(conn, maxControlMessage)).Decode(&req); err != nil {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})

@@ -20,38 +20,23 @@ import (
 // then a 640×480 screen named "guest-desktop".
 func guestScreen(t *testing.T, password string) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if rfb.ServeVNCAuth(c, password) != nil {
-					return
-				}
-				var shared [1]byte
-				if _, err := io.ReadFull(c, shared[:]); err != nil {
-					return
-				}
-				name := "guest-desktop"
-				si := make([]byte, 24)
-				binary.BigEndian.PutUint16(si[0:], 640)
-				binary.BigEndian.PutUint16(si[2:], 480)
-				si[4] = 32
-				binary.BigEndian.PutUint32(si[20:], uint32(len(name)))
-				_, _ = c.Write(append(si, name...))
-				_, _ = io.Copy(io.Discard, c)
-			}()
+	return guest.Serve(t, "127.0.0.1:0", func(c net.Conn) {
+		if rfb.ServeVNCAuth(c, password) != nil {
+			return
 		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+		var shared [1]byte
+		if _, err := io.ReadFull(c, shared[:]); err != nil {
+			return
+		}
+		name := "guest-desktop"
+		si := make([]byte, 24)
+		binary.BigEndian.PutUint16(si[0:], 640)
+		binary.BigEndian.PutUint16(si[2:], 480)
+		si[4] = 32
+		binary.BigEndian.PutUint32(si[20:], uint32(len(name)))
+		_, _ = c.Write(append(si, name...))
+		_, _ = io.Copy(io.Discard, c)
+	}).Port
 }
 
 func TestServeScreen_rfb_password_proxy(t *testing.T) {

@@ -10,58 +10,45 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/svc-project/svc/testkit/guest"
 )
 
 // server is a minimal RFB server offering types and checking password.
 func server(t *testing.T, types []byte, password string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = c.Write([]byte("RFB 003.008\n"))
-				ver := make([]byte, 12)
-				if _, err := io.ReadFull(c, ver); err != nil {
-					return
-				}
-				_, _ = c.Write(append([]byte{byte(len(types))}, types...))
-				var choice [1]byte
-				if _, err := io.ReadFull(c, choice[:]); err != nil || choice[0] != SecurityVNCAuth {
-					return
-				}
-				challenge := []byte("0123456789abcdef")
-				_, _ = c.Write(challenge)
-				got := make([]byte, 16)
-				if _, err := io.ReadFull(c, got); err != nil {
-					return
-				}
-				key := make([]byte, 8)
-				copy(key, password)
-				for i := range key {
-					key[i] = bits.Reverse8(key[i])
-				}
-				block, _ := des.NewCipher(key)
-				want := make([]byte, 16)
-				block.Encrypt(want[:8], challenge[:8])
-				block.Encrypt(want[8:], challenge[8:])
-				var res [4]byte
-				if !bytes.Equal(got, want) {
-					binary.BigEndian.PutUint32(res[:], 1)
-				}
-				_, _ = c.Write(res[:])
-			}()
+	return guest.Serve(t, "127.0.0.1:0", func(c net.Conn) {
+		_, _ = c.Write([]byte("RFB 003.008\n"))
+		ver := make([]byte, 12)
+		if _, err := io.ReadFull(c, ver); err != nil {
+			return
 		}
-	}()
-	return l.Addr().String()
+		_, _ = c.Write(append([]byte{byte(len(types))}, types...))
+		var choice [1]byte
+		if _, err := io.ReadFull(c, choice[:]); err != nil || choice[0] != SecurityVNCAuth {
+			return
+		}
+		challenge := []byte("0123456789abcdef")
+		_, _ = c.Write(challenge)
+		got := make([]byte, 16)
+		if _, err := io.ReadFull(c, got); err != nil {
+			return
+		}
+		key := make([]byte, 8)
+		copy(key, password)
+		for i := range key {
+			key[i] = bits.Reverse8(key[i])
+		}
+		block, _ := des.NewCipher(key)
+		want := make([]byte, 16)
+		block.Encrypt(want[:8], challenge[:8])
+		block.Encrypt(want[8:], challenge[8:])
+		var res [4]byte
+		if !bytes.Equal(got, want) {
+			binary.BigEndian.PutUint32(res[:], 1)
+		}
+		_, _ = c.Write(res[:])
+	}).String()
 }
 
 func TestAuthenticate_cases(t *testing.T) {

@@ -86,3 +86,29 @@ func TempDir(t testing.TB) string {
 	}
 	return dir
 }
+
+// Serve listens on addr (host:port; port 0 for any) until the test ends
+// and runs handle on each connection in a goroutine of its own, closing
+// the connection after it: a stand-in for a guest's or a hypervisor's
+// TCP service. It returns the address listened on.
+func Serve(t testing.TB, addr string, handle func(net.Conn)) *net.TCPAddr {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr)
+}

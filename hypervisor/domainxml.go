@@ -23,6 +23,9 @@ const vncSecretID = "vncpw0"
 // group) its QEMU runs as.
 type domainFiles struct {
 	disk, console, vncSecret, label string
+	// uuid, when set, is the domain's UUID (a domain restored from another's
+	// memory file keeps the one it was restored with).
+	uuid string
 }
 
 func domainXML(domainType string, s Spec, f domainFiles) (string, error) {
@@ -41,18 +44,22 @@ func domainXML(domainType string, s Spec, f domainFiles) (string, error) {
 	if s.LegacyIO {
 		nic = "e1000,netdev=n0,bus=pci.0,addr=0x10"
 	}
-	if s.VNCPort < 5900 || s.VNCPort > 65535 {
+	if s.VNCPort != 0 && (s.VNCPort < 5900 || s.VNCPort > 65535) {
 		return "", fmt.Errorf("domain %s: VNC port %d is not 5900-65535", s.Name, s.VNCPort)
 	}
 	// VNC goes straight to QEMU (display = port - 5900) rather than through
 	// libvirt's <graphics>: libvirt reserves VNC port numbers across all
 	// addresses, so peers sharing one libvirtd on different addresses would
-	// collide on equal ports.
-	vnc := fmt.Sprintf("%s:%d", s.ListenAddr, s.VNCPort-5900)
+	// collide on equal ports. Port 0 is a guest without a screen (a
+	// template being built).
+	vnc := ""
+	if s.VNCPort != 0 {
+		vnc = fmt.Sprintf("%s:%d", s.ListenAddr, s.VNCPort-5900)
+	}
 	// The password comes from a file only root reads, never from the command
 	// line (which every user of the host can see).
 	secret := ""
-	if f.vncSecret != "" {
+	if f.vncSecret != "" && vnc != "" {
 		if strings.Contains(f.vncSecret, ",") {
 			return "", fmt.Errorf("domain %s: the VNC secret's path %q holds a comma", s.Name, f.vncSecret)
 		}
@@ -70,14 +77,26 @@ func domainXML(domainType string, s Spec, f domainFiles) (string, error) {
 		return "", fmt.Errorf("domain %s: base format %q is not qcow2 or raw", s.Name, baseFormat)
 	}
 	data := struct {
-		Type, Disk, BaseFormat, Console, Netdev, NIC, VNC, Secret, Label string
+		Type, Disk, BaseFormat, Console, Netdev, NIC, VNC, Secret, Label, UUID string
 		Spec
-	}{domainType, f.disk, baseFormat, f.console, netdev, nic, vnc, secret, f.label, s}
+	}{domainType, f.disk, baseFormat, f.console, netdev, nic, vnc, secret, f.label, f.uuid, s}
 	var buf bytes.Buffer
 	if err := domainTmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("domain %s: %w", s.Name, err)
 	}
 	return buf.String(), nil
+}
+
+// commandLine returns the <qemu:commandline> element of a domain's XML:
+// everything of a domain that is not the guest's hardware (its network's
+// host side, its screen), which a restore may change.
+func commandLine(domain string) (string, error) {
+	start := strings.Index(domain, "<qemu:commandline>")
+	end := strings.Index(domain, "</qemu:commandline>")
+	if start < 0 || end < start {
+		return "", fmt.Errorf("the domain has no qemu:commandline")
+	}
+	return domain[start : end+len("</qemu:commandline>")], nil
 }
 
 func xmlEscape(v any) string {
@@ -96,7 +115,8 @@ func xmlEscape(v any) string {
 }
 
 var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x": xmlEscape}).Parse(`<domain type='{{x .Type}}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
-  <name>{{x .Name}}</name>
+  <name>{{x .Name}}</name>{{if .UUID}}
+  <uuid>{{x .UUID}}</uuid>{{end}}
   <memory unit='MiB'>{{.MemoryMiB}}</memory>
   <vcpu>{{.CPU}}</vcpu>
   <os>
@@ -146,8 +166,9 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
 {{- if .Secret}}
     <qemu:arg value='-object'/>
     <qemu:arg value='{{x .Secret}}'/>{{end}}
+{{- if .VNC}}
     <qemu:arg value='-vnc'/>
-    <qemu:arg value='{{x .VNC}}'/>
+    <qemu:arg value='{{x .VNC}}'/>{{end}}
   </qemu:commandline>
 </domain>
 `))

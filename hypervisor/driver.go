@@ -132,6 +132,16 @@ type MemorySnapshots interface {
 	SaveMemory(ctx context.Context, name, path string) error
 	// RestoreMemory starts the domain a SaveMemory file holds, running.
 	RestoreMemory(ctx context.Context, path string) error
+	// MemoryPath is where a domain's memory file goes (Delete removes it
+	// with the domain).
+	MemoryPath(name string) string
+	// RestoreAs makes the new domain s from the memory file of domain from
+	// at MemoryPath(from) and a copy of from's disk as it was saved: s runs
+	// where from was saved, with s's own name, disk, forwards and screen.
+	// from and s have the same shape (CPU, memory, base image, devices); a
+	// booted template (from) restored as a VM (s) is a VM ready at once.
+	// On failure nothing of s is left.
+	RestoreAs(ctx context.Context, from string, s Spec) error
 }
 
 // GuestIdentity is a hypervisor whose guests carry more than their disk:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type Fake struct {
 	domains    map[string]*fakeDomain
 	calls      []string
 	lists      int
+	memoryDir  string
 }
 
 type fakeDomain struct {
@@ -285,6 +287,11 @@ func (f *Fake) Delete(_ context.Context, name string) error {
 		return err
 	}
 	delete(f.domains, name)
+	if f.memoryDir != "" {
+		if err := os.Remove(filepath.Join(f.memoryDir, name+".state")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	return nil
 }
 

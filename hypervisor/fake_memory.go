@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -61,5 +62,45 @@ func (f *Fake) RestoreMemory(_ context.Context, path string) error {
 		return err
 	}
 	d.state = StateRunning
+	return nil
+}
+
+// SetMemoryDir makes dir the directory of the fake's memory files
+// (MemoryPath); without one, saves to MemoryPath fail.
+func (f *Fake) SetMemoryDir(dir string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.memoryDir = dir
+}
+
+// MemoryPath is name's memory file in the directory SetMemoryDir gave.
+func (f *Fake) MemoryPath(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.memoryDir == "" {
+		return ""
+	}
+	return filepath.Join(f.memoryDir, name+".state")
+}
+
+// RestoreAs starts domain s, running, from the memory file SaveMemory
+// wrote for from, which must name from.
+func (f *Fake) RestoreAs(_ context.Context, from string, s Spec) error {
+	b, err := os.ReadFile(f.MemoryPath(from))
+	if err != nil {
+		return fmt.Errorf("memory file: %w", err)
+	}
+	if name, ok := strings.CutPrefix(string(b), fakeMemoryMagic); !ok || name != from {
+		return fmt.Errorf("memory file of %s: not one SaveMemory wrote for it", from)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("restore-as", s.Name); err != nil {
+		return err
+	}
+	if _, ok := f.domains[s.Name]; ok {
+		return fmt.Errorf("restore %s: %w", s.Name, os.ErrExist)
+	}
+	f.domains[s.Name] = &fakeDomain{spec: s, state: StateRunning, disk: 1}
 	return nil
 }

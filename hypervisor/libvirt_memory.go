@@ -2,12 +2,15 @@ package hypervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/digitalocean/go-libvirt"
+
+	"github.com/svc-project/svc/imagestore/rawdisk"
 )
 
 var _ MemorySnapshots = (*Libvirt)(nil)
@@ -56,6 +59,87 @@ func (d *Libvirt) RestoreMemory(ctx context.Context, path string) error {
 	}
 	_, err := do(ctx, d, "restore "+filepath.Base(path), func(l *libvirt.Libvirt) (struct{}, error) {
 		return struct{}{}, l.DomainRestoreFlags(path, nil, uint32(libvirt.DomainSaveRunning))
+	})
+	return err
+}
+
+// MemoryPath is where a domain's memory file goes: beside its disk.
+func (d *Libvirt) MemoryPath(name string) string { return filepath.Join(d.cfg.Dir, name+".state") }
+
+// RestoreAs makes the new domain s from domain from's memory file
+// (MemoryPath) and a copy of from's disk, running where from was saved,
+// under s's name, files, forwards and screen. libvirt restores a file only
+// as the domain it names, so the restore reads a copy of it that names s
+// (a fresh UUID, s's files and QEMU arguments; the hardware as saved).
+// On failure nothing of s is left.
+func (d *Libvirt) RestoreAs(ctx context.Context, from string, s Spec) (err error) {
+	for _, n := range []string{from, s.Name} {
+		if err := d.checkName(n); err != nil {
+			return err
+		}
+	}
+	if s.GuestOS != "" && s.GuestOS != "linux" {
+		return fmt.Errorf("%s: a %s guest: %w", s.Name, s.GuestOS, ErrUnsupported)
+	}
+	state := d.MemoryPath(from)
+	img, err := readSaveImage(state)
+	if err != nil {
+		return err
+	}
+	if _, err := d.lookup(ctx, s.Name); err == nil {
+		return fmt.Errorf("restore %s: %w", s.Name, os.ErrExist)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	disk, restore := d.DiskPath(s.Name), d.MemoryPath(s.Name)+".restore"
+	defer func() {
+		_ = os.Remove(restore)
+		if err != nil {
+			if dom, lerr := d.lookup(context.WithoutCancel(ctx), s.Name); lerr == nil {
+				_ = d.destroy(context.WithoutCancel(ctx), dom)
+				_ = d.undefine(context.WithoutCancel(ctx), dom)
+			}
+			for _, p := range []string{disk, d.vncSecretPath(s.Name)} {
+				_ = os.Remove(p)
+			}
+		}
+	}()
+	for _, p := range []string{disk, restore} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("restore %s: %w", s.Name, err)
+		}
+	}
+	if err := rawdisk.Clone(ctx, d.DiskPath(from), disk); err != nil {
+		return fmt.Errorf("restore %s: the template's disk: %w", s.Name, err)
+	}
+	secret, err := d.writeVNCSecret(s)
+	if err != nil {
+		return err
+	}
+	uuid, err := newUUID()
+	if err != nil {
+		return err
+	}
+	own, err := domainXML(d.cfg.DomainType, s, domainFiles{disk: disk, console: d.consolePath(s.Name), vncSecret: secret, label: d.user.label(), uuid: uuid})
+	if err != nil {
+		return err
+	}
+	x, err := restoredXML(img.xml, own, from, s.Name, uuid, [][2]string{
+		{d.DiskPath(from), disk}, {d.consolePath(from), d.consolePath(s.Name)},
+	})
+	if err != nil {
+		return fmt.Errorf("restore %s from %s: %w", s.Name, from, err)
+	}
+	if err := writeRestoreFile(ctx, state, img, x, restore); err != nil {
+		return err
+	}
+	// Defined first, so the restored domain is persistent (it stops and
+	// starts like any other) with the hardware it was saved with.
+	if _, err := do(ctx, d, "define "+s.Name, func(l *libvirt.Libvirt) (libvirt.Domain, error) { return l.DomainDefineXML(x) }); err != nil {
+		return err
+	}
+	_, err = do(ctx, d, "restore "+s.Name, func(l *libvirt.Libvirt) (struct{}, error) {
+		return struct{}{}, l.DomainRestoreFlags(restore, nil, uint32(libvirt.DomainSaveRunning))
 	})
 	return err
 }

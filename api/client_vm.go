@@ -70,6 +70,13 @@ func (c *Client) GetVMConfig(ctx context.Context, namespace, name string) (VMCon
 	return out, err
 }
 
+// SetVMConfigWarm turns a VM config's booted templates on or off.
+func (c *Client) SetVMConfigWarm(ctx context.Context, namespace, name string, warm bool) (VMConfig, error) {
+	var out VMConfig
+	err := c.Do(ctx, http.MethodPatch, nsPath(namespace, "vmconfigs", name), VMConfigChange{Warm: &warm}, &out)
+	return out, err
+}
+
 // DeleteVMConfig deletes a VM config.
 func (c *Client) DeleteVMConfig(ctx context.Context, namespace, name string) error {
 	return c.Do(ctx, http.MethodDelete, nsPath(namespace, "vmconfigs", name), nil, nil)

@@ -76,6 +76,10 @@ type VM struct {
 	LegacyIO       bool              `json:"legacyIO"`
 	ISO            string            `json:"iso,omitempty"`
 	PortWarnings   []string          `json:"portWarnings"`
+	// StartedFrom says how the guest started: "template" (restored from a
+	// booted template of a warm VM config's shape, ready in about a
+	// second) or "boot"; empty until it has started.
+	StartedFrom string `json:"startedFrom,omitempty"`
 }
 
 // DeployRequest is the body of POST .../vms. Pointer fields tell "not given"
@@ -128,6 +132,18 @@ type VMConfig struct {
 	CustomMetadata map[string]string `json:"customMetadata,omitempty"`
 	Owner          string            `json:"owner,omitempty"`
 	CreatedAt      *time.Time        `json:"createdAt,omitempty"`
+	// Warm makes every node holding the image keep a booted template of
+	// the config's shape, so that its VMs start without a boot.
+	Warm bool `json:"warm,omitempty"`
+	// WarmNodes (answers only) names the nodes where such a template is
+	// ready.
+	WarmNodes []string `json:"warmNodes"`
+}
+
+// VMConfigChange is the body of PATCH .../vmconfigs/{vmconfig}.
+type VMConfigChange struct {
+	// Warm turns the config's booted templates on or off.
+	Warm *bool `json:"warm"`
 }
 
 // Image is an image record.

@@ -62,13 +62,20 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 		CPU: vm.CPU, DeployDate: vm.CreatedAt, Image: vm.Image, GPUPassthrough: vm.GPUPassthrough,
 		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,
 		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),
-		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{},
+		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{}, StartedFrom: vm.StartedFrom,
 	}
 }
 
-func vmConfigToAPI(c raftfsm.VMConfig) api.VMConfig {
+// vmConfigToAPI is a config as answers show it: with the nodes where its
+// booted template is ready.
+func (s *Server) vmConfigToAPI(c raftfsm.VMConfig) api.VMConfig {
 	created := c.CreatedAt
+	warmNodes := []string{}
+	if sh, ok := s.replica.FSM().WarmShape(c); ok {
+		warmNodes = s.replica.FSM().WarmNodes(sh.Key())
+	}
 	return api.VMConfig{
+		Warm: c.Warm, WarmNodes: warmNodes,
 		Name: c.Name, Image: c.Image, CPU: c.CPU, Memory: c.MemoryGiB, Scheduler: c.Scheduler,
 		Tag: c.Tag, TagRequired: c.TagRequired, Node: c.Node, GPUPassthrough: c.GPUPassthrough,
 		ISO: c.ISO, NetBoost: c.NetBoost, LegacyIO: c.LegacyIO, DisplayWidth: c.Display.Width,

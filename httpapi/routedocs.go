@@ -35,7 +35,7 @@ var consistentParam = queryParam{"consistent", "true: read through the leader, s
 
 // routeDocs is keyed by "METHOD path" as the router holds it.
 func routeDocs() map[string]routeDoc {
-	get, post, del, put := http.MethodGet+" ", http.MethodPost+" ", http.MethodDelete+" ", http.MethodPut+" "
+	get, post, del, put, patch := http.MethodGet+" ", http.MethodPost+" ", http.MethodDelete+" ", http.MethodPut+" ", http.MethodPatch+" "
 	const ns = "/api/v1/namespaces/{namespace}"
 	read := []queryParam{consistentParam}
 	return map[string]routeDoc{
@@ -68,6 +68,7 @@ func routeDocs() map[string]routeDoc {
 		post + ns + "/vmconfigs":                              {Summary: "Create a VM config", Tag: "vmconfigs", Req: api.VMConfig{}, Resp: api.VMConfig{}, Code: 201},
 		get + ns + "/vmconfigs/{vmconfig}":                    {Summary: "Get a VM config", Tag: "vmconfigs", Resp: api.VMConfig{}, Query: read},
 		del + ns + "/vmconfigs/{vmconfig}":                    {Summary: "Delete a VM config", Tag: "vmconfigs", Code: 204},
+		patch + ns + "/vmconfigs/{vmconfig}":                  {Summary: "Turn a VM config's booted templates on or off", Tag: "vmconfigs", Req: api.VMConfigChange{}, Resp: api.VMConfig{}},
 		get + ns + "/images":                                  {Summary: "List images", Tag: "images", Resp: api.List[api.Image]{}, Query: read},
 		post + ns + "/images":                                 {Summary: "Generate an empty disk image", Tag: "images", Req: api.GenerateImageRequest{}, Resp: api.Image{}, Code: 201},
 		get + ns + "/images/{image}":                          {Summary: "Get an image", Tag: "images", Resp: api.Image{}, Query: read},

@@ -171,6 +171,7 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
 	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Target: Leader}, s.createVMConfig)
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember}, s.getVMConfig)
+	s.handle(Route{Method: http.MethodPatch, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader}, s.changeVMConfig)
 	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader},
 		s.deleter(raftfsm.TypeVMConfigDelete, "vmconfig", func(ns, name string) any { return raftfsm.VMConfigDelete{Namespace: ns, Name: name} }))
 

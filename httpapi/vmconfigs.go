@@ -19,7 +19,7 @@ func (s *Server) listVMConfigs(w http.ResponseWriter, _ *http.Request, p httprou
 	}
 	items := []api.VMConfig{}
 	for _, c := range s.replica.FSM().VMConfigs(ns) {
-		items = append(items, vmConfigToAPI(c))
+		items = append(items, s.vmConfigToAPI(c))
 	}
 	writeJSON(w, http.StatusOK, api.List[api.VMConfig]{Items: items})
 	return nil
@@ -34,7 +34,7 @@ func (s *Server) getVMConfig(w http.ResponseWriter, _ *http.Request, p httproute
 	if !ok {
 		return notFound("vmconfig %q not found in namespace %q", name, ns)
 	}
-	writeJSON(w, http.StatusOK, vmConfigToAPI(c))
+	writeJSON(w, http.StatusOK, s.vmConfigToAPI(c))
 	return nil
 }
 
@@ -79,7 +79,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 	}
 	cfg := raftfsm.VMConfig{
 		Name: req.Name, Namespace: ns, Image: req.Image, MemoryGiB: req.Memory, Scheduler: req.Scheduler,
-		Tag: req.Tag, TagRequired: req.TagRequired, Node: req.Node,
+		Tag: req.Tag, TagRequired: req.TagRequired, Node: req.Node, Warm: req.Warm,
 		VMOptions: raftfsm.VMOptions{
 			CPU: req.CPU, GPUPassthrough: req.GPUPassthrough, ISO: req.ISO, LegacyIO: req.LegacyIO, NetBoost: req.NetBoost,
 			Display:        raftfsm.Display{Width: req.DisplayWidth, Height: req.DisplayHeight, DPI: req.DisplayDPI},
@@ -95,6 +95,33 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 	if c, ok := v.(*raftfsm.VMConfig); ok {
 		cfg = *c
 	}
-	writeJSON(w, http.StatusCreated, vmConfigToAPI(cfg))
+	writeJSON(w, http.StatusCreated, s.vmConfigToAPI(cfg))
+	return nil
+}
+
+// changeVMConfig turns a config's booted templates on or off (the one
+// change a config takes: the rest of it is what its VMs were made from).
+func (s *Server) changeVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	ns, name := p.ByName("namespace"), p.ByName("vmconfig")
+	var req api.VMConfigChange
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Warm == nil || len(w.Header().Values("Warning")) > 0 {
+		w.Header().Del("Warning")
+		return badRequest("a config changes only field %q; delete and create it again to change the rest", "warm")
+	}
+	if err := s.requireNamespace(ns); err != nil {
+		return err
+	}
+	v, err := s.apply(r.Context(), raftfsm.TypeVMConfigSetWarm, raftfsm.VMConfigSetWarm{Namespace: ns, Name: name, Warm: *req.Warm})
+	if err != nil {
+		return err
+	}
+	c, ok := v.(*raftfsm.VMConfig)
+	if !ok {
+		return notFound("vmconfig %q not found in namespace %q", name, ns)
+	}
+	writeJSON(w, http.StatusOK, s.vmConfigToAPI(*c))
 	return nil
 }

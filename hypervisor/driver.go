@@ -183,3 +183,11 @@ func DomainName(peer, ns, vm string) string { return DomainPrefix(peer) + ns + "
 
 // DomainPrefix starts the name of every domain of peer.
 func DomainPrefix(peer string) string { return "svc." + peer + "." }
+
+// TemplateDomain is the domain name of peer's booted template key: under
+// the peer's prefix, in a "namespace" no namespace can be ('_' is not in
+// names), so no VM's domain is ever taken for it.
+func TemplateDomain(peer, key string) string { return TemplatePrefix(peer) + key }
+
+// TemplatePrefix starts the name of every template domain of peer.
+func TemplatePrefix(peer string) string { return DomainPrefix(peer) + "_template." }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,16 @@ type Config struct {
 	// MaxJobs bounds the jobs (pushes, pulls) this peer runs at once; the
 	// others wait their turn, oldest first (default 4).
 	MaxJobs int
+	// Templates bounds the booted templates this node keeps for warm VM
+	// configs (0: none); TemplatesMaxBytes their disk use (default 16 GiB).
+	Templates         int
+	TemplatesMaxBytes int64
+	// TemplateBootTimeout bounds a template's boot (default 5 minutes).
+	TemplateBootTimeout time.Duration
+	// TemplateGuestReady, when set, replaces the wait for a template's
+	// guest to answer on SSH (tests: a fake hypervisor's guests answer
+	// nothing).
+	TemplateGuestReady func(ctx context.Context, addr string) error
 	// Gate optionally refuses traffic to some addresses (tests).
 	Gate netgate.Gate
 	Log  *slog.Logger

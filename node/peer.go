@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/node/leader"
+	"github.com/svc-project/svc/node/templates"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 )
@@ -42,9 +44,11 @@ type Peer struct {
 	driver hypervisor.Driver
 	// host is the VM host agent (package host), jobs the registry jobs
 	// (package jobs).
-	host   *host.Host
-	jobs   *jobs.Manager
-	leader *leader.Leader
+	host *host.Host
+	// templates keeps the node's booted templates (nil: none).
+	templates *templates.Manager
+	jobs      *jobs.Manager
+	leader    *leader.Leader
 	// egress is the registries this peer may contact (RegistryAllow).
 	egress *ocidisk.Egress
 	// peerHTTP talks to other peers (blob transfers, applies via the leader)
@@ -128,11 +132,20 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
-	p.host = host.New(host.Config{
+	hc := host.Config{
 		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
 		Proposer: p, Blobs: p, Ready: p, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
 		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
-	})
+	}
+	if cfg.Templates > 0 {
+		p.templates = templates.New(templates.Config{
+			Name: cfg.Name, FSM: p.FSM(), Driver: p.driver, Images: p.images, Dir: filepath.Join(cfg.DataDir, "templates"),
+			Proposer: p, Ready: p, Healthy: p.hypervisorOK, Max: cfg.Templates, MaxBytes: cfg.TemplatesMaxBytes,
+			BootTimeout: cfg.TemplateBootTimeout, GuestReady: cfg.TemplateGuestReady, Registerer: p.reg, Log: cfg.Log.With("part", "templates"),
+		})
+		hc.Templates = p.templates
+	}
+	p.host = host.New(hc)
 	disks, _ := p.driver.(hypervisor.Disks)
 	p.jobs = jobs.New(jobs.Config{
 		Name: cfg.Name, Arch: cfg.Arch, ChunkMiB: cfg.ChunkMiB, MaxJobs: cfg.MaxJobs, Interval: cfg.ReconcileInterval,
@@ -169,6 +182,9 @@ func Start(cfg Config) (*Peer, error) {
 	p.wg.Go(p.rememberPeersLoop)
 	p.wg.Go(p.healthLoop)
 	p.wg.Go(func() { p.host.Run(p.ctx) })
+	if p.templates != nil {
+		p.wg.Go(func() { p.templates.Run(p.ctx) })
+	}
 	p.wg.Go(p.blobGCLoop)
 	p.wg.Go(func() { p.jobs.Run(p.ctx) })
 	ok = true

@@ -84,6 +84,10 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyJobDelete)
 	case TypeCatalogSet:
 		return applyBody(c, s.applyCatalogSet)
+	case TypeNodeTemplates:
+		return applyBody(c, s.applyNodeTemplates)
+	case TypeVMConfigSetWarm:
+		return applyBody(c, s.applyVMConfigSetWarm)
 	}
 	return nil, ErrUnknownCommand
 }

@@ -52,6 +52,8 @@ const (
 	TypeJobUpdate        Type = 35
 	TypeJobDelete        Type = 36
 	TypeCatalogSet       Type = 37
+	TypeNodeTemplates    Type = 38
+	TypeVMConfigSetWarm  Type = 39
 )
 
 var typeNames = map[Type]string{
@@ -78,6 +80,8 @@ var typeNames = map[Type]string{
 	TypeRoleBindingAdd:   "rolebinding-add",
 	TypeRoleBindingDel:   "rolebinding-remove",
 	TypeCertSet:          "cert-set",
+	TypeNodeTemplates:    "node-templates",
+	TypeVMConfigSetWarm:  "vmconfig-set-warm",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
 	TypeImageCopy:        "image-copy",
@@ -111,7 +115,7 @@ func (t Type) String() string {
 func (t Type) PeerProposable() bool {
 	switch t {
 	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove,
-		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate, TypeVMAction:
+		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate, TypeVMAction, TypeNodeTemplates:
 		return true
 	}
 	return false

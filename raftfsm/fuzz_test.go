@@ -47,6 +47,8 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeJobUpdate, JobUpdate{Namespace: api.DefaultNamespace, Name: "push-a", State: JobFailed, Message: "m"}),
 		mustEncode(f, TypeJobDelete, JobDelete{Namespace: api.DefaultNamespace, Name: "push-a"}),
 		mustEncode(f, TypeCatalogSet, CatalogSet{Repositories: []string{"r:5000/os/images"}}),
+		mustEncode(f, TypeNodeTemplates, NodeTemplates{Node: "n1", Templates: []Template{{Key: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}.Key(), Shape: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}}}}),
+		mustEncode(f, TypeVMConfigSetWarm, VMConfigSetWarm{Namespace: api.DefaultNamespace, Name: "c", Warm: true}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

@@ -65,6 +65,9 @@ type Node struct {
 	Tags      []string `json:"tags"`
 	NodeFacts
 
+	// Templates are the booted templates the node holds ready.
+	Templates []Template `json:"templates,omitempty"`
+
 	Phase       string    `json:"phase"`
 	PhaseReason string    `json:"phaseReason,omitempty"`
 	PhaseSince  time.Time `json:"phaseSince"`
@@ -76,6 +79,7 @@ func (n *Node) clone() *Node {
 	c := *n
 	c.Tags = make([]string, len(n.Tags))
 	copy(c.Tags, n.Tags)
+	c.Templates = slices.Clone(n.Templates)
 	return &c
 }
 

@@ -21,11 +21,12 @@ type Resource string
 
 // The resources waiters watch.
 const (
-	ResourceVM    Resource = "vm"
-	ResourceJob   Resource = "job"
-	ResourceImage Resource = "image"
-	ResourceBlob  Resource = "blob"
-	ResourceNode  Resource = "node"
+	ResourceVM       Resource = "vm"
+	ResourceJob      Resource = "job"
+	ResourceImage    Resource = "image"
+	ResourceBlob     Resource = "blob"
+	ResourceNode     Resource = "node"
+	ResourceVMConfig Resource = "vmconfig"
 )
 
 // Resource returns the kind of record a command of type t changes.

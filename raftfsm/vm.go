@@ -90,9 +90,12 @@ type VM struct {
 	// ErrorReason, with a Failed status, is the API reason of a failure
 	// that is the caller's to fix (BadRequest: the disk was refused); empty
 	// for a failure of the host.
-	ErrorReason       string    `json:"errorReason,omitempty"`
-	ObservedRevertGen int64     `json:"observedRevertGen"`
-	CreatedAt         time.Time `json:"createdAt"`
+	ErrorReason       string `json:"errorReason,omitempty"`
+	ObservedRevertGen int64  `json:"observedRevertGen"`
+	// StartedFrom says how the VM's guest last started from nothing: from
+	// a booted template (StartedFromTemplate) or by booting.
+	StartedFrom string    `json:"startedFrom,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
 }
 
 // Ports returns every node port the VM holds.
@@ -153,6 +156,8 @@ type VMStatus struct {
 	ErrorMessage      string `json:"errorMessage,omitempty"`
 	ErrorReason       string `json:"errorReason,omitempty"` // see VM.ErrorReason
 	ObservedRevertGen int64  `json:"observedRevertGen"`
+	// StartedFrom, when set, is how the guest started (VM.StartedFrom).
+	StartedFrom string `json:"startedFrom,omitempty"`
 }
 
 // VMDelete removes a VM; its node removes the domain and disk. With a UID,
@@ -278,6 +283,9 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	if !slices.Contains(reportable, c.Status) {
 		return nil, ruleErr(ErrInvalid, "unknown VM status %q", c.Status)
 	}
+	if c.StartedFrom != "" && c.StartedFrom != StartedFromTemplate && c.StartedFrom != StartedFromBoot {
+		return nil, ruleErr(ErrInvalid, "a VM starts from a template or a boot, not %q", c.StartedFrom)
+	}
 	if c.ErrorReason != "" && c.ErrorReason != api.ReasonBadRequest {
 		return nil, ruleErr(ErrInvalid, "a VM fails for its host or for a BadRequest, not %q", c.ErrorReason)
 	}
@@ -287,6 +295,9 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	}
 	if c.ObservedRevertGen > vm.ObservedRevertGen {
 		vm.ObservedRevertGen = c.ObservedRevertGen
+	}
+	if c.StartedFrom != "" {
+		vm.StartedFrom = c.StartedFrom
 	}
 	return vm.clone(), nil
 }

@@ -19,6 +19,9 @@ type VMConfig struct {
 	Tag         string  `json:"tag,omitempty"`
 	TagRequired bool    `json:"tagRequired"`
 	Node        string  `json:"node,omitempty"`
+	// Warm makes every node that holds the image keep a booted template
+	// of the config's shape (see Shape).
+	Warm bool `json:"warm,omitempty"`
 	VMOptions
 	Owner     string    `json:"owner,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -61,6 +64,11 @@ func (s *State) applyVMConfigCreate(c VMConfigCreate) (any, error) {
 	if cfg.ISO != "" {
 		if _, ok := s.ISOs[key(cfg.Namespace, cfg.ISO)]; !ok {
 			return nil, ruleErr(ErrNotFound, "iso %q not found in namespace %q", cfg.ISO, cfg.Namespace)
+		}
+	}
+	if cfg.Warm {
+		if err := s.checkWarm(cfg); err != nil {
+			return nil, err
 		}
 	}
 	k := key(cfg.Namespace, cfg.Name)

@@ -41,6 +41,22 @@ type Node struct {
 	TotalGPU, FreeGPU       int
 	// UsedPorts are the node ports its VMs hold.
 	UsedPorts map[int]bool
+	// HasImage says the node already holds the VM's image (nothing to
+	// copy); HasTemplate that it holds a booted template of the VM's shape
+	// (the VM starts without a boot).
+	HasImage, HasTemplate bool
+}
+
+// warmth ranks what a node has ready for the VM: a booted template, the
+// image, or nothing.
+func (n *Node) warmth() int {
+	switch {
+	case n.HasTemplate:
+		return 2
+	case n.HasImage:
+		return 1
+	}
+	return 0
 }
 
 // Request is what a VM needs.
@@ -204,12 +220,15 @@ func room(n Node, r Request) float64 {
 
 // Place picks the node for r among nodes. Nodes of other namespaces are
 // ignored (and not named in the error). Without TagRequired, nodes carrying
-// the tag come first. Ties go to the node whose name sorts first.
+// the tag come first; then nodes with a booted template of the VM's shape,
+// then nodes holding its image (the VM starts sooner there); then the
+// strategy's score. Ties go to the node whose name sorts first.
 func Place(nodes []Node, r Request) (string, error) {
 	var (
-		best      *Node
-		bestScore float64
-		bestTag   bool
+		best       *Node
+		bestScore  float64
+		bestTag    bool
+		bestWarmth int
 	)
 	packs := r.Strategy == StrategyMostAllocated
 	cs := applying(&r)
@@ -223,12 +242,14 @@ func Place(nodes []Node, r Request) (string, error) {
 			score = -score
 		}
 		tagged := r.Tag != "" && slices.Contains(n.Tags, r.Tag)
+		warmth := n.warmth()
 		switch {
 		case best == nil,
 			tagged && !bestTag,
-			tagged == bestTag && score > bestScore,
-			tagged == bestTag && score == bestScore && n.Name < best.Name:
-			best, bestScore, bestTag = n, score, tagged
+			tagged == bestTag && warmth > bestWarmth,
+			tagged == bestTag && warmth == bestWarmth && score > bestScore,
+			tagged == bestTag && warmth == bestWarmth && score == bestScore && n.Name < best.Name:
+			best, bestScore, bestTag, bestWarmth = n, score, tagged, warmth
 		}
 	}
 	if best == nil {

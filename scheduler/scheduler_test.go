@@ -25,6 +25,8 @@ func TestPlace_cases(t *testing.T) {
 		return func(n *Node) { n.Hypervisor, n.Arch, n.MacOSVMs = HypervisorVZ, "arm64", macVMs }
 	}
 	intelMac := func(n *Node) { n.Hypervisor = HypervisorVZ }
+	warm := func(n *Node) { n.HasImage, n.HasTemplate = true, true }
+	cached := func(n *Node) { n.HasImage = true }
 	cases := []struct {
 		name     string
 		nodes    []Node
@@ -54,6 +56,11 @@ func TestPlace_cases(t *testing.T) {
 		{name: "third macos vm on a mac refused", nodes: []Node{node("mac", 16, 64, mac(2))}, req: Request{CPU: 2, Memory: gi, MacOS: true},
 			wantErrs: []string{"mac: it runs 2 macOS VMs, the most Apple's macOS licence allows per Mac (2)"}},
 		{name: "linux image on a mac of its arch", nodes: []Node{node("mac", 16, 64, mac(2)), node("linux", 4, 8)}, req: Request{CPU: 1, Memory: gi, Arch: "arm64"}, want: "mac"},
+		{name: "a template's node over an emptier one", nodes: []Node{node("a", 16, 64), node("b", 2, 4, warm), node("c", 12, 48, cached)}, req: Request{CPU: 1, Memory: gi}, want: "b"},
+		{name: "the image's holder over an emptier node", nodes: []Node{node("a", 16, 64), node("b", 2, 4, cached)}, req: Request{CPU: 1, Memory: gi}, want: "b"},
+		{name: "a full template node is passed over", nodes: []Node{node("a", 16, 64), node("b", 0, 4, warm)}, req: Request{CPU: 1, Memory: gi}, want: "a"},
+		{name: "the tag before the template", nodes: []Node{node("a", 2, 4, tagged("ssd")), node("b", 16, 64, warm)}, req: Request{CPU: 1, Memory: gi, Tag: "ssd"}, want: "a"},
+		{name: "packing among template nodes", nodes: []Node{node("a", 12, 48, warm), node("b", 4, 8, warm), node("c", 2, 2)}, req: Request{CPU: 1, Memory: gi, Strategy: StrategyMostAllocated}, want: "b"},
 		{name: "other namespace is invisible", nodes: []Node{node("a", 16, 64, func(n *Node) { n.Namespace = "other" })}, req: Request{CPU: 1, Memory: gi}, wantErrs: []string{`namespace "ns" has no nodes`}},
 		{name: "every reason named", nodes: []Node{node("b", 0, 64), node("a", 16, 64, func(n *Node) { n.Ready = false })}, req: Request{CPU: 1, Memory: gi},
 			wantErrs: []string{"no node can take the VM: a: NOT READY; b: not enough CPU (0 free, 1 needed)"}},

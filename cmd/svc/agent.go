@@ -49,6 +49,8 @@ type agentFlags struct {
 	maxConnsClient     int
 	chunkMiB           int
 	maxJobs            int
+	templates          int
+	templatesMaxBytes  string
 	registryAllow      []string
 	hypervisor         string
 	vzGuestVNCPassword string
@@ -121,6 +123,8 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.chunkMiB, "chunk-mib", 64, "size in MiB of the chunks a disk is cut into when pushed to a registry (1 to 512)")
 	f.StringSliceVar(&a.registryAllow, "registry-allow", nil, "registries peers may contact beyond public addresses: CIDRs, addresses, host names (default: none; with --dev, loopback and private ranges)")
 	f.IntVar(&a.maxJobs, "max-jobs", 4, "registry jobs (pushes, pulls) this peer runs at once; the others wait their turn (1 to 64)")
+	f.IntVar(&a.templates, "templates", 4, "booted templates this node keeps for warm VM configs, whose VMs then start without a boot (0 to 32; 0: none)")
+	f.StringVar(&a.templatesMaxBytes, "templates-max-bytes", "16G", "disk the booted templates may take (memory files and disks), e.g. 16G")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&a.logFormat, "log-format", "text", "text or json")
 	return cmd
@@ -215,6 +219,15 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	}
 	if a.maxJobs < 1 || a.maxJobs > 64 {
 		return cfg, errors.New("--max-jobs must be between 1 and 64")
+	}
+	if a.templates < 0 || a.templates > raftfsm.MaxTemplatesPerNode {
+		return cfg, fmt.Errorf("--templates must be between 0 and %d", raftfsm.MaxTemplatesPerNode)
+	}
+	cfg.Templates = a.templates
+	if b, err := api.ParseSize(a.templatesMaxBytes); err != nil || b <= 0 {
+		return cfg, fmt.Errorf("--templates-max-bytes %q: a size such as 16G", a.templatesMaxBytes)
+	} else {
+		cfg.TemplatesMaxBytes = b
 	}
 	if a.maxConns < 0 || a.maxConnsClient < 0 {
 		return cfg, errors.New("--max-conns and --max-conns-per-client must not be negative")

@@ -43,6 +43,7 @@ func routeCommands() map[string]string {
 		"POST /api/v1/namespaces/{namespace}/vmconfigs":              "vmconfig create",
 		"GET /api/v1/namespaces/{namespace}/vmconfigs/{vmconfig}":    "vmconfig get",
 		"DELETE /api/v1/namespaces/{namespace}/vmconfigs/{vmconfig}": "vmconfig delete",
+		"PATCH /api/v1/namespaces/{namespace}/vmconfigs/{vmconfig}":  "vmconfig warm",
 
 		"GET /api/v1/namespaces/{namespace}/images":                      "image list",
 		"POST /api/v1/namespaces/{namespace}/images":                     "image generate",

@@ -26,6 +26,12 @@ type Blobs interface {
 	EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error
 }
 
+// Templates starts a new VM from a booted template of its shape where the
+// node holds one (false: the VM boots).
+type Templates interface {
+	Restore(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (bool, error)
+}
+
 // Readiness says whether the replica has caught up with the cluster since
 // the peer started: until then the host touches no domain.
 type Readiness interface {
@@ -44,7 +50,9 @@ type Config struct {
 	Images     *imagestore.Store
 	Proposer   Proposer
 	Blobs      Blobs
-	Ready      Readiness
+	// Templates, when set, starts new VMs from booted templates.
+	Templates Templates
+	Ready     Readiness
 	// Healthy reports whether the hypervisor answers; a pass runs only
 	// while it does.
 	Healthy func() bool

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
@@ -96,6 +97,9 @@ func (h *Host) pass(ctx context.Context) error {
 	// gives it other ports).
 	have := map[string]hypervisor.State{}
 	for _, d := range doms {
+		if strings.HasPrefix(d.Name, hypervisor.TemplatePrefix(h.cfg.Name)) {
+			continue // the template manager's
+		}
 		if _, ok := want[d.Name]; ok {
 			have[d.Name] = d.State
 			continue

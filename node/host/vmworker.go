@@ -154,7 +154,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		}
 	}()
 	revert := vm.RevertGen > vm.ObservedRevertGen && w.reverted < vm.RevertGen
-	note := ""
+	note, started := "", "" // started: how the guest started, when this run started it
 	if revert || !exists {
 		for _, d := range []string{vm.ImageDigest, vm.ISODigest, vm.NVRAMDigest} {
 			if d == "" {
@@ -177,8 +177,19 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 				note = "the domain was missing and has been recreated"
 				p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
 			}
-			if err := p.cfg.Driver.Create(ctx, spec); err != nil {
-				return w.retryOrFail(vm, fmt.Errorf("create: %w", err))
+			restored := false
+			if vm.Status == raftfsm.VMPending && p.cfg.Templates != nil {
+				var err error
+				if restored, err = p.cfg.Templates.Restore(ctx, vm, spec); err != nil {
+					return err
+				}
+			}
+			started = raftfsm.StartedFromTemplate
+			if !restored {
+				if err := p.cfg.Driver.Create(ctx, spec); err != nil {
+					return w.retryOrFail(vm, fmt.Errorf("create: %w", err))
+				}
+				started = raftfsm.StartedFromBoot
 			}
 		}
 		st = hypervisor.StateRunning
@@ -198,6 +209,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 				note = "the VM's disk was missing and has been made again from its image"
 				p.cfg.Log.Warn("recreating a VM whose disk is gone", "vm", key)
 				err = p.cfg.Driver.Create(ctx, p.specFor(vm, name))
+				started = raftfsm.StartedFromBoot
 			}
 			if err != nil {
 				return w.retryOrFail(vm, err)
@@ -232,8 +244,11 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		msg = vm.ErrorMessage
 	}
 	gen := max(vm.ObservedRevertGen, w.reverted)
-	if status != vm.Status || msg != vm.ErrorMessage || gen != vm.ObservedRevertGen {
-		w.report(ctx, vm, status, msg, gen)
+	if started == vm.StartedFrom {
+		started = ""
+	}
+	if status != vm.Status || msg != vm.ErrorMessage || gen != vm.ObservedRevertGen || started != "" {
+		w.report(ctx, vm, status, msg, gen, started)
 	}
 	return nil
 }
@@ -256,9 +271,10 @@ func (w *vmWorker) retryOrFail(vm raftfsm.VM, err error) error {
 }
 
 // report records the VM's status through the leader.
-func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string, gen int64) {
+func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string, gen int64, started string) {
 	w.apply(ctx, raftfsm.VMStatus{
 		Namespace: vm.Namespace, Name: vm.Name, Node: w.h.cfg.Name, Status: status, ErrorMessage: msg, ObservedRevertGen: gen,
+		StartedFrom: started,
 	})
 }
 

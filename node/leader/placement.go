@@ -41,7 +41,7 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 		if pl.NamePrefix != "" {
 			vm.Name = api.GenerateName(pl.NamePrefix)
 		}
-		node, err := scheduler.Place(l.schedulerNodes(), req)
+		node, err := scheduler.Place(l.schedulerNodes(pl.VM), req)
 		if err != nil {
 			return vm, raftfsm.NewRuleError(raftfsm.ErrConflict, err.Error())
 		}
@@ -76,10 +76,22 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 	return pl.VM, raftfsm.NewRuleError(raftfsm.ErrConflict, fmt.Sprintf("could not place the VM after %d attempts: %v", placeAttempts, lastErr))
 }
 
-// schedulerNodes turns the replica's nodes into the scheduler's view.
-func (l *Leader) schedulerNodes() []scheduler.Node {
+// schedulerNodes turns the replica's nodes into the scheduler's view for
+// placing vm: with what each holds ready for it (its image, a booted
+// template of its shape).
+func (l *Leader) schedulerNodes(vm raftfsm.VM) []scheduler.Node {
 	views := l.cfg.FSM.Nodes()
 	out := make([]scheduler.Node, 0, len(views))
+	holders := map[string]bool{}
+	if b, ok := l.cfg.FSM.Blob(vm.ImageDigest); ok {
+		for _, h := range b.Holders {
+			holders[h] = true
+		}
+	}
+	template := ""
+	if sh, ok := vm.Shape(); ok {
+		template = sh.Key()
+	}
 	for _, n := range views {
 		out = append(out, scheduler.Node{
 			Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Arch: n.Arch, Tags: n.Tags,
@@ -88,6 +100,7 @@ func (l *Leader) schedulerNodes() []scheduler.Node {
 			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - n.Used.MemoryBytes,
 			TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - n.Used.GPU,
 			UsedPorts: usedPorts(l.cfg.FSM.PortsInUse(n.Name), n.OwnPorts()),
+			HasImage:  holders[n.Name], HasTemplate: template != "" && n.HasTemplate(template),
 		})
 	}
 	return out

@@ -55,6 +55,9 @@ type Options struct {
 	// LifecycleOnly hands the peers their fake driver with its Driver
 	// methods only: a hypervisor with none of the optional roles.
 	LifecycleOnly bool
+	// Templates is how many booted templates each peer keeps (default
+	// none). With fake drivers a template's guest counts as ready at once.
+	Templates int
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
 }
@@ -163,6 +166,10 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			m.Libvirt, drv = lv, lv
 		} else {
 			m.Fake = hypervisor.NewFake(hypervisor.DomainPrefix(name))
+			if err := os.MkdirAll(node.VMDir(m.DataDir), 0o700); err != nil {
+				tb.Fatal(err)
+			}
+			m.Fake.SetMemoryDir(node.VMDir(m.DataDir))
 			drv = m.Fake
 			if opts.LifecycleOnly {
 				drv = struct{ hypervisor.Driver }{m.Fake}
@@ -180,7 +187,10 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			Gate: m.gate, Log: c.logger(), Driver: drv,
 			VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
 			BlobGCInterval: 200 * time.Millisecond, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
-			RegistryAllow: opts.RegistryAllow,
+			RegistryAllow: opts.RegistryAllow, Templates: opts.Templates,
+		}
+		if !opts.Libvirt {
+			m.cfg.TemplateGuestReady = func(context.Context, string) error { return nil } // a fake guest has nothing to wait for
 		}
 		if opts.ProductionTiming {
 			m.cfg.RaftTiming, m.cfg.Local = raftstore.Timing{}, false

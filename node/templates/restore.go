@@ -1,0 +1,59 @@
+package templates
+
+import (
+	"context"
+	"time"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Restore starts the new VM vm as domain spec from a ready template of its
+// shape, and reports whether it did. false with no template of the shape,
+// or when the restore failed: the template is then dropped (a later pass
+// builds it again) and the caller boots the VM. A restore never fails the
+// VM; only a canceled ctx is an error.
+func (m *Manager) Restore(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (bool, error) {
+	if m == nil || m.mem == nil {
+		return false, nil
+	}
+	sh, ok := vm.Shape()
+	if !ok {
+		return false, nil
+	}
+	key := sh.Key()
+	m.mu.Lock()
+	e := m.ready[key]
+	if e == nil || e.broken {
+		m.mu.Unlock()
+		return false, nil
+	}
+	e.users++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		e.users--
+		m.mu.Unlock()
+	}()
+	start := time.Now()
+	err := m.checkMemory(e)
+	if err == nil {
+		err = m.mem.RestoreAs(ctx, m.domain(key), spec)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		m.metrics.restores.WithLabelValues("failed").Inc()
+		m.cfg.Log.Warn("a template failed to restore; dropping it, the VM boots", "key", key, "vm", vm.Namespace+"/"+vm.Name, "err", err)
+		m.mu.Lock()
+		e.broken = true
+		m.mu.Unlock()
+		m.fail(key, err) // built again after a wait, not at once
+		m.kick()
+		return false, nil
+	}
+	m.metrics.restores.WithLabelValues("restored").Inc()
+	m.cfg.Log.Info("vm restored from a template", "vm", vm.Namespace+"/"+vm.Name, "key", key, "took", time.Since(start).Round(time.Millisecond))
+	return true, nil
+}

@@ -1,0 +1,167 @@
+package node_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// holderOf returns the member that holds image (the peer it was uploaded to).
+func holderOf(t *testing.T, c *testcluster.Cluster, cl *api.Client, image string) *testcluster.Member {
+	t.Helper()
+	for _, n := range mustNodes(t, cl) {
+		if slices.Contains(n.CachedImages, image) {
+			return memberNamed(c, n.Name)
+		}
+	}
+	t.Fatalf("no node holds %s", image)
+	return nil
+}
+
+// waitWarm waits until the config's warmNodes are want.
+func waitWarm(t *testing.T, c *testcluster.Cluster, cl *api.Client, config string, want ...string) api.VMConfig {
+	t.Helper()
+	var got api.VMConfig
+	c.WaitFor(fmt.Sprintf("vmconfig %s warm on %v", config, want), 30*time.Second, func() error {
+		var err error
+		if got, err = cl.GetVMConfig(ctx(t), ns, config); err != nil {
+			return err
+		}
+		if !slices.Equal(got.WarmNodes, want) {
+			return fmt.Errorf("warmNodes %v", got.WarmNodes)
+		}
+		return nil
+	})
+	return got
+}
+
+// A warm config's node keeps a booted template; VMs of its shape start from
+// it (startedFrom "template"), other shapes boot; a template whose memory
+// file is cut short is dropped and the VM boots; turning warm off removes
+// the template's files.
+func TestTemplates_warm_config_restores_vms(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{Templates: 2, Capacity: raftfsm.Capacity{CPU: 16, MemoryBytes: 32 << 30}})
+	cl := c.Client(c.Followers()[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	holder := holderOf(t, c, cl, "tiny")
+	cfg, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true})
+	if err != nil || !cfg.Warm || cfg.WarmNodes == nil {
+		t.Fatalf("create %+v %v", cfg, err)
+	}
+	waitWarm(t, c, cl, "ci", holder.Name)
+	template := hypervisor.TemplatePrefix(holder.Name)
+	memoryFiles := func() []string {
+		files, _ := os.ReadDir(node.VMDir(holder.DataDir))
+		var out []string
+		for _, f := range files {
+			if filepath.Ext(f.Name()) == ".state" {
+				out = append(out, f.Name())
+			}
+		}
+		return out
+	}
+	if files := memoryFiles(); len(files) != 1 {
+		t.Fatalf("memory files %v", files)
+	}
+
+	deploy := func(req api.DeployRequest, startedFrom string) api.VM {
+		t.Helper()
+		vm, err := cl.DeployVM(ctx(t), ns, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.WaitFor(vm.Name+" started from "+startedFrom, 10*time.Second, func() error {
+			got, err := cl.GetVM(ctx(t), ns, vm.Name)
+			if err != nil || got.StartedFrom != startedFrom {
+				return fmt.Errorf("%+v %v", got.StartedFrom, err)
+			}
+			vm = got
+			return nil
+		})
+		return vm
+	}
+	a := deploy(api.DeployRequest{VMConfig: "ci"}, "template")
+	if a.Node != holder.Name {
+		t.Fatalf("placed on %s, not the warm node %s", a.Node, holder.Name)
+	}
+	if spec, ok := holder.Fake.Spec(hypervisor.DomainName(holder.Name, ns, a.Name)); !ok || spec.VNCPassword != a.VNCPassword || spec.Forwards[0].HostPort != a.SSH {
+		t.Fatalf("restored domain %+v: not the VM's own ports and password", spec)
+	}
+	deploy(api.DeployRequest{Image: "tiny", CPU: intp(1), Memory: floatp(1), Node: holder.Name}, "template") // same shape, no config
+	deploy(api.DeployRequest{Image: "tiny", CPU: intp(2), Memory: floatp(1), Node: holder.Name}, "boot")     // another shape
+
+	// a memory file cut short: the deploy boots, the template is dropped
+	for _, f := range memoryFiles() {
+		if strings.HasPrefix(f, template) {
+			if err := os.Truncate(filepath.Join(node.VMDir(holder.DataDir), f), 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deploy(api.DeployRequest{VMConfig: "ci", Node: holder.Name}, "boot")
+	waitWarm(t, c, cl, "ci")
+
+	// warm off: the template's files go
+	if _, err := cl.SetVMConfigWarm(ctx(t), ns, "ci", true); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.SetVMConfigWarm(ctx(t), ns, "ci", false); err != nil || got.Warm {
+		t.Fatalf("warm off: %+v %v", got, err)
+	}
+	c.WaitFor("the template's files removed", 10*time.Second, func() error {
+		if files := memoryFiles(); len(files) != 0 {
+			return fmt.Errorf("memory files %v", files)
+		}
+		return nil
+	})
+}
+
+func TestTemplates_bad_input(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Templates: 1})
+	cl := c.Client(c.Members[0])
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "plain", Image: "tiny"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		call func() error
+		code int
+	}{
+		{"warm on a registry reference", func() error {
+			_, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "reg", Image: "127.0.0.1:1/a/b:1", Warm: true})
+			return err
+		}, http.StatusBadRequest},
+		{"warm with gpu passthrough", func() error {
+			_, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "gpu", Image: "tiny", GPUPassthrough: true, Warm: true})
+			return err
+		}, http.StatusBadRequest},
+		{"warm on an unknown config", func() error { _, err := cl.SetVMConfigWarm(ctx(t), ns, "nope", true); return err }, http.StatusNotFound},
+		{"a change without warm", func() error {
+			return cl.Do(ctx(t), http.MethodPatch, "/api/v1/namespaces/"+ns+"/vmconfigs/plain", map[string]any{}, nil)
+		}, http.StatusBadRequest},
+		{"a change of another field", func() error {
+			return cl.Do(ctx(t), http.MethodPatch, "/api/v1/namespaces/"+ns+"/vmconfigs/plain", map[string]any{"warm": true, "cpu": 2}, nil)
+		}, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); api.CodeOf(err) != tc.code {
+				t.Fatalf("got %v, want %d", err, tc.code)
+			}
+		})
+	}
+	if got, err := cl.GetVMConfig(ctx(t), ns, "plain"); err != nil || got.Warm {
+		t.Fatalf("a refused change changed the config: %+v %v", got, err)
+	}
+}

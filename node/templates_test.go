@@ -32,8 +32,13 @@ func holderOf(t *testing.T, c *testcluster.Cluster, cl *api.Client, image string
 // waitWarm waits until the config's warmNodes are want.
 func waitWarm(t *testing.T, c *testcluster.Cluster, cl *api.Client, config string, want ...string) api.VMConfig {
 	t.Helper()
+	return waitWarmFor(t, c, cl, 30*time.Second, config, want...)
+}
+
+func waitWarmFor(t *testing.T, c *testcluster.Cluster, cl *api.Client, timeout time.Duration, config string, want ...string) api.VMConfig {
+	t.Helper()
 	var got api.VMConfig
-	c.WaitFor(fmt.Sprintf("vmconfig %s warm on %v", config, want), 30*time.Second, func() error {
+	c.WaitFor(fmt.Sprintf("vmconfig %s warm on %v", config, want), timeout, func() error {
 		var err error
 		if got, err = cl.GetVMConfig(ctx(t), ns, config); err != nil {
 			return err

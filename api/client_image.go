@@ -129,3 +129,24 @@ func (c *Client) upload(ctx context.Context, path, name string, r io.Reader, siz
 	req.Header.Set("Content-Type", "application/octet-stream")
 	return c.send(req, out)
 }
+
+// CacheImage starts a job copying an image to the nodes req selects.
+func (c *Client) CacheImage(ctx context.Context, namespace, image string, req ImageCacheRequest) (JobAccepted, error) {
+	var out JobAccepted
+	err := c.Do(ctx, http.MethodPost, nsPath(namespace, "images", image, "cache"), req, &out)
+	return out, err
+}
+
+// ImageCache lists the nodes that hold an image and the copies under way.
+func (c *Client) ImageCache(ctx context.Context, namespace, image string) (ImageCache, error) {
+	var out ImageCache
+	err := c.Do(ctx, http.MethodGet, nsPath(namespace, "images", image, "cache"), nil, &out)
+	return out, err
+}
+
+// UncacheImage frees an image on a node.
+func (c *Client) UncacheImage(ctx context.Context, namespace, image, node string) (ImageCache, error) {
+	var out ImageCache
+	err := c.Do(ctx, http.MethodDelete, nsPath(namespace, "images", image, "cache")+"?node="+url.QueryEscape(node), nil, &out)
+	return out, err
+}

@@ -57,6 +57,17 @@ type Job struct {
 	Node      string `json:"node"`
 	Namespace string `json:"namespace"`
 	Owner     string `json:"owner,omitempty"`
+	// Targets are a cache job's nodes, each with its own copy's progress.
+	Targets []JobTarget `json:"targets,omitempty"`
+}
+
+// JobTarget is one node of a cache job.
+type JobTarget struct {
+	Node       string `json:"node"`
+	State      string `json:"state"`
+	BytesDone  int64  `json:"bytesDone"`
+	BytesTotal int64  `json:"bytesTotal"`
+	Message    string `json:"message,omitempty"`
 }
 
 // Job states.

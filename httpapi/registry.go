@@ -74,11 +74,15 @@ func (s *Server) deleteRegistryCredential(w http.ResponseWriter, r *http.Request
 }
 
 func jobToAPI(j raftfsm.Job) api.Job {
-	return api.Job{
+	out := api.Job{
 		Name: j.Name, Type: j.Type, State: j.State, BytesDone: j.BytesDone, BytesTotal: j.BytesTotal, Message: j.Message,
 		StartTime: j.StartTime, CompletionTime: j.CompletionTime, Reference: j.Reference, VM: j.VM, Image: j.Image,
 		Node: j.Node, Namespace: j.Namespace, Owner: j.Owner,
 	}
+	for _, t := range j.Targets {
+		out.Targets = append(out.Targets, api.JobTarget{Node: t.Node, State: t.State, BytesDone: t.BytesDone, BytesTotal: t.BytesTotal, Message: t.Message})
+	}
+	return out
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {

@@ -190,6 +190,9 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: ns + "/images/:image/description", Rule: RuleMember, Write: true, Target: Leader}, img.describeHandler(s))
 	s.handle(Route{Method: get, Path: ns + "/images/:image/download", Rule: RuleMember}, s.downloadImage)
 	s.handle(Route{Method: post, Path: ns + "/images/:image/push", Rule: RuleMember, Write: true, Target: Leader}, s.pushImage)
+	s.handle(Route{Method: post, Path: ns + "/images/:image/cache", Rule: RuleMember, Write: true, Target: Leader}, s.cacheImage)
+	s.handle(Route{Method: get, Path: ns + "/images/:image/cache", Rule: RuleMember}, s.imageCache)
+	s.handle(Route{Method: del, Path: ns + "/images/:image/cache", Rule: RuleMember, Write: true, Target: Leader}, s.uncacheImage)
 	s.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true, Upload: true}, s.uploadImage)
 
 	s.handle(Route{Method: get, Path: ns + "/isos", Rule: RuleMember}, iso.listHandler(s))

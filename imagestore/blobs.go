@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,6 +45,8 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]int // digest -> open leases
 	fetching map[string]*fetch
+	// fetched counts the bytes received from peers, over every fetch.
+	fetched atomic.Int64
 }
 
 // BlobDir is where the store in dir keeps its blobs.

@@ -4,13 +4,45 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 type fetch struct {
-	done chan struct{}
-	err  error
+	done     chan struct{}
+	err      error
+	received atomic.Int64 // bytes of the blob received so far
+}
+
+// Received returns how many bytes of digest the fetch under way has
+// received (0 when none is under way).
+func (s *Store) Received(digest string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.fetching[digest]; ok {
+		return f.received.Load()
+	}
+	return 0
+}
+
+// FetchedBytes returns the bytes this store received from peers, over
+// every fetch since it opened.
+func (s *Store) FetchedBytes() int64 { return s.fetched.Load() }
+
+// counting counts what passes through it into the fetch and the store.
+type counting struct {
+	r    io.Reader
+	f    *fetch
+	into *atomic.Int64
+}
+
+func (c counting) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.f.received.Add(int64(n))
+	c.into.Add(int64(n))
+	return n, err
 }
 
 // BlobPath is the peer API path that serves a blob.
@@ -41,7 +73,7 @@ func (s *Store) Fetch(ctx context.Context, client *http.Client, digest string, s
 	f := &fetch{done: make(chan struct{})}
 	s.fetching[digest] = f
 	s.mu.Unlock()
-	f.err = s.fetch(ctx, client, digest, sources, check)
+	f.err = s.fetch(ctx, f, client, digest, sources, check)
 	s.mu.Lock()
 	delete(s.fetching, digest)
 	s.mu.Unlock()
@@ -49,13 +81,14 @@ func (s *Store) Fetch(ctx context.Context, client *http.Client, digest string, s
 	return f.err
 }
 
-func (s *Store) fetch(ctx context.Context, client *http.Client, digest string, sources []string, check Check) error {
+func (s *Store) fetch(ctx context.Context, f *fetch, client *http.Client, digest string, sources []string, check Check) error {
 	if len(sources) == 0 {
 		return fmt.Errorf("fetch %s: no peer holds it", digest)
 	}
 	var errs []error
 	for _, src := range sources {
-		err := s.fetchFrom(ctx, client, digest, src, check)
+		f.received.Store(0)
+		err := s.fetchFrom(ctx, f, client, digest, src, check)
 		if err == nil {
 			return nil
 		}
@@ -67,7 +100,7 @@ func (s *Store) fetch(ctx context.Context, client *http.Client, digest string, s
 	return fmt.Errorf("fetch %s: %w", digest, errors.Join(errs...))
 }
 
-func (s *Store) fetchFrom(ctx context.Context, client *http.Client, digest, src string, check Check) error {
+func (s *Store) fetchFrom(ctx context.Context, f *fetch, client *http.Client, digest, src string, check Check) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(src, "/")+BlobPath(digest), nil)
 	if err != nil {
 		return fmt.Errorf("from %s: %w", src, err)
@@ -89,7 +122,7 @@ func (s *Store) fetchFrom(ctx context.Context, client *http.Client, digest, src 
 		}
 		return nil
 	}
-	if _, _, err := s.Put(ctx, resp.Body, digest, refusing); err != nil {
+	if _, _, err := s.Put(ctx, counting{r: resp.Body, f: f, into: &s.fetched}, digest, refusing); err != nil {
 		return fmt.Errorf("from %s: %w", src, err)
 	}
 	return nil

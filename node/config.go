@@ -69,6 +69,11 @@ type Config struct {
 	// (default 10 min); BlobGCGrace is how old such a blob must be (default
 	// 1 h), so that a blob whose record is on its way stays.
 	BlobGCInterval, BlobGCGrace time.Duration
+	// BlobReleaseGrace is how old a blob this node no longer holds (its
+	// image's cache here was freed) must be before it is removed (default
+	// 1 min): a blob being recorded as held, fetched a moment ago, is
+	// younger.
+	BlobReleaseGrace time.Duration
 	// APILimits bound the API's connections and body reads (zero fields
 	// take httpapi's defaults).
 	APILimits httpapi.Limits
@@ -147,6 +152,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.BlobGCInterval <= 0 {
 		c.BlobGCInterval = 10 * time.Minute
+	}
+	if c.BlobReleaseGrace <= 0 {
+		c.BlobReleaseGrace = time.Minute
 	}
 	if c.BlobGCGrace <= 0 {
 		c.BlobGCGrace = time.Hour

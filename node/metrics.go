@@ -5,7 +5,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // peerMetrics are the peer's own figures, beside Raft's, the API's, the host
 // agent's and the job manager's.
 type peerMetrics struct {
-	caughtUp prometheus.GaugeFunc
+	caughtUp     prometheus.GaugeFunc
+	blobsFetched prometheus.CounterFunc
 }
 
 func newPeerMetrics(p *Peer) *peerMetrics {
@@ -19,7 +20,11 @@ func newPeerMetrics(p *Peer) *peerMetrics {
 			}
 			return 0
 		}),
+		blobsFetched: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "svc_image_fetched_bytes_total",
+			Help: "Bytes of image blobs this peer received from other peers (a first deploy of an image here, a cache job's copy).",
+		}, func() float64 { return float64(p.images.FetchedBytes()) }),
 	}
-	p.reg.MustRegister(m.caughtUp)
+	p.reg.MustRegister(m.caughtUp, m.blobsFetched)
 	return m
 }

@@ -149,7 +149,7 @@ func Start(cfg Config) (*Peer, error) {
 	disks, _ := p.driver.(hypervisor.Disks)
 	p.jobs = jobs.New(jobs.Config{
 		Name: cfg.Name, Arch: cfg.Arch, ChunkMiB: cfg.ChunkMiB, MaxJobs: cfg.MaxJobs, Interval: cfg.ReconcileInterval,
-		FSM: p.FSM(), Images: p.images, Disks: disks, Proposer: p, Ready: p, Egress: p.egress, Gate: cfg.Gate,
+		FSM: p.FSM(), Images: p.images, Disks: disks, Proposer: p, Blobs: p, Ready: p, Egress: p.egress, Gate: cfg.Gate,
 		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
 	})
 	p.leader = leader.New(leader.Config{

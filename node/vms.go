@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,10 +18,17 @@ import (
 // from a peer that holds it, else (a VM deployed from a registry reference)
 // pulled from its registry and recorded as the namespace's image.
 func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error {
+	b, _ := p.FSM().Blob(digest)
 	if p.images.Has(digest) {
+		if !slices.Contains(b.Holders, p.cfg.Name) && b.Digest != "" {
+			// here but no longer recorded (its cache was freed, the file not
+			// yet removed): held again, so that it stays
+			if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name}); err != nil {
+				return fmt.Errorf("record blob holder: %w", err)
+			}
+		}
 		return nil
 	}
-	b, _ := p.FSM().Blob(digest)
 	var sources []string
 	for _, h := range b.Holders {
 		if h == p.cfg.Name {

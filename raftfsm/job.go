@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"slices"
 	"time"
 
 	"github.com/svc-project/svc/api"
@@ -8,8 +9,9 @@ import (
 
 // Job kinds and states.
 const (
-	JobPush = "push"
-	JobPull = "pull"
+	JobPush  = "push"
+	JobPull  = "pull"
+	JobCache = "cache"
 
 	JobPending   = "Pending"
 	JobRunning   = "Running"
@@ -17,13 +19,17 @@ const (
 	JobFailed    = "Failed"
 )
 
-// Job is a push or pull a peer carries out.
+// Job is a push or pull a peer carries out, or a copy of an image to
+// several nodes (a cache job), which each of its targets carries out.
 type Job struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
 	Type      string `json:"type"`
-	// Node is the peer that carries it out.
+	// Node is the peer that carries it out ("" for a cache job).
 	Node string `json:"node"`
+	// Targets are the nodes a cache job copies the image to, each with its
+	// own progress; the job's state and bytes add theirs up.
+	Targets []JobTarget `json:"targets,omitempty"`
 	// Reference is the registry reference pushed to or pulled from.
 	Reference string `json:"reference"`
 	// VM is the VM a push sends; Image the image (or ISO, Kind) a push
@@ -52,6 +58,7 @@ func (j *Job) Ended() bool { return j.State == JobSucceeded || j.State == JobFai
 
 func (j *Job) clone() *Job {
 	out := *j
+	out.Targets = slices.Clone(j.Targets)
 	if j.CompletionTime != nil {
 		t := *j.CompletionTime
 		out.CompletionTime = &t
@@ -82,6 +89,8 @@ type JobUpdate struct {
 	Time       time.Time `json:"time"`
 	// StoppedVM, once sent, stays set on the job.
 	StoppedVM bool `json:"stoppedVM,omitempty"`
+	// Target, for a cache job, is the node whose part this reports.
+	Target string `json:"target,omitempty"`
 }
 
 // JobDelete forgets an ended job (the leader's clean-up).
@@ -96,13 +105,17 @@ func (s *State) applyJobCreate(index uint64, c JobCreate) (any, error) {
 	if err := api.ValidateName("job name", j.Name, api.MaxNameLen); err != nil {
 		return nil, ruleErr(ErrInvalid, "%s", err.Error())
 	}
-	if j.Type != JobPush && j.Type != JobPull {
-		return nil, ruleErr(ErrInvalid, "job type %q is neither push nor pull", j.Type)
+	if j.Type != JobPush && j.Type != JobPull && j.Type != JobCache {
+		return nil, ruleErr(ErrInvalid, "job type %q is not push, pull or cache", j.Type)
 	}
 	if _, ok := s.Namespaces[j.Namespace]; !ok {
 		return nil, ruleErr(ErrNotFound, "namespace %q not found", j.Namespace)
 	}
-	if _, ok := s.Nodes[j.Node]; !ok {
+	if j.Type == JobCache {
+		if err := s.checkTargets(j); err != nil {
+			return nil, err
+		}
+	} else if _, ok := s.Nodes[j.Node]; !ok {
 		return nil, ruleErr(ErrNotFound, "node %q not found", j.Node)
 	}
 	k := key(j.Namespace, j.Name)
@@ -135,6 +148,12 @@ func (s *State) applyJobUpdate(c JobUpdate) (any, error) {
 	case JobRunning, JobSucceeded, JobFailed:
 	default:
 		return nil, ruleErr(ErrInvalid, "job state %q", c.State)
+	}
+	if j.Type == JobCache {
+		if err := j.updateTarget(c); err != nil {
+			return nil, err
+		}
+		return j.clone(), nil
 	}
 	j.State, j.BytesDone, j.BytesTotal = c.State, c.BytesDone, c.BytesTotal
 	j.Message = c.Message

@@ -18,7 +18,7 @@ import (
 )
 
 func newImageCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "image", Short: "Disk images: list, upload, generate, copy, describe, download, delete"}
+	cmd := &cobra.Command{Use: "image", Short: "Disk images: list, upload, generate, copy, describe, download, delete, cache on nodes"}
 	list := newListCmd(g, "List the images of the namespace",
 		func(ctx context.Context, cl *api.Client) ([]api.Image, error) { return cl.ListImages(ctx, g.namespace) },
 		printImages)
@@ -67,7 +67,7 @@ func newImageCmd(g *globals) *cobra.Command {
 	del := newDeleteCmd(g, "image", func(ctx context.Context, cl *api.Client, name string) error {
 		return cl.DeleteImage(ctx, g.namespace, name)
 	})
-	cmd.AddCommand(list, upload, generate, get, copyCmd, describe, newImageDownloadCmd(g), del,
+	cmd.AddCommand(list, upload, generate, get, copyCmd, describe, newImageDownloadCmd(g), del, newImageCacheCmd(g),
 		newPushCmd(g, "image", func(ctx context.Context, cl *api.Client, name, ref string) (api.JobName, error) {
 			return cl.PushImage(ctx, g.namespace, name, ref)
 		}), newPullCmd(g, "image"))

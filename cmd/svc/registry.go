@@ -183,7 +183,7 @@ func watchJob(ctx context.Context, out io.Writer, cl *api.Client, ns, name strin
 		}
 		if j.BytesTotal > 0 {
 			if bar == nil {
-				bar = progressbar.DefaultBytes(j.BytesTotal, j.Type+" "+j.Reference)
+				bar = progressbar.DefaultBytes(j.BytesTotal, j.Type+" "+first(j.Reference, j.Image))
 			}
 			_ = bar.Set64(j.BytesDone)
 		}

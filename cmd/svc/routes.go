@@ -44,6 +44,9 @@ func routeCommands() map[string]string {
 		"GET /api/v1/namespaces/{namespace}/vmconfigs/{vmconfig}":    "vmconfig get",
 		"DELETE /api/v1/namespaces/{namespace}/vmconfigs/{vmconfig}": "vmconfig delete",
 		"PATCH /api/v1/namespaces/{namespace}/vmconfigs/{vmconfig}":  "vmconfig warm",
+		"POST /api/v1/namespaces/{namespace}/images/{image}/cache":   "image cache add",
+		"GET /api/v1/namespaces/{namespace}/images/{image}/cache":    "image cache list",
+		"DELETE /api/v1/namespaces/{namespace}/images/{image}/cache": "image cache remove",
 
 		"GET /api/v1/namespaces/{namespace}/images":                      "image list",
 		"POST /api/v1/namespaces/{namespace}/images":                     "image generate",

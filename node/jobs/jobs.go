@@ -35,6 +35,14 @@ const (
 func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
 	f := m.cfg.FSM
 	switch {
+	case j.Type == raftfsm.JobCache:
+		j.Name = api.GenerateName(j.Type + "-" + truncate(j.Image, 40))
+		j.StartTime = time.Now().UTC().Truncate(time.Second)
+		v, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})
+		if err != nil {
+			return raftfsm.Job{}, err
+		}
+		return *v.(*raftfsm.Job), nil
 	case j.Type == raftfsm.JobPull:
 		// This peer (the leader) pulls, unless it is not READY.
 		j.Node = m.cfg.Name
@@ -140,7 +148,10 @@ func (m *Manager) jobLoop() {
 func (m *Manager) queuedJobs(running map[string]bool) []raftfsm.Job {
 	var out []raftfsm.Job
 	for _, j := range m.cfg.FSM.Jobs("") {
-		if j.Node == m.cfg.Name && !j.Ended() && !running[j.Namespace+"/"+j.Name] {
+		if j.Ended() || running[j.Namespace+"/"+j.Name] {
+			continue
+		}
+		if t, ok := m.myTarget(j); j.Node == m.cfg.Name || (ok && !t.Ended()) {
 			out = append(out, j)
 		}
 	}
@@ -163,6 +174,9 @@ func (m *Manager) runJob(j raftfsm.Job) {
 	ctx, cancel := context.WithTimeout(m.ctx, jobTimeout)
 	defer cancel()
 	rep := &jobReporter{m: m, j: j, state: raftfsm.JobRunning}
+	if j.Type == raftfsm.JobCache {
+		rep.target = m.cfg.Name
+	}
 	rep.send(ctx, true)
 	msg, err := m.doJob(ctx, j, rep)
 	if m.ctx.Err() != nil {
@@ -186,6 +200,8 @@ func (m *Manager) doJob(ctx context.Context, j raftfsm.Job, rep *jobReporter) (s
 		return m.push(ctx, j, rep)
 	case raftfsm.JobPull:
 		return m.pullJob(ctx, j, rep.progress(ctx))
+	case raftfsm.JobCache:
+		return m.cache(ctx, j, rep)
 	}
 	return "", fmt.Errorf("job type %q is not carried out by this version", j.Type)
 }
@@ -199,6 +215,7 @@ type jobReporter struct {
 	done, total    int64
 	stoppedVM      bool
 	last           time.Time
+	target         string // a cache job's node whose part this reports
 }
 
 func (r *jobReporter) progress(ctx context.Context) ocidisk.Progress {
@@ -221,7 +238,7 @@ func (r *jobReporter) apply(ctx context.Context) error {
 	r.last = time.Now()
 	_, err := r.m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
 		Namespace: r.j.Namespace, Name: r.j.Name, State: r.state, BytesDone: r.done, BytesTotal: r.total,
-		Message: r.message, Time: time.Now().UTC().Truncate(time.Second), StoppedVM: r.stoppedVM,
+		Message: r.message, Time: time.Now().UTC().Truncate(time.Second), StoppedVM: r.stoppedVM, Target: r.target,
 	})
 	return err
 }
@@ -273,6 +290,8 @@ func (m *Manager) ReconcileJobs(ctx context.Context) error {
 		case j.Ended() && j.CompletionTime != nil && now.Sub(*j.CompletionTime) > jobRetention:
 			_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobDelete, raftfsm.JobDelete{Namespace: j.Namespace, Name: j.Name})
 			errs = append(errs, err)
+		case !j.Ended() && j.Type == raftfsm.JobCache:
+			errs = append(errs, m.failLostTargets(ctx, j, now))
 		case !j.Ended():
 			n, ok := m.cfg.FSM.Node(j.Node)
 			if ok && n.Phase == api.PhaseReady {

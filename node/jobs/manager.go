@@ -49,7 +49,9 @@ type Config struct {
 	// of a VM then fails, saying so).
 	Disks    Disks
 	Proposer Proposer
-	Ready    Readiness
+	// Blobs fetches the blobs a cache job copies here.
+	Blobs Blobs
+	Ready Readiness
 	// Egress is the registries this peer may contact.
 	Egress *ocidisk.Egress
 	// Gate optionally refuses some registries (tests).

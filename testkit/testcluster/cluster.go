@@ -186,7 +186,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
 			Gate: m.gate, Log: c.logger(), Driver: drv,
 			VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
-			BlobGCInterval: 200 * time.Millisecond, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
+			BlobGCInterval: 200 * time.Millisecond, BlobReleaseGrace: time.Second, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
 			RegistryAllow: opts.RegistryAllow, Templates: opts.Templates,
 		}
 		if !opts.Libvirt {

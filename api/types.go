@@ -75,6 +75,11 @@ type Node struct {
 	// CachedImages are the images of the namespace whose content the node
 	// holds: a first deploy of one of them there starts at once.
 	CachedImages []string `json:"cachedImages"`
+	// Templates is how many booted templates of warm VM configs the node
+	// holds ready, and TemplateBytes the disk they take (memory files and
+	// disks).
+	Templates     int   `json:"templates"`
+	TemplateBytes int64 `json:"templateBytes"`
 }
 
 // TagRequest is the body of the node tag and untag calls.

@@ -14,7 +14,13 @@ import (
 // nodeToAPI converts a node of the replicated state to its API record.
 func nodeToAPI(n raftfsm.NodeView) api.Node {
 	avail := func(total, used int) int { return max(total-used, 0) }
+	var templateBytes int64
+	for _, t := range n.Templates {
+		templateBytes += t.SizeBytes
+	}
 	return api.Node{
+		Templates:         len(n.Templates),
+		TemplateBytes:     templateBytes,
 		Name:              n.Name,
 		Namespace:         n.Namespace,
 		NodeIP:            n.Addr,

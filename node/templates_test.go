@@ -65,6 +65,9 @@ func TestTemplates_warm_config_restores_vms(t *testing.T) {
 		t.Fatalf("create %+v %v", cfg, err)
 	}
 	waitWarm(t, c, cl, "ci", holder.Name)
+	if n := nodeByName(t, cl, holder.Name); n.Templates != 1 || n.TemplateBytes == 0 {
+		t.Fatalf("the node record does not count its template: %d, %d bytes", n.Templates, n.TemplateBytes)
+	}
 	template := hypervisor.TemplatePrefix(holder.Name)
 	memoryFiles := func() []string {
 		files, _ := os.ReadDir(node.VMDir(holder.DataDir))

@@ -3,6 +3,7 @@ package vz
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,5 +340,62 @@ func TestDriver_macos_install_from_restore_image(t *testing.T) {
 	}
 	if _, hw2, _ := td.Driver.(hypervisor.GuestIdentity).Identity(s.Name); !bytes.Equal(hw2, hw) {
 		t.Fatalf("hardware model %q after a restart, was %q", hw2, hw)
+	}
+}
+
+// A template saved once starts another VM: restored (not booted) from the
+// template's memory, on a clone of its disk, with a MAC of its own and its
+// own forwards and screen; a failed restore leaves nothing of the VM.
+func TestDriver_restore_as(t *testing.T) {
+	td := newTestDriver(t)
+	ctx := ctxT(t)
+	mem := td.Driver.(hypervisor.MemorySnapshots)
+	tpl := td.spec("_template.k1", "")
+	if err := td.Create(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.SaveMemory(ctx, tpl.Name, mem.MemoryPath(tpl.Name)); err != nil {
+		t.Fatal(err)
+	}
+	vm := td.spec("ns.restored", "")
+	vm.VNCPort, vm.VNCPassword, vm.Forwards = 5999, "pw-vm", []hypervisor.Forward{{HostPort: 22022, GuestPort: 22}}
+	if err := mem.RestoreAs(ctx, tpl.Name, vm); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, td, vm.Name, hypervisor.StateRunning)
+	log, _ := td.Driver.(hypervisor.Console).ConsoleLog(vm.Name)
+	if !strings.Contains(string(log), "restored "+vm.Name) {
+		t.Fatalf("console log %q: the VM booted instead of restoring", log)
+	}
+	from, err := readRunnerConfig(filepath.Join(td.cfg.Dir, tpl.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readRunnerConfig(filepath.Join(td.cfg.Dir, vm.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Machine.MAC == from.Machine.MAC || got.Machine.Disk == from.Machine.Disk || got.VNCPassword != "pw-vm" || got.VNCPort != 5999 ||
+		len(got.Forwards) != 1 || got.Forwards[0].HostPort != 22022 {
+		t.Fatalf("restored VM's config %+v (template's %+v)", got, from)
+	}
+	if err := os.WriteFile(got.Machine.Disk, []byte("the VM's own"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(from.Machine.Disk); string(b) == "the VM's own" {
+		t.Fatal("the VM writes the template's disk")
+	}
+	if err := mem.RestoreAs(ctx, tpl.Name, vm); err == nil {
+		t.Fatal("a restore over an existing VM was taken")
+	}
+	if err := os.Remove(mem.MemoryPath(tpl.Name)); err != nil {
+		t.Fatal(err)
+	}
+	other := td.spec("ns.other", "")
+	if err := mem.RestoreAs(ctx, tpl.Name, other); err == nil {
+		t.Fatal("a restore without the template's memory file was taken")
+	}
+	if _, err := os.Stat(filepath.Join(td.cfg.Dir, other.Name)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the failed restore left the VM's directory: %v", err)
 	}
 }

@@ -87,8 +87,10 @@ func (f *fakeMachine) Start(context.Context) error {
 		if err != nil {
 			return err
 		}
-		if string(b) != "saved "+f.cfg.Name {
-			return fmt.Errorf("state file of another machine: %q", b)
+		// The framework restores a state only into the configuration it
+		// was saved from: the fake compares what identifies it.
+		if string(b) != f.savedAs() {
+			return fmt.Errorf("state file of another configuration: %q, this one is %q", b, f.savedAs())
 		}
 		f.set(MachineRunning)
 		return f.console("restored " + f.cfg.Name)
@@ -129,7 +131,7 @@ func (f *fakeMachine) SaveState(_ context.Context, path string) error {
 	if f.State() != MachinePaused {
 		return errors.New("save needs a paused machine")
 	}
-	return os.WriteFile(path, []byte("saved "+f.cfg.Name), 0o600)
+	return os.WriteFile(path, []byte(f.savedAs()), 0o600)
 }
 
 func (f *fakeMachine) State() MachineState {
@@ -141,5 +143,14 @@ func (f *fakeMachine) State() MachineState {
 func (f *fakeMachine) Done() <-chan struct{} { return f.done }
 
 func (f *fakeMachine) Identity() (hardwareModel, machineID []byte) {
+	if len(f.cfg.MachineID) > 0 {
+		return f.cfg.HardwareModel, f.cfg.MachineID // the one the config gave
+	}
 	return f.cfg.HardwareModel, []byte("machine " + f.cfg.Name)
+}
+
+// savedAs is what the fake's state file records of the machine it saved.
+func (f *fakeMachine) savedAs() string {
+	_, id := f.Identity()
+	return fmt.Sprintf("saved cpu=%d memory=%d os=%s machineID=%x", f.cfg.CPU, f.cfg.MemoryMiB, f.cfg.OS, id)
 }

@@ -81,10 +81,10 @@ func (j *Job) updateTarget(c JobUpdate) error {
 		return nil
 	}
 	j.State = JobSucceeded
-	j.Message = fmt.Sprintf("copied to %d nodes", len(j.Targets))
+	j.Message = "copied to " + nodes(len(j.Targets))
 	if len(failed) > 0 {
 		j.State = JobFailed
-		j.Message = fmt.Sprintf("%d of %d nodes failed: %s", len(failed), len(j.Targets), strings.Join(failed, "; "))
+		j.Message = fmt.Sprintf("%d of %s failed: %s", len(failed), nodes(len(j.Targets)), strings.Join(failed, "; "))
 	}
 	if len(j.Message) > MaxJobMessage {
 		j.Message = j.Message[:MaxJobMessage]
@@ -92,4 +92,11 @@ func (j *Job) updateTarget(c JobUpdate) error {
 	t2 := c.Time
 	j.CompletionTime = &t2
 	return nil
+}
+
+func nodes(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }

@@ -54,6 +54,7 @@ func TestCLI_image_cache_and_warm_config(t *testing.T) {
 		}
 		return nil
 	})
+	svc("started:      from a booted template", "vm", "deploy", "--vmconfig", "ci", "--name", "warm-1")
 	out = svc("ci", "vmconfig", "warm", "ci", "--off")
 	if strings.Contains(out, a.Name) {
 		t.Fatalf("warm off still lists a template:\n%s", out)

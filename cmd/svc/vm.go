@@ -130,6 +130,12 @@ func printVM(w io.Writer, vm api.VM) error {
 	fmt.Fprintf(w, "\nssh:          ssh admin@%s -p %d\n", vm.IP, vm.SSH)
 	fmt.Fprintf(w, "vnc:          %s:%d   (vnc://%s:%d)   password: %s\n", vm.IP, vm.VNC, vm.IP, vm.VNC, vm.VNCPassword)
 	fmt.Fprintf(w, "screen share: vnc://%s:%d\n", vm.IP, vm.Screenshare)
+	switch vm.StartedFrom {
+	case "template":
+		fmt.Fprintln(w, "started:      from a booted template (no boot)")
+	case "boot":
+		fmt.Fprintln(w, "started:      by booting")
+	}
 	for _, warn := range vm.PortWarnings {
 		fmt.Fprintln(w, "warning:", warn)
 	}

@@ -173,3 +173,38 @@ func TestTemplates_bad_input(t *testing.T) {
 		t.Fatalf("a refused change changed the config: %+v %v", got, err)
 	}
 }
+
+// A commit that moves a warm config's image makes its template a new
+// shape: the node holding only the old content drops its template, and the
+// node holding the new content (the committed VM's) builds one.
+func TestTemplates_rebuilt_when_a_commit_moves_the_image(t *testing.T) {
+	c := testcluster.New(t, 2, testcluster.Options{Templates: 2, Capacity: raftfsm.Capacity{CPU: 16, MemoryBytes: 32 << 30}})
+	cl := c.Client(c.WaitLeader())
+	upload(t, cl, "tiny", tinyImage(t))
+	holder := holderOf(t, c, cl, "tiny")
+	other := c.Members[0]
+	if other == holder {
+		other = c.Members[1]
+	}
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitWarm(t, c, cl, "ci", holder.Name)
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "w", Node: other.Name, CPU: intp(2), Memory: floatp(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CommitVM(ctx(t), ns, "w", api.CommitRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	waitImage(t, c, cl, "tiny", api.ImageReady, 30*time.Second)
+	waitWarm(t, c, cl, "ci", other.Name)
+	c.WaitFor("the old template's files removed from "+holder.Name, 10*time.Second, func() error {
+		entries, _ := os.ReadDir(node.VMDir(holder.DataDir))
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), hypervisor.TemplatePrefix(holder.Name)) {
+				return fmt.Errorf("left: %s", e.Name())
+			}
+		}
+		return nil
+	})
+}

@@ -115,6 +115,10 @@ func wait(ctx context.Context, changed func() <-chan struct{}, cond func() bool)
 // the caller holds the lock, before names the VM's node before c.
 func (s *State) topicsOf(c Command, ns, name, before string) []Topic {
 	ts := []Topic{ResourceTopic(c.Type.Resource())}
+	if c.Type == TypeVMImageOpDone {
+		// a commit or save's result: an image's content and its blob
+		ts = append(ts, ResourceTopic(ResourceImage), ResourceTopic(ResourceBlob))
+	}
 	if name == "" {
 		return ts
 	}

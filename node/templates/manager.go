@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -233,15 +234,7 @@ func orderedShapes(want map[string]raftfsm.Shape) []raftfsm.Shape {
 	for _, sh := range want {
 		out = append(out, sh)
 	}
-	slices.SortFunc(out, func(a, b raftfsm.Shape) int {
-		switch ka, kb := a.Key(), b.Key(); {
-		case ka < kb:
-			return -1
-		case ka > kb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b raftfsm.Shape) int { return strings.Compare(a.Key(), b.Key()) })
 	return out
 }
 
@@ -298,12 +291,7 @@ func (m *Manager) report(ctx context.Context) {
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(ts, func(a, b raftfsm.Template) int {
-		if a.Key < b.Key {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(ts, func(a, b raftfsm.Template) int { return strings.Compare(a.Key, b.Key) })
 	if n, ok := m.cfg.FSM.Node(m.cfg.Name); ok && slices.EqualFunc(n.Templates, ts, func(a, b raftfsm.Template) bool {
 		return a.Key == b.Key && a.SizeBytes == b.SizeBytes
 	}) {

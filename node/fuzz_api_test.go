@@ -41,6 +41,11 @@ var fuzzBodies = []string{
 	`{"imageName":"saved1","description":"s"}`,
 	`[]`,
 	`{"cpu":-1,"memory":1e308,"name":"A/b"}`,
+	`{"warm":true}`,
+	`{"name":"w1","image":"tiny","cpu":1,"memory":0.5,"warm":true}`,
+	`{"nodes":["peer-1"]}`,
+	`{"tags":["ssd"]}`,
+	`{"all":true}`,
 }
 
 // fuzzParams are the values path parameters take: existing and missing names.
@@ -89,7 +94,7 @@ func fingerprint(t *testing.T, f *raftfsm.FSM) string {
 	return strings.Join(keys, "\n")
 }
 
-// FuzzAPI_post_routes drives every POST route of the router with generated
+// FuzzAPI_post_routes drives every POST (and PATCH) route of the router with generated
 // JSON bodies: no answer is a 5xx, every error is a Status body, and a
 // refused request creates nothing, not even for a moment that outlives it.
 func FuzzAPI_post_routes(f *testing.F) {
@@ -100,10 +105,10 @@ func FuzzAPI_post_routes(f *testing.F) {
 	if _, err := admin.CreateNamespace(ctx(f), "team-a"); err != nil {
 		f.Fatal(err)
 	}
-	var routes []string
+	var routes []string // "METHOD path"
 	for _, r := range m.Peer.API().Routes() {
-		if r.Method == http.MethodPost && !strings.HasPrefix(r.Path, "/api/v1/internal/") {
-			routes = append(routes, r.Path)
+		if (r.Method == http.MethodPost || r.Method == http.MethodPatch) && !strings.HasPrefix(r.Path, "/api/v1/internal/") {
+			routes = append(routes, r.Method+" "+r.Path)
 		}
 	}
 	slices.Sort(routes)
@@ -114,13 +119,13 @@ func FuzzAPI_post_routes(f *testing.F) {
 	}
 	client := &http.Client{Timeout: 2 * time.Minute}
 	f.Fuzz(func(t *testing.T, route, params uint8, body string) {
-		path := routes[int(route)%len(routes)]
+		method, path, _ := strings.Cut(routes[int(route)%len(routes)], " ")
 		for param, vals := range fuzzParams {
 			path = strings.ReplaceAll(path, param, vals[int(params)%len(vals)])
 		}
 		settle(t, m.Peer.FSM())
 		before := fingerprint(t, m.Peer.FSM())
-		req, err := http.NewRequest(http.MethodPost, "http://"+m.Peer.APIAddr()+path, strings.NewReader(body))
+		req, err := http.NewRequest(method, "http://"+m.Peer.APIAddr()+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,22 +133,22 @@ func FuzzAPI_post_routes(f *testing.F) {
 		req.Header.Set("Authorization", "Bearer "+admin.Token)
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("POST %s: %v", path, err)
+			t.Fatalf("%s %s: %v", method, path, err)
 		}
 		answer, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode >= 500 {
-			t.Fatalf("POST %s %q: %d %s", path, body, resp.StatusCode, answer)
+			t.Fatalf("%s %s %q: %d %s", method, path, body, resp.StatusCode, answer)
 		}
 		if resp.StatusCode < 400 {
 			return
 		}
 		var st api.Status
 		if err := json.Unmarshal(answer, &st); err != nil || st.Kind != "Status" || st.Code != resp.StatusCode || st.Message == "" {
-			t.Fatalf("POST %s %q: %d with a body that is not a Status: %s", path, body, resp.StatusCode, answer)
+			t.Fatalf("%s %s %q: %d with a body that is not a Status: %s", method, path, body, resp.StatusCode, answer)
 		}
 		if after := fingerprint(t, m.Peer.FSM()); after != before {
-			t.Fatalf("POST %s %q was refused (%d %s) but changed the state:\nbefore\n%s\nafter\n%s", path, body, resp.StatusCode, bytes.TrimSpace(answer), before, after)
+			t.Fatalf("%s %s %q was refused (%d %s) but changed the state:\nbefore\n%s\nafter\n%s", method, path, body, resp.StatusCode, bytes.TrimSpace(answer), before, after)
 		}
 	})
 }

@@ -117,6 +117,7 @@ func xmlEscape(v any) string {
 var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x": xmlEscape}).Parse(`<domain type='{{x .Type}}' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>{{x .Name}}</name>{{if .UUID}}
   <uuid>{{x .UUID}}</uuid>{{end}}
+  <genid/>
   <memory unit='MiB'>{{.MemoryMiB}}</memory>
   <vcpu>{{.CPU}}</vcpu>
   <os>

@@ -151,7 +151,10 @@ func writeRestoreFile(ctx context.Context, src string, img saveImage, xml, dst s
 	return nil
 }
 
-var uuidElement = regexp.MustCompile(`<uuid>[0-9a-fA-F-]{36}</uuid>`)
+var (
+	uuidElement  = regexp.MustCompile(`<uuid>[0-9a-fA-F-]{36}</uuid>`)
+	genidElement = regexp.MustCompile(`<genid>[0-9a-fA-F-]{36}</genid>`)
+)
 
 // restoredXML turns the domain XML of a save file of domain from into that
 // of domain name: its name and UUID, its files (paths, old to new), and the
@@ -168,6 +171,11 @@ func restoredXML(saved, own, from, name, uuid string, paths [][2]string) (string
 		return "", fmt.Errorf("%w: the domain XML has no single UUID", errBadSaveImage)
 	}
 	x = uuidElement.ReplaceAllLiteralString(x, "<uuid>"+xmlEscape(uuid)+"</uuid>")
+	// A new VM generation ID tells a guest that has the driver (Linux 5.18
+	// and later, Windows) that it is a copy: it reseeds its random pool.
+	if genid, err := newUUID(); err == nil {
+		x = genidElement.ReplaceAllLiteralString(x, "<genid>"+genid+"</genid>")
+	}
 	for _, p := range paths {
 		old := "'" + xmlEscape(p[0]) + "'"
 		if !strings.Contains(x, old) {

@@ -14,6 +14,7 @@ import (
 const savedXML = `<domain type='qemu'>
   <name>svc.p.tpl.k1</name>
   <uuid>06109636-3ab6-4f1f-95c9-bc4619ed8076</uuid>
+  <genid>aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee</genid>
   <disk><source file='/d/svc.p.tpl.k1.qcow2'/></disk>
   <serial><source path='/d/svc.p.tpl.k1.console.log'/></serial>
   <console><source path='/d/svc.p.tpl.k1.console.log'/></console>
@@ -66,6 +67,9 @@ func TestRestoreFile_renames_keeps_cookie_and_stream(t *testing.T) {
 		if !strings.Contains(x, want) {
 			t.Fatalf("restored XML lacks %q:\n%s", want, x)
 		}
+	}
+	if strings.Contains(x, "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee") || !genidElement.MatchString(x) {
+		t.Fatalf("the restored VM keeps the template's generation ID, or has none:\n%s", x)
 	}
 	if err := writeRestoreFile(context.Background(), src, img, x, dst); err != nil {
 		t.Fatal(err)

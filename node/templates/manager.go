@@ -190,6 +190,9 @@ func (m *Manager) pass(ctx context.Context) bool {
 			m.cfg.Log.Info("no room for another template", "key", key, "max", m.cfg.Max, "maxBytes", m.cfg.MaxBytes)
 			return false
 		}
+		if !m.freeFor(sh) {
+			continue // its boot would take memory the node's VMs hold: later
+		}
 		if err := m.build(ctx, sh); err != nil {
 			if ctx.Err() != nil {
 				return false
@@ -278,6 +281,14 @@ func (m *Manager) roomFor(sh raftfsm.Shape) bool {
 		used += e.SizeBytes
 	}
 	return len(m.ready) < m.cfg.Max && used+sh.MemoryBytes <= m.cfg.MaxBytes
+}
+
+// freeFor reports whether the node's VMs leave the memory a template of
+// shape sh boots in: a build takes what placement does not count, so it
+// waits while the node is full.
+func (m *Manager) freeFor(sh raftfsm.Shape) bool {
+	n, ok := m.cfg.FSM.Node(m.cfg.Name)
+	return ok && n.Capacity.MemoryBytes-n.Used.MemoryBytes >= sh.MemoryBytes
 }
 
 // report tells the replicated state which templates are ready here, when

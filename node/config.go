@@ -88,7 +88,8 @@ type Config struct {
 	// others wait their turn, oldest first (default 4).
 	MaxJobs int
 	// Templates bounds the booted templates this node keeps for warm VM
-	// configs (0: none); TemplatesMaxBytes their disk use (default 16 GiB).
+	// configs (0: none, and those an earlier run left are removed);
+	// TemplatesMaxBytes their disk use (default 16 GiB).
 	Templates         int
 	TemplatesMaxBytes int64
 	// TemplateBootTimeout bounds a template's boot (default 5 minutes).

@@ -137,7 +137,7 @@ func Start(cfg Config) (*Peer, error) {
 		Proposer: p, Blobs: p, Ready: p, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
 		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
 	}
-	if cfg.Templates > 0 {
+	if p.driver != nil {
 		p.templates = templates.New(templates.Config{
 			Name: cfg.Name, FSM: p.FSM(), Driver: p.driver, Images: p.images, Dir: filepath.Join(cfg.DataDir, "templates"),
 			Proposer: p, Ready: p, Healthy: p.hypervisorOK, Max: cfg.Templates, MaxBytes: cfg.TemplatesMaxBytes,

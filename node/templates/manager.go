@@ -37,8 +37,9 @@ type Config struct {
 	// Dir keeps a record of each ready template (its shape and sizes).
 	Dir      string
 	Proposer Proposer
-	// Max bounds how many templates the node keeps (default 4); MaxBytes
-	// their disk use, memory files and disks (default 16 GiB).
+	// Max bounds how many templates the node keeps (0: none; those an
+	// earlier run left are removed); MaxBytes their disk use, memory files
+	// and disks (default 16 GiB).
 	Max      int
 	MaxBytes int64
 	// Ready says whether the replica has caught up since the peer started:
@@ -90,9 +91,6 @@ type failure struct {
 // New returns the manager; Run starts it. Without a driver that saves
 // memory it keeps no templates (Restore always answers false).
 func New(cfg Config) *Manager {
-	if cfg.Max == 0 {
-		cfg.Max = 4
-	}
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = 16 << 30
 	}
@@ -168,6 +166,9 @@ func (m *Manager) Run(ctx context.Context) {
 // set, and builds one missing template; it returns true when it built one.
 func (m *Manager) pass(ctx context.Context) bool {
 	want := m.desired()
+	if m.cfg.Max == 0 {
+		want = nil
+	}
 	m.mu.Lock()
 	var drop []string
 	for key, e := range m.ready {

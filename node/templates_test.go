@@ -142,6 +142,16 @@ func TestTemplates_bad_input(t *testing.T) {
 	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "plain", Image: "tiny"}); err != nil {
 		t.Fatal(err)
 	}
+	// an image without content yet: a save held in its export
+	release := make(chan struct{})
+	defer close(release)
+	c.Members[0].Fake.HoldExports(release)
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "src", CPU: intp(1), Memory: floatp(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SaveVM(ctx(t), ns, "src", api.SaveRequest{ImageName: "saving"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		call func() error
@@ -155,6 +165,10 @@ func TestTemplates_bad_input(t *testing.T) {
 			_, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "gpu", Image: "tiny", GPUPassthrough: true, Warm: true})
 			return err
 		}, http.StatusBadRequest},
+		{"warm on an image not Ready", func() error {
+			_, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "early", Image: "saving", Warm: true})
+			return err
+		}, http.StatusConflict},
 		{"warm on an unknown config", func() error { _, err := cl.SetVMConfigWarm(ctx(t), ns, "nope", true); return err }, http.StatusNotFound},
 		{"a change without warm", func() error {
 			return cl.Do(ctx(t), http.MethodPatch, "/api/v1/namespaces/"+ns+"/vmconfigs/plain", map[string]any{}, nil)

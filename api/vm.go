@@ -80,6 +80,11 @@ type VM struct {
 	// booted template of a warm VM config's shape, ready in about a
 	// second) or "boot"; empty until it has started.
 	StartedFrom string `json:"startedFrom,omitempty"`
+	// GuestAgent says whether an agent inside the guest answers (QEMU's
+	// guest agent); GuestOS and GuestIPs are what it says of the guest.
+	GuestAgent bool     `json:"guestAgent"`
+	GuestOS    string   `json:"guestOS,omitempty"`
+	GuestIPs   []string `json:"guestIPs"`
 }
 
 // DeployRequest is the body of POST .../vms. Pointer fields tell "not given"

@@ -62,14 +62,18 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 	if meta == nil {
 		meta = map[string]string{}
 	}
-	return api.VM{
+	out := api.VM{
 		Name: vm.Name, Node: vm.Node, Memory: api.FormatGi(vm.MemoryBytes), IP: vm.IP,
 		SSH: vm.SSHPort, VNC: vm.VNCPort, VNCPassword: vm.VNCPassword, Screenshare: vm.ScreensharePort, Status: status,
 		CPU: vm.CPU, DeployDate: vm.CreatedAt, Image: vm.Image, GPUPassthrough: vm.GPUPassthrough,
 		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,
 		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),
-		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{}, StartedFrom: vm.StartedFrom,
+		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{}, StartedFrom: vm.StartedFrom, GuestIPs: []string{},
 	}
+	if g := vm.Guest; g != nil && g.Agent {
+		out.GuestAgent, out.GuestOS, out.GuestIPs = true, g.OS, append([]string{}, g.IPs...)
+	}
+	return out
 }
 
 // vmConfigToAPI is a config as answers show it: with the nodes where its

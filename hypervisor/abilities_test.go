@@ -15,7 +15,7 @@ func TestAbilitiesOf_cases(t *testing.T) {
 	}{
 		{"fake", fake, Abilities{Pause: true, Disks: true, Memory: true}},
 		{"lifecycle only", struct{ Driver }{fake}, Abilities{}},
-		{"libvirt", &Libvirt{}, Abilities{Pause: true, Disks: true, Console: true, Memory: true, Guard: true}},
+		{"libvirt", &Libvirt{}, Abilities{Pause: true, Disks: true, Console: true, Memory: true, Guard: true, Agent: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

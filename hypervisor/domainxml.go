@@ -154,6 +154,10 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
       <source path='{{x .Console}}'/>
       <target port='0'/>
     </serial>
+{{- if not .LegacyIO}}
+    <channel type='unix'>
+      <target type='virtio' name='org.qemu.guest_agent.0'/>
+    </channel>{{end}}
     <memballoon model='none'/>
   </devices>
   <seclabel type='static' model='dac' relabel='yes'>

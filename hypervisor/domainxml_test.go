@@ -18,7 +18,7 @@ func TestDomainXML_cases(t *testing.T) {
 	}{
 		{name: "virtio by default", typ: TypeQEMU,
 			want: []string{`<domain type='qemu'`, `bus='virtio'`, `virtio-net-pci,netdev=n0,bus=pci.0,addr=0x10`,
-				`hostfwd=tcp:10.0.0.5:22001-:22,hostfwd=tcp:10.0.0.5:22002-:5900`, `<qemu:arg value='10.0.0.5:1'/>`, `<vcpu>2</vcpu>`, `<memory unit='MiB'>512</memory>`},
+				`hostfwd=tcp:10.0.0.5:22001-:22,hostfwd=tcp:10.0.0.5:22002-:5900`, `<qemu:arg value='10.0.0.5:1'/>`, `<vcpu>2</vcpu>`, `<memory unit='MiB'>512</memory>`, `name='org.qemu.guest_agent.0'`, `<genid/>`},
 			notWant: []string{"cdrom", "host-passthrough"}},
 		{name: "the whole backing chain is declared, every format pinned", typ: TypeQEMU,
 			want: []string{"<driver name='qemu' type='qcow2'/>\n      <source file='/vms/d.qcow2'/>\n      <backingStore type='file'>\n        <format type='raw'/>\n        <source file='/images/base'/>\n        <backingStore/>\n      </backingStore>"}},

@@ -75,7 +75,7 @@ type Domain struct {
 
 // Driver is what every hypervisor does: run a VM's domain and report it.
 // What only some hypervisors can do is a role interface of its own
-// (Pauser, Disks, Console, MemorySnapshots, GuestGuard); AbilitiesOf finds them at run
+// (Pauser, Disks, Console, MemorySnapshots, GuestGuard, GuestAgent); AbilitiesOf finds them at run
 // time, and a caller that needs one asks for it and refuses plainly
 // (ErrUnsupported) without it. Every method is bounded by its context.
 type Driver interface {
@@ -144,6 +144,30 @@ type MemorySnapshots interface {
 	RestoreAs(ctx context.Context, from string, s Spec) error
 }
 
+// GuestAgent talks to an agent inside the guest (QEMU's guest agent on
+// libvirt, over a virtio-serial channel every domain has). A guest without
+// one answers ErrNoAgent.
+type GuestAgent interface {
+	// SetGuestTime sets the guest's clock to the host's (after a restore or
+	// a resume, where it ran on from when it stopped).
+	SetGuestTime(ctx context.Context, name string) error
+	// GuestInfo asks the agent what the guest is and where it is reached.
+	GuestInfo(ctx context.Context, name string) (GuestInfo, error)
+}
+
+// GuestInfo is what a guest's agent says of it.
+type GuestInfo struct {
+	// OS names the guest's operating system ("Debian GNU/Linux 12", or
+	// the kernel's name and release where the guest has no os-release).
+	OS string
+	// IPs are the guest's addresses, loopback and link-local left out.
+	IPs []string
+}
+
+// ErrNoAgent is returned for a guest whose agent does not answer (none is
+// installed, or it has not started yet).
+var ErrNoAgent = errors.New("the guest's agent does not answer")
+
 // GuestIdentity is a hypervisor whose guests carry more than their disk:
 // a macOS guest's NVRAM (auxiliary storage) and Mac platform, which an
 // image saved from it keeps.
@@ -163,7 +187,7 @@ var ErrUnsupported = errors.New("the host's hypervisor cannot do this")
 
 // Abilities are the optional roles a driver has.
 type Abilities struct {
-	Pause, Disks, Console, Memory, Guard bool
+	Pause, Disks, Console, Memory, Guard, Agent bool
 }
 
 // AbilitiesOf finds the optional roles d has.
@@ -173,7 +197,8 @@ func AbilitiesOf(d Driver) Abilities {
 	_, console := d.(Console)
 	_, memory := d.(MemorySnapshots)
 	_, guard := d.(GuestGuard)
-	return Abilities{Pause: pause, Disks: disks, Console: console, Memory: memory, Guard: guard}
+	_, agent := d.(GuestAgent)
+	return Abilities{Pause: pause, Disks: disks, Console: console, Memory: memory, Guard: guard, Agent: agent}
 }
 
 // DomainName is the domain name of VM vm of namespace ns on peer peer. Names

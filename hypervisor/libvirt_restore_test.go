@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	osexec "os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,6 +60,20 @@ func TestLibvirt_restore_as(t *testing.T) {
 		t.Fatal(err)
 	}
 	boot := run(tpl, "cat /proc/sys/kernel/random/boot_id")
+	// the template's clock an hour behind (set through its agent): a restore
+	// keeps it until the guest's agent sets it
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		hourAgo := strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)
+		out, err := osexec.CommandContext(ctx, "virsh", "-c", "qemu:///system", "domtime", tpl.Name, "--time", hourAgo).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) { // the agent starts just after SSH
+			log, _ := d.ConsoleLog(tpl.Name)
+			t.Fatalf("virsh domtime: %v %s\nconsole:\n%s", err, out, log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if err := d.SaveMemory(ctx, tpl.Name, d.MemoryPath(tpl.Name)); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +93,23 @@ func TestLibvirt_restore_as(t *testing.T) {
 		if got := run(s, "cat /proc/sys/kernel/random/boot_id"); got != boot {
 			t.Fatalf("%s: boot id %s, the template's %s: it booted instead of restoring", s.Name, got, boot)
 		}
+	}
+	guestLag := func(s hypervisor.Spec) time.Duration {
+		t.Helper()
+		secs, err := strconv.ParseInt(run(s, "date +%s"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(time.Unix(secs, 0)).Round(time.Second)
+	}
+	if lag := guestLag(b); lag < 50*time.Minute {
+		t.Fatalf("b's clock lags %v: the template's clock did not go with it", lag)
+	}
+	if err := hypervisor.SyncGuestClock(ctx, d, a.Name, 10*time.Second); err != nil {
+		t.Fatalf("the guest agent did not set a's clock: %v", err)
+	}
+	if lag := guestLag(a); lag > 3*time.Second || lag < -3*time.Second {
+		t.Fatalf("a's clock is off by %v after the agent set it", lag)
 	}
 	run(a, "echo only-a > /data/mark; sync")
 	if got := run(b, "cat /data/mark 2>&1 || true"); strings.Contains(got, "only-a") {

@@ -65,6 +65,14 @@ func TestLibvirtCluster_warm_config(t *testing.T) {
 			t.Fatalf("%s booted at %v, after the deploys began (%v): it booted instead of starting from the template", vm.Name, booted, firstDeploy)
 		}
 	}
+	// the guest agent set the restored guest's clock to the host's
+	secs, err := strconv.ParseInt(strings.TrimSpace(guestRun(t, c, a, "date +%s")), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lag := time.Since(time.Unix(secs, 0)); lag > 3*time.Second || lag < -3*time.Second {
+		t.Fatalf("a's clock is off by %v", lag)
+	}
 	if a.SSH == b.SSH || a.VNC == b.VNC || a.VNCPassword == b.VNCPassword {
 		t.Fatalf("the two VMs share ports or a password: %+v %+v", a, b)
 	}

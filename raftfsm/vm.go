@@ -94,8 +94,10 @@ type VM struct {
 	ObservedRevertGen int64  `json:"observedRevertGen"`
 	// StartedFrom says how the VM's guest last started from nothing: from
 	// a booted template (StartedFromTemplate) or by booting.
-	StartedFrom string    `json:"startedFrom,omitempty"`
-	CreatedAt   time.Time `json:"createdAt"`
+	StartedFrom string `json:"startedFrom,omitempty"`
+	// Guest is what the guest's agent last said (nil: no agent answered).
+	Guest     *GuestReport `json:"guest,omitempty"`
+	CreatedAt time.Time    `json:"createdAt"`
 }
 
 // Ports returns every node port the VM holds.
@@ -110,6 +112,11 @@ func (vm *VM) Ports() []int {
 func (vm *VM) clone() *VM {
 	c := *vm
 	c.ReservedPorts = slices.Clone(vm.ReservedPorts)
+	if vm.Guest != nil {
+		g := *vm.Guest
+		g.IPs = slices.Clone(vm.Guest.IPs)
+		c.Guest = &g
+	}
 	c.CustomMetadata = maps.Clone(vm.CustomMetadata)
 	if vm.PendingOp != nil {
 		op := *vm.PendingOp
@@ -158,6 +165,19 @@ type VMStatus struct {
 	ObservedRevertGen int64  `json:"observedRevertGen"`
 	// StartedFrom, when set, is how the guest started (VM.StartedFrom).
 	StartedFrom string `json:"startedFrom,omitempty"`
+	// Guest, when set, replaces what the guest's agent said (VM.Guest); an
+	// empty report clears it (the agent went away).
+	Guest *GuestReport `json:"guest,omitempty"`
+}
+
+// MaxGuestIPs bounds the addresses a guest report keeps.
+const MaxGuestIPs = 16
+
+// GuestReport is what a guest's agent says of it.
+type GuestReport struct {
+	Agent bool     `json:"agent"`
+	OS    string   `json:"os,omitempty"`
+	IPs   []string `json:"ips,omitempty"`
 }
 
 // VMDelete removes a VM; its node removes the domain and disk. With a UID,
@@ -298,6 +318,17 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	}
 	if c.StartedFrom != "" {
 		vm.StartedFrom = c.StartedFrom
+	}
+	if g := c.Guest; g != nil {
+		vm.Guest = nil
+		if g.Agent {
+			cp := *g
+			cp.IPs = slices.Clone(g.IPs[:min(len(g.IPs), MaxGuestIPs)])
+			if len(cp.OS) > 256 {
+				cp.OS = cp.OS[:256]
+			}
+			vm.Guest = &cp
+		}
 	}
 	return vm.clone(), nil
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages svc needs on a host, where they are missing:
 # libvirt + QEMU to run VMs, what scripts/mini-linux/build.sh builds the
-# default guest image with, and iproute2 + nftables for clusters in network
+# default guest image with (QEMU's guest agent among it), and iproute2 + nftables for clusters in network
 # namespaces (the chaos runs cut peers off with nft), and Debian's registry
 # server (distribution 2.8) that the registry tests push to and pull from,
 # and Chromium, which the browser tests of the API explorer drive headless.
@@ -9,7 +9,7 @@
 set -euo pipefail
 pkgs=(
   qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
-  busybox-static dropbear-bin syslinux syslinux-common isolinux mtools dosfstools cpio kmod openssl file genisoimage
+  busybox-static dropbear-bin qemu-guest-agent syslinux syslinux-common isolinux mtools dosfstools cpio kmod openssl file genisoimage
   iproute2 nftables docker-registry chromium
 )
 missing=()

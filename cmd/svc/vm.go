@@ -130,6 +130,9 @@ func printVM(w io.Writer, vm api.VM) error {
 	fmt.Fprintf(w, "\nssh:          ssh admin@%s -p %d\n", vm.IP, vm.SSH)
 	fmt.Fprintf(w, "vnc:          %s:%d   (vnc://%s:%d)   password: %s\n", vm.IP, vm.VNC, vm.IP, vm.VNC, vm.VNCPassword)
 	fmt.Fprintf(w, "screen share: vnc://%s:%d\n", vm.IP, vm.Screenshare)
+	if vm.GuestAgent {
+		fmt.Fprintf(w, "guest:        %s, %s (from its agent)\n", first(vm.GuestOS, "-"), strings.Join(vm.GuestIPs, " "))
+	}
 	switch vm.StartedFrom {
 	case "template":
 		fmt.Fprintln(w, "started:      from a booted template (no boot)")

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -104,7 +105,14 @@ func (h *Host) resume(ctx context.Context, name string) error {
 	if h.pauser == nil {
 		return fmt.Errorf("resume: %w", hypervisor.ErrUnsupported)
 	}
-	return h.pauser.Resume(ctx, name)
+	if err := h.pauser.Resume(ctx, name); err != nil {
+		return err
+	}
+	// The guest's clock stood still while it was paused: its agent sets it.
+	if err := hypervisor.SyncGuestClock(ctx, h.cfg.Driver, name, 0); err != nil && !errors.Is(err, hypervisor.ErrNoAgent) {
+		h.cfg.Log.Warn("set the clock of a resumed guest", "domain", name, "err", err)
+	}
+	return nil
 }
 
 func (h *Host) revert(ctx context.Context, s hypervisor.Spec) error {

@@ -55,6 +55,7 @@ type vmWorker struct {
 	settled          time.Time // worker goroutine only: end of its last change
 	opID             uint64    // worker goroutine only: the image operation tried
 	opTries          int       // worker goroutine only: its attempts
+	agentAsked       time.Time // worker goroutine only: when the guest's agent was last asked
 	mu               sync.Mutex
 	latest           observation
 }
@@ -247,8 +248,12 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	if started == vm.StartedFrom {
 		started = ""
 	}
-	if status != vm.Status || msg != vm.ErrorMessage || gen != vm.ObservedRevertGen || started != "" {
-		w.report(ctx, vm, status, msg, gen, started)
+	var guest *raftfsm.GuestReport
+	if status == raftfsm.VMRunning {
+		guest = w.askAgent(ctx, vm)
+	}
+	if status != vm.Status || msg != vm.ErrorMessage || gen != vm.ObservedRevertGen || started != "" || guest != nil {
+		w.report(ctx, vm, status, msg, gen, started, guest)
 	}
 	return nil
 }
@@ -271,10 +276,10 @@ func (w *vmWorker) retryOrFail(vm raftfsm.VM, err error) error {
 }
 
 // report records the VM's status through the leader.
-func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string, gen int64, started string) {
+func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string, gen int64, started string, guest *raftfsm.GuestReport) {
 	w.apply(ctx, raftfsm.VMStatus{
 		Namespace: vm.Namespace, Name: vm.Name, Node: w.h.cfg.Name, Status: status, ErrorMessage: msg, ObservedRevertGen: gen,
-		StartedFrom: started,
+		StartedFrom: started, Guest: guest,
 	})
 }
 

@@ -8,6 +8,9 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// clockWait bounds the wait for a restored guest's agent to set its clock.
+const clockWait = 3 * time.Second
+
 // Restore starts the new VM vm as domain spec from a ready template of its
 // shape, and reports whether it did. false with no template of the shape,
 // or when the restore failed: the template is then dropped (a later pass
@@ -54,6 +57,11 @@ func (m *Manager) Restore(ctx context.Context, vm raftfsm.VM, spec hypervisor.Sp
 		return false, nil
 	}
 	m.metrics.restores.WithLabelValues("restored").Inc()
-	m.cfg.Log.Info("vm restored from a template", "vm", vm.Namespace+"/"+vm.Name, "key", key, "took", time.Since(start).Round(time.Millisecond))
+	// The guest's clock ran on from the template's save: its agent sets it.
+	clock := "set"
+	if err := hypervisor.SyncGuestClock(ctx, m.cfg.Driver, spec.Name, clockWait); err != nil {
+		clock = "not set: " + err.Error()
+	}
+	m.cfg.Log.Info("vm restored from a template", "vm", vm.Namespace+"/"+vm.Name, "key", key, "took", time.Since(start).Round(time.Millisecond), "clock", clock)
 	return true, nil
 }

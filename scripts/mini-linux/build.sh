@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds mini-linux, the svc default guest image, from Debian packages only:
 # a whole-disk FAT file system booted by SYSLINUX, holding Debian's cloud
-# kernel and an initramfs of busybox (init, udhcpc, acpid) and dropbear (SSH),
+# kernel and an initramfs of busybox (init, udhcpc, acpid), dropbear (SSH) and
+# QEMU's guest agent (qemu-ga, on the virtio-serial channel the domain has),
 # with user admin / password admin. The result is a small qcow2, and the same
 # kernel and initramfs as a bootable ISO 9660 image (ISOLINUX), the installer
 # CD-ROM of the ISO path: booted with an empty disk, it gives that disk to admin.
 #   scripts/mini-linux/build.sh [OUT [ISO]]
 #   (default build/mini-linux.qcow2 and build/mini-linux.iso)
-# Needs: busybox-static dropbear-bin syslinux syslinux-common isolinux mtools
+# Needs: busybox-static dropbear-bin qemu-guest-agent syslinux syslinux-common isolinux mtools
 # dosfstools genisoimage qemu-utils cpio kmod openssl (scripts/install-deps.sh
 # installs them).
 # The kernel package is downloaded once into build/cache.
@@ -19,7 +20,7 @@ isolinux=/usr/lib/ISOLINUX/isolinux.bin
 ldlinux=/usr/lib/syslinux/modules/bios/ldlinux.c32
 cache=${SVC_IMAGE_CACHE:-build/cache}
 disk_mib=${MINI_LINUX_DISK_MIB:-64}
-mods="virtio_pci virtio_blk virtio_net ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button"
+mods="virtio_pci virtio_blk virtio_net virtio_console ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button"
 
 for tool in mkfs.vfat syslinux mcopy genisoimage qemu-img cpio depmod modprobe openssl dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "build.sh: $tool is missing: run scripts/install-deps.sh" >&2; exit 1; }
@@ -59,8 +60,10 @@ for applet in $("$busybox" --list-full); do
   [ -e "$r/$applet" ] || ln -s /bin/busybox "$r/$applet"
 done
 ln -s /bin/busybox "$r/init"
+# dropbear (SSH) and QEMU's guest agent, with the libraries they link.
 cp /usr/sbin/dropbear "$r/usr/sbin/dropbear"
-for lib in $(ldd /usr/sbin/dropbear | grep -o '/[^ ]*'); do
+cp /usr/sbin/qemu-ga "$r/usr/sbin/qemu-ga"
+for lib in $( (ldd /usr/sbin/dropbear; ldd /usr/sbin/qemu-ga) | grep -o '/[^ ]*' | sort -u); do
   cp --parents -L "$lib" "$r"
 done
 : >"$r/etc/modules.order"

@@ -105,7 +105,12 @@ func (d *Libvirt) Start(ctx context.Context, name string) error {
 	return d.start(ctx, dom)
 }
 
-// Stop shuts the guest down over ACPI and forces it off after grace.
+// shutdownFlags ask the guest to shut down through its agent where it has
+// one (libvirt tries it first), else with the ACPI power button.
+const shutdownFlags = libvirt.DomainShutdownGuestAgent | libvirt.DomainShutdownAcpiPowerBtn
+
+// Stop asks the guest to shut down (through its agent, else over ACPI)
+// and forces it off after grace, saying so in the log.
 func (d *Libvirt) Stop(ctx context.Context, name string, grace time.Duration) error {
 	dom, err := d.lookup(ctx, name)
 	if err != nil {
@@ -116,7 +121,9 @@ func (d *Libvirt) Stop(ctx context.Context, name string, grace time.Duration) er
 		return err
 	}
 	if st == StateRunning {
-		if _, err := do(ctx, d, "shut down "+name, func(l *libvirt.Libvirt) (struct{}, error) { return struct{}{}, l.DomainShutdown(dom) }); err == nil {
+		if _, err := do(ctx, d, "shut down "+name, func(l *libvirt.Libvirt) (struct{}, error) {
+			return struct{}{}, l.DomainShutdownFlags(dom, shutdownFlags)
+		}); err == nil {
 			deadline := time.Now().Add(grace)
 			for time.Now().Before(deadline) {
 				if st, err := d.state(ctx, dom); err == nil && st == StateShutoff {
@@ -129,6 +136,7 @@ func (d *Libvirt) Stop(ctx context.Context, name string, grace time.Duration) er
 				}
 			}
 		}
+		d.cfg.Log.Warn("the guest did not shut down in time; forcing it off", "domain", name, "grace", grace)
 	}
 	return d.destroy(ctx, dom)
 }

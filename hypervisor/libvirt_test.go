@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -85,12 +86,22 @@ func TestLibvirt_lifecycle(t *testing.T) {
 	}
 	run("echo kept > /data/proof && sync")
 
-	// A clean stop over ACPI, then a start: the disk keeps the file.
+	// A clean stop through the guest's agent (not forced off), then a
+	// start: the disk keeps the file.
+	if err := hypervisor.SyncGuestClock(ctx, d, spec.Name, time.Minute); err != nil {
+		t.Fatalf("the guest agent never answered: %v", err)
+	}
 	if err := d.Stop(ctx, spec.Name, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if s := state(); s != hypervisor.StateShutoff {
 		t.Fatalf("after stop: %s", s)
+	}
+	if log, _ := d.ConsoleLog(spec.Name); !strings.Contains(string(log), "poweroff asked by the guest agent") {
+		t.Fatalf("the guest was not shut down through its agent; console:\n%s", log)
+	}
+	if out, err := osexec.CommandContext(ctx, "virsh", "-c", "qemu:///system", "domstate", "--reason", spec.Name).CombinedOutput(); err != nil || !strings.Contains(string(out), "(shutdown)") {
+		t.Fatalf("shut off how: %s %v", out, err)
 	}
 	if err := d.Start(ctx, spec.Name); err != nil {
 		t.Fatal(err)

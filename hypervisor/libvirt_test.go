@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -100,7 +99,7 @@ func TestLibvirt_lifecycle(t *testing.T) {
 	if log, _ := d.ConsoleLog(spec.Name); !strings.Contains(string(log), "poweroff asked by the guest agent") {
 		t.Fatalf("the guest was not shut down through its agent; console:\n%s", log)
 	}
-	if out, err := osexec.CommandContext(ctx, "virsh", "-c", "qemu:///system", "domstate", "--reason", spec.Name).CombinedOutput(); err != nil || !strings.Contains(string(out), "(shutdown)") {
+	if out, err := exec.CommandContext(ctx, "virsh", "-c", "qemu:///system", "domstate", "--reason", spec.Name).CombinedOutput(); err != nil || !strings.Contains(string(out), "(shutdown)") {
 		t.Fatalf("shut off how: %s %v", out, err)
 	}
 	if err := d.Start(ctx, spec.Name); err != nil {

@@ -3,6 +3,7 @@ package hypervisor
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -153,7 +154,48 @@ type GuestAgent interface {
 	SetGuestTime(ctx context.Context, name string) error
 	// GuestInfo asks the agent what the guest is and where it is reached.
 	GuestInfo(ctx context.Context, name string) (GuestInfo, error)
+	// Exec runs a program in the guest and streams its outputs to c's
+	// writers while it runs, bounded by ctx: a program still running when
+	// ctx ends is killed (ErrExecTimeout).
+	Exec(ctx context.Context, name string, c ExecCommand) (ExecResult, error)
+	// FreezeFS flushes and freezes the guest's file systems (none is
+	// written until ThawFS) and returns how many it froze.
+	FreezeFS(ctx context.Context, name string) (int, error)
+	// ThawFS lets the guest's frozen file systems be written again.
+	ThawFS(ctx context.Context, name string) error
 }
+
+// ExecCommand is a program to run in a guest.
+type ExecCommand struct {
+	// Argv is the program (found on the guest's PATH) and its arguments.
+	Argv []string
+	// Stdin is given to the program whole; its stdin then ends.
+	Stdin []byte
+	// Stdout and Stderr receive what it writes (nil: discarded), each cut
+	// after MaxOutput bytes (0: MaxExecOutput).
+	Stdout, Stderr io.Writer
+	MaxOutput      int64
+}
+
+// ExecResult is how a program run in a guest ended.
+type ExecResult struct {
+	// ExitCode is the program's exit status; a program killed by a signal
+	// is 128 plus the signal, as a shell says.
+	ExitCode int
+	// StdoutTruncated and StderrTruncated say whether an output was cut
+	// at ExecCommand.MaxOutput.
+	StdoutTruncated, StderrTruncated bool
+}
+
+// MaxExecOutput is the default bound of each of a guest program's
+// outputs; MaxExecStdin bounds its stdin.
+const (
+	MaxExecOutput = 1 << 20
+	MaxExecStdin  = 1 << 20
+)
+
+// ErrExecTimeout is returned for a guest program that did not end in time.
+var ErrExecTimeout = errors.New("the program did not end in time")
 
 // GuestInfo is what a guest's agent says of it.
 type GuestInfo struct {

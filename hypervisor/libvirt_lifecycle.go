@@ -136,9 +136,23 @@ func (d *Libvirt) Stop(ctx context.Context, name string, grace time.Duration) er
 				}
 			}
 		}
-		d.cfg.Log.Warn("the guest did not shut down in time; forcing it off", "domain", name, "grace", grace)
+		frozen := d.freezeBeforeForce(ctx, name)
+		d.cfg.Log.Warn("the guest did not shut down in time; forcing it off", "domain", name, "grace", grace, "frozenFileSystems", frozen)
 	}
 	return d.destroy(ctx, dom)
+}
+
+// freezeBeforeForce asks the agent of a guest about to be forced off to
+// flush and freeze its file systems first, so that its disk is whole;
+// it returns how many it froze (-1: no agent answered).
+func (d *Libvirt) freezeBeforeForce(ctx context.Context, name string) int {
+	fctx, cancel := context.WithTimeout(ctx, agentTimeout*time.Second)
+	defer cancel()
+	n, err := d.FreezeFS(fctx, name)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 func (d *Libvirt) destroy(ctx context.Context, dom libvirt.Domain) error {

@@ -1,0 +1,114 @@
+package hypervisor_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/testkit/guest"
+)
+
+// TestLibvirt_guest_exec runs programs in a real guest through its agent:
+// output, exit status, stdin, an output past the bound, a timeout that
+// kills the program, and a file-system freeze.
+func TestLibvirt_guest_exec(t *testing.T) {
+	d, image := newDriver(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const addr = "127.0.0.1"
+	sshPort := guest.FreePort(t, addr)
+	spec := hypervisor.Spec{
+		Name: hypervisor.DomainName("hvtest", "ns", "exec1"), CPU: 1, MemoryMiB: 256,
+		BaseImage: image, BaseFormat: "qcow2", ListenAddr: addr, VNCPort: guest.FreePort(t, addr),
+		Forwards: []hypervisor.Forward{{HostPort: sshPort, GuestPort: 22}},
+	}
+	t.Cleanup(func() { _ = d.Delete(context.Background(), spec.Name) })
+	if err := d.Create(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := hypervisor.SyncGuestClock(ctx, d, spec.Name, 2*time.Minute); err != nil {
+		log, _ := d.ConsoleLog(spec.Name)
+		t.Fatalf("the guest agent never answered: %v\nconsole:\n%s", err, log)
+	}
+	run := func(argv []string, stdin string, within time.Duration) (r hypervisor.ExecResult, stdout, stderr []byte, err error) {
+		t.Helper()
+		ectx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		var o, e bytes.Buffer
+		r, err = d.Exec(ectx, spec.Name, hypervisor.ExecCommand{Argv: argv, Stdin: []byte(stdin), Stdout: &o, Stderr: &e})
+		return r, o.Bytes(), e.Bytes(), err
+	}
+	tests := []struct {
+		name       string
+		argv       []string
+		stdin      string
+		wantCode   int
+		wantOut    string
+		wantErr    string
+		wantOutLen int
+		truncated  bool
+	}{
+		{name: "output_and_status", argv: []string{"sh", "-c", "echo hello; echo oops >&2; exit 3"}, wantCode: 3, wantOut: "hello\n", wantErr: "oops\n"},
+		{name: "stdin", argv: []string{"tr", "a-z", "A-Z"}, stdin: "shout\n", wantOut: "SHOUT\n"},
+		{name: "signal", argv: []string{"sh", "-c", "kill -TERM $$"}, wantCode: 128 + 15},
+		{name: "ten_mib", argv: []string{"head", "-c", strconv.Itoa(10 << 20), "/dev/zero"}, wantOutLen: hypervisor.MaxExecOutput, truncated: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, stdout, stderr, err := run(tc.argv, tc.stdin, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ExitCode != tc.wantCode || r.StdoutTruncated != tc.truncated {
+				t.Fatalf("exit %d truncated %v, want %d %v (stderr %q)", r.ExitCode, r.StdoutTruncated, tc.wantCode, tc.truncated, stderr)
+			}
+			if tc.wantOutLen > 0 && len(stdout) != tc.wantOutLen {
+				t.Fatalf("stdout %d bytes, want %d", len(stdout), tc.wantOutLen)
+			}
+			if tc.wantOutLen == 0 && (string(stdout) != tc.wantOut || string(stderr) != tc.wantErr) {
+				t.Fatalf("stdout %q stderr %q", stdout, stderr)
+			}
+		})
+	}
+
+	// A program that outlives its time is killed in the guest.
+	if _, _, _, err := run([]string{"sleep", "397"}, "", 2*time.Second); !errors.Is(err, hypervisor.ErrExecTimeout) {
+		t.Fatalf("sleep past its time: %v", err)
+	}
+	sshAddr := net.JoinHostPort(addr, strconv.Itoa(sshPort))
+	if out, err := guest.WaitRun(ctx, sshAddr, "admin", "admin", "ps"); err != nil || strings.Contains(out, "sleep 397") {
+		t.Fatalf("the timed-out program still runs: %v\n%s", err, out)
+	}
+
+	// A freeze runs the guest's hook (mini-linux's flushes its FAT, which
+	// the kernel cannot freeze) and a thaw lets it go.
+	console := func() string { log, _ := d.ConsoleLog(spec.Name); return string(log) }
+	if _, err := d.FreezeFS(ctx, spec.Name); err != nil {
+		t.Fatalf("freeze: %v", err)
+	}
+	if err := d.ThawFS(ctx, spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	if c := console(); !strings.Contains(c, "file systems freeze (guest agent)") || !strings.Contains(c, "file systems thaw (guest agent)") {
+		t.Fatalf("no freeze and thaw on the console:\n%s", c)
+	}
+
+	// A guest that ignores the shutdown (libvirt waits a minute for one
+	// asked through the agent, then presses the power button) is frozen
+	// before it is forced off.
+	if _, _, _, err := run([]string{"sh", "-c", "printf '#!/bin/sh\\nexit 0\\n' > /sbin/shutdown && killall acpid"}, "", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(ctx, spec.Name, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(console(), "file systems freeze (guest agent)"); n != 2 {
+		t.Fatalf("%d freezes on the console, want 2 (the second before the forced stop):\n%s", n, console())
+	}
+}

@@ -85,6 +85,9 @@ type VM struct {
 	GuestAgent bool     `json:"guestAgent"`
 	GuestOS    string   `json:"guestOS,omitempty"`
 	GuestIPs   []string `json:"guestIPs"`
+	// DiskBytes is the size of the VM's disk as the guest sees it (0: not
+	// known yet, for a VM whose image is still being pulled).
+	DiskBytes int64 `json:"diskBytes"`
 }
 
 // DeployRequest is the body of POST .../vms. Pointer fields tell "not given"

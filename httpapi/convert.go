@@ -69,6 +69,7 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,
 		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),
 		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{}, StartedFrom: vm.StartedFrom, GuestIPs: []string{},
+		DiskBytes: vm.DiskBytes,
 	}
 	if g := vm.Guest; g != nil && g.Agent {
 		out.GuestAgent, out.GuestOS, out.GuestIPs = true, g.OS, append([]string{}, g.IPs...)

@@ -138,7 +138,7 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost),
 			Display: display, CustomMetadata: meta, ISO: iso,
 		},
-		ReservedPorts: reserved,
+		ReservedPorts: reserved, DiskBytes: img.VirtualSize, BaseDiskBytes: img.VirtualSize,
 	}
 	if gpu {
 		vm.GPU = 1

@@ -13,9 +13,10 @@ func TestAbilitiesOf_cases(t *testing.T) {
 		d    Driver
 		want Abilities
 	}{
-		{"fake", fake, Abilities{Pause: true, Disks: true, Memory: true}},
+		{"fake", fake, Abilities{Pause: true, Disks: true, Memory: true, Resize: true}},
+		{"fake with an agent", NewFakeAgent(fake), Abilities{Pause: true, Disks: true, Memory: true, Resize: true, Agent: true}},
 		{"lifecycle only", struct{ Driver }{fake}, Abilities{}},
-		{"libvirt", &Libvirt{}, Abilities{Pause: true, Disks: true, Console: true, Memory: true, Guard: true, Agent: true}},
+		{"libvirt", &Libvirt{}, Abilities{Pause: true, Disks: true, Console: true, Memory: true, Guard: true, Agent: true, Resize: true, Ports: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

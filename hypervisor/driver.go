@@ -117,6 +117,23 @@ type Disks interface {
 	DiskPath(name string) string
 }
 
+// DiskResizer grows a domain's disk.
+type DiskResizer interface {
+	// ResizeDisk grows the domain's disk to bytes: while it runs, live
+	// (the guest sees its disk grow), else on the file. A size below the
+	// disk's is an error.
+	ResizeDisk(ctx context.Context, name string, bytes int64) error
+	// DiskSize is the size of the domain's disk as its guest sees it.
+	DiskSize(name string) (int64, error)
+}
+
+// GuestPorts reaches any TCP port of a guest from the host.
+type GuestPorts interface {
+	// OpenGuestPort makes a host address ("127.0.0.1:port") that reaches
+	// the running domain's guest port until release is called.
+	OpenGuestPort(ctx context.Context, name string, port int) (addr string, release func(), err error)
+}
+
 // Console is a hypervisor that serves a guest's screen itself, on a VNC
 // server at Spec.ListenAddr:Spec.VNCPort, and keeps the output of its
 // serial console.
@@ -229,7 +246,7 @@ var ErrUnsupported = errors.New("the host's hypervisor cannot do this")
 
 // Abilities are the optional roles a driver has.
 type Abilities struct {
-	Pause, Disks, Console, Memory, Guard, Agent bool
+	Pause, Disks, Console, Memory, Guard, Agent, Resize, Ports bool
 }
 
 // AbilitiesOf finds the optional roles d has.
@@ -240,7 +257,9 @@ func AbilitiesOf(d Driver) Abilities {
 	_, memory := d.(MemorySnapshots)
 	_, guard := d.(GuestGuard)
 	_, agent := d.(GuestAgent)
-	return Abilities{Pause: pause, Disks: disks, Console: console, Memory: memory, Guard: guard, Agent: agent}
+	_, resize := d.(DiskResizer)
+	_, ports := d.(GuestPorts)
+	return Abilities{Pause: pause, Disks: disks, Console: console, Memory: memory, Guard: guard, Agent: agent, Resize: resize, Ports: ports}
 }
 
 // DomainName is the domain name of VM vm of namespace ns on peer peer. Names

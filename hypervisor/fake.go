@@ -38,6 +38,8 @@ type fakeDomain struct {
 	spec  Spec
 	state State
 	disk  int // bumps on every fresh disk
+	// diskBytes is the disk's size once resized (0: fakeDiskBytes).
+	diskBytes int64
 }
 
 var _ Driver = (*Fake)(nil)

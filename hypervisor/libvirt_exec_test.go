@@ -1,6 +1,7 @@
 package hypervisor_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -86,6 +87,41 @@ func TestLibvirt_guest_exec(t *testing.T) {
 		t.Fatalf("the timed-out program still runs: %v\n%s", err, out)
 	}
 
+	// Any guest port is reached through a forward made for it, and only
+	// while it is held.
+	fwd, release, err := d.OpenGuestPort(ctx, spec.Name, 22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if banner := readBanner(t, fwd); !strings.HasPrefix(banner, "SSH-2.0-") {
+		t.Fatalf("through the forward: %q", banner)
+	}
+	release()
+	if c, err := net.DialTimeout("tcp", fwd, 2*time.Second); err == nil {
+		c.Close()
+		t.Fatal("the forward outlived its release")
+	}
+
+	// The disk grows while the guest runs, and the guest sees it; it never
+	// shrinks.
+	size, err := d.DiskSize(spec.Name)
+	if err != nil || size <= 0 {
+		t.Fatalf("disk size %d %v", size, err)
+	}
+	if err := d.ResizeDisk(ctx, spec.Name, size-1<<20); err == nil {
+		t.Fatal("the disk shrank")
+	}
+	grown := size + 64<<20
+	if err := d.ResizeDisk(ctx, spec.Name, grown); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.DiskSize(spec.Name); err != nil || got != grown {
+		t.Fatalf("after the resize: %d %v, want %d", got, err, grown)
+	}
+	if _, out, _, err := run([]string{"cat", "/sys/block/vda/size"}, "", time.Minute); err != nil || strings.TrimSpace(string(out)) != strconv.FormatInt(grown/512, 10) {
+		t.Fatalf("the guest sees %q sectors (%v), want %d", out, err, grown/512)
+	}
+
 	// A freeze runs the guest's hook (mini-linux's flushes its FAT, which
 	// the kernel cannot freeze) and a thaw lets it go.
 	console := func() string { log, _ := d.ConsoleLog(spec.Name); return string(log) }
@@ -111,4 +147,20 @@ func TestLibvirt_guest_exec(t *testing.T) {
 	if n := strings.Count(console(), "file systems freeze (guest agent)"); n != 2 {
 		t.Fatalf("%d freezes on the console, want 2 (the second before the forced stop):\n%s", n, console())
 	}
+}
+
+// readBanner reads the first line a TCP server at addr sends.
+func readBanner(t *testing.T, addr string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read from %s: %v", addr, err)
+	}
+	return line
 }

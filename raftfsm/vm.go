@@ -96,8 +96,12 @@ type VM struct {
 	// a booted template (StartedFromTemplate) or by booting.
 	StartedFrom string `json:"startedFrom,omitempty"`
 	// Guest is what the guest's agent last said (nil: no agent answered).
-	Guest     *GuestReport `json:"guest,omitempty"`
-	CreatedAt time.Time    `json:"createdAt"`
+	Guest *GuestReport `json:"guest,omitempty"`
+	// DiskBytes is the size of the VM's disk as its guest sees it (0:
+	// not known); BaseDiskBytes is its image's, which a revert goes back to.
+	DiskBytes     int64     `json:"diskBytes,omitempty"`
+	BaseDiskBytes int64     `json:"baseDiskBytes,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
 }
 
 // Ports returns every node port the VM holds.
@@ -168,6 +172,8 @@ type VMStatus struct {
 	// Guest, when set, replaces what the guest's agent said (VM.Guest); an
 	// empty report clears it (the agent went away).
 	Guest *GuestReport `json:"guest,omitempty"`
+	// DiskBytes, when set, is the VM's disk's new size (after a resize).
+	DiskBytes int64 `json:"diskBytes,omitempty"`
 }
 
 // MaxGuestIPs bounds the addresses a guest report keeps.
@@ -283,6 +289,7 @@ func (s *State) applyVMAction(c VMAction) (any, error) {
 	case ActionRevert:
 		vm.RevertGen++
 		vm.Desired = VMRunning
+		vm.DiskBytes = vm.BaseDiskBytes
 	default:
 		return nil, ruleErr(ErrInvalid, "unknown action %q: use start, stop, suspend, resume or revert", c.Action)
 	}
@@ -318,6 +325,12 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	}
 	if c.StartedFrom != "" {
 		vm.StartedFrom = c.StartedFrom
+	}
+	if c.DiskBytes < 0 {
+		return nil, ruleErr(ErrInvalid, "a disk of %d bytes", c.DiskBytes)
+	}
+	if c.DiskBytes > 0 {
+		vm.DiskBytes = c.DiskBytes
 	}
 	if g := c.Guest; g != nil {
 		vm.Guest = nil

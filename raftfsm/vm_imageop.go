@@ -161,6 +161,7 @@ func (s *State) applyVMImageOpDone(c VMImageOpDone) (any, error) {
 	x.addDigest(vm.ImageDigest)
 	x.addDigest(vm.NVRAMDigest)
 	vm.RevertGen++
+	vm.DiskBytes, vm.BaseDiskBytes = c.VirtualSize, c.VirtualSize
 	vm.Desired, vm.PendingOp = VMRunning, nil
 	if vm.Status == VMFailed {
 		vm.Status, vm.ErrorMessage, vm.ErrorReason = VMPending, "", ""

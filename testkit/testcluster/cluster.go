@@ -55,6 +55,8 @@ type Options struct {
 	// LifecycleOnly hands the peers their fake driver with its Driver
 	// methods only: a hypervisor with none of the optional roles.
 	LifecycleOnly bool
+	// GuestAgent gives the fake drivers' guests an agent (FakeAgent).
+	GuestAgent bool
 	// Templates is how many booted templates each peer keeps (default
 	// none). With fake drivers a template's guest counts as ready at once.
 	Templates int
@@ -173,6 +175,9 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			drv = m.Fake
 			if opts.LifecycleOnly {
 				drv = struct{ hypervisor.Driver }{m.Fake}
+			}
+			if opts.GuestAgent {
+				drv = hypervisor.NewFakeAgent(m.Fake)
 			}
 		}
 		bind := "127.0.0.1"

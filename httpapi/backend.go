@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/scheduler"
 )
@@ -80,6 +81,19 @@ type Jobs interface {
 	// PullRemote starts a job copying a remote image or ISO (typ
 	// api.RemoteTypeImage or RemoteTypeISO) into the namespace.
 	PullRemote(ctx context.Context, ns, typ, name, newName, owner string) (raftfsm.Job, error)
+}
+
+// Guests works inside the VMs this peer hosts (node/host.Host); each
+// method refuses a VM another peer hosts.
+type Guests interface {
+	// Exec runs a program in the VM's guest through its agent.
+	Exec(ctx context.Context, vm raftfsm.VM, c hypervisor.ExecCommand) (hypervisor.ExecResult, error)
+	// GuestPort returns a host address reaching the guest's TCP port
+	// until release is called.
+	GuestPort(ctx context.Context, vm raftfsm.VM, port int) (addr string, release func(), err error)
+	// ResizeDisk grows the VM's disk to bytes and records it; it returns
+	// the size the disk had (hypervisor.ErrShrink for a smaller size).
+	ResizeDisk(ctx context.Context, vm raftfsm.VM, bytes int64) (int64, error)
 }
 
 // Registries reads OCI registries with a namespace's credentials.

@@ -122,14 +122,20 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	s.log.Info("console opened", "vm", ns+"/"+name, "node", vm.Node, "by", owner(r.Context()))
 	s.metrics.consoles.Inc()
 	defer s.metrics.consoles.Dec()
-	done := make(chan struct{}, 2)
-	carry := func(dst, src net.Conn) { _, _ = io.Copy(dst, src); done <- struct{}{} }
-	go carry(vnc, client)
-	go carry(client, vnc)
-	<-done // either side's end ends both
-	_ = client.Close()
-	_ = vnc.Close()
-	<-done
+	splice(client, vnc)
 	s.log.Info("console closed", "vm", ns+"/"+name)
 	return nil
+}
+
+// splice carries bytes both ways between a and b until either side ends,
+// which ends both.
+func splice(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	carry := func(dst, src net.Conn) { _, _ = io.Copy(dst, src); done <- struct{}{} }
+	go carry(a, b)
+	go carry(b, a)
+	<-done
+	_ = a.Close()
+	_ = b.Close()
+	<-done
 }

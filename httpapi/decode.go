@@ -21,7 +21,12 @@ const maxJSONBody = 1 << 20
 // v does not have are ignored and each is named in a Warning header; wrong
 // types and malformed JSON are 400, an oversized body 413.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	return decodeJSONMax(w, r, v, maxJSONBody)
+}
+
+// decodeJSONMax is decodeJSON for a body of at most max bytes.
+func decodeJSONMax(w http.ResponseWriter, r *http.Request, v any, max int64) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
 		return bodyError(err)
 	}

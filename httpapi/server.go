@@ -33,6 +33,8 @@ type Config struct {
 	Placer     Placer
 	Jobs       Jobs
 	Registries Registries
+	// Guests, nil on a peer that hosts no VMs (tests), works inside VMs.
+	Guests Guests
 	// Images is this peer's blob store.
 	Images *imagestore.Store
 
@@ -60,6 +62,7 @@ type Server struct {
 	placer     Placer
 	jobs       Jobs
 	registries Registries
+	guests     Guests
 	images     *imagestore.Store
 	log        *slog.Logger
 	router     *httprouter.Router
@@ -107,7 +110,7 @@ func New(cfg Config) *Server {
 	cfg.Limits.setDefaults()
 	s := &Server{
 		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, placer: cfg.Placer,
-		jobs: cfg.Jobs, registries: cfg.Registries, images: cfg.Images,
+		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images,
 		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM()),
 	}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
@@ -167,6 +170,10 @@ func (s *Server) routesV1() {
 		s.deleter(raftfsm.TypeVMDelete, "vm", func(ns, name string) any { return raftfsm.VMDelete{Namespace: ns, Name: name} }))
 	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, Write: true, Target: Leader}, s.execVM)
 	s.handle(Route{Method: get, Path: ns + "/vms/:vm/console", Rule: RuleMember, Stream: true}, s.console)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/run", Rule: RuleMember, Target: VMHost}, s.runVM)
+	s.handle(Route{Method: get, Path: ns + "/vms/:vm/run", Rule: RuleMember, Stream: true, Target: VMHost}, s.runVMStream)
+	s.handle(Route{Method: get, Path: ns + "/vms/:vm/port-forward", Rule: RuleMember, Stream: true, Target: VMHost}, s.portForward)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/resize", Rule: RuleMember, Target: VMHost}, s.resizeVM)
 
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
 	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Target: Leader}, s.createVMConfig)

@@ -127,6 +127,9 @@ type DiskResizer interface {
 	DiskSize(name string) (int64, error)
 }
 
+// ErrShrink is returned for a resize below a disk's size.
+var ErrShrink = errors.New("a disk never shrinks")
+
 // GuestPorts reaches any TCP port of a guest from the host.
 type GuestPorts interface {
 	// OpenGuestPort makes a host address ("127.0.0.1:port") that reaches

@@ -22,7 +22,7 @@ func (f *Fake) ResizeDisk(_ context.Context, name string, bytes int64) error {
 		return fmt.Errorf("%s: %w", name, ErrNotFound)
 	}
 	if bytes < d.size() {
-		return fmt.Errorf("resize %s: %d bytes is smaller than its disk (%d bytes)", name, bytes, d.size())
+		return fmt.Errorf("resize %s: %d bytes is smaller than its disk (%d bytes): %w", name, bytes, d.size(), ErrShrink)
 	}
 	d.diskBytes = bytes
 	return nil

@@ -27,7 +27,7 @@ func (d *Libvirt) ResizeDisk(ctx context.Context, name string, bytes int64) erro
 		return err
 	}
 	if bytes < cur {
-		return fmt.Errorf("resize %s: %d bytes is smaller than its disk (%d bytes)", name, bytes, cur)
+		return fmt.Errorf("resize %s: %d bytes is smaller than its disk (%d bytes): %w", name, bytes, cur, ErrShrink)
 	}
 	if bytes == cur {
 		return nil

@@ -158,7 +158,7 @@ func Start(cfg Config) (*Peer, error) {
 		Log: cfg.Log.With("part", "leader"),
 	})
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs, Images: p.images,
+		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs, Guests: p.host, Images: p.images,
 		Log: cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})

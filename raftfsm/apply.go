@@ -88,6 +88,8 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyNodeTemplates)
 	case TypeVMConfigSetWarm:
 		return applyBody(c, s.applyVMConfigSetWarm)
+	case TypeVMDiskSize:
+		return applyBody(c, s.applyVMDiskSize)
 	}
 	return nil, ErrUnknownCommand
 }

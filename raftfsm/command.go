@@ -54,6 +54,7 @@ const (
 	TypeCatalogSet       Type = 37
 	TypeNodeTemplates    Type = 38
 	TypeVMConfigSetWarm  Type = 39
+	TypeVMDiskSize       Type = 40
 )
 
 var typeNames = map[Type]string{
@@ -82,6 +83,7 @@ var typeNames = map[Type]string{
 	TypeCertSet:          "cert-set",
 	TypeNodeTemplates:    "node-templates",
 	TypeVMConfigSetWarm:  "vmconfig-set-warm",
+	TypeVMDiskSize:       "vm-disk-size",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
 	TypeImageCopy:        "image-copy",
@@ -115,7 +117,8 @@ func (t Type) String() string {
 func (t Type) PeerProposable() bool {
 	switch t {
 	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove,
-		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate, TypeVMAction, TypeNodeTemplates:
+		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate, TypeVMAction, TypeNodeTemplates,
+		TypeVMDiskSize:
 		return true
 	}
 	return false

@@ -49,6 +49,7 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeCatalogSet, CatalogSet{Repositories: []string{"r:5000/os/images"}}),
 		mustEncode(f, TypeNodeTemplates, NodeTemplates{Node: "n1", Templates: []Template{{Key: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}.Key(), Shape: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}}}}),
 		mustEncode(f, TypeVMConfigSetWarm, VMConfigSetWarm{Namespace: api.DefaultNamespace, Name: "c", Warm: true}),
+		mustEncode(f, TypeVMDiskSize, VMDiskSize{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", UID: 3, DiskBytes: 8 << 30}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

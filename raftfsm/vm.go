@@ -172,8 +172,6 @@ type VMStatus struct {
 	// Guest, when set, replaces what the guest's agent said (VM.Guest); an
 	// empty report clears it (the agent went away).
 	Guest *GuestReport `json:"guest,omitempty"`
-	// DiskBytes, when set, is the VM's disk's new size (after a resize).
-	DiskBytes int64 `json:"diskBytes,omitempty"`
 }
 
 // MaxGuestIPs bounds the addresses a guest report keeps.
@@ -325,12 +323,6 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	}
 	if c.StartedFrom != "" {
 		vm.StartedFrom = c.StartedFrom
-	}
-	if c.DiskBytes < 0 {
-		return nil, ruleErr(ErrInvalid, "a disk of %d bytes", c.DiskBytes)
-	}
-	if c.DiskBytes > 0 {
-		vm.DiskBytes = c.DiskBytes
 	}
 	if g := c.Guest; g != nil {
 		vm.Guest = nil

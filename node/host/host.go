@@ -133,6 +133,7 @@ func (h *Host) export(ctx context.Context, name, dst string) error {
 type metrics struct {
 	reconcilePasses *prometheus.CounterVec
 	vmRuns          *prometheus.CounterVec
+	guestRuns       prometheus.Counter
 }
 
 func newMetrics(r prometheus.Registerer) *metrics {
@@ -146,6 +147,10 @@ func newMetrics(r prometheus.Registerer) *metrics {
 			Help: "Runs of the per-VM workers that converge domains, by result: ok, retry (tried again on the next pass) or failed (the VM is Failed).",
 		}, []string{"result"}),
 	}
-	r.MustRegister(m.reconcilePasses, m.vmRuns)
+	m.guestRuns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "svc_guest_runs_total",
+		Help: "Programs run in this host's guests through their agents (the API's run).",
+	})
+	r.MustRegister(m.reconcilePasses, m.vmRuns, m.guestRuns)
 	return m
 }

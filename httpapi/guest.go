@@ -1,0 +1,281 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Running a program in a VM's guest: the VM's host peer (the route's
+// target) runs it through the guest's agent. POST answers when it ends,
+// with its outputs bounded; the same path as a websocket streams them.
+// Neither the command, its input nor its output is logged.
+
+// maxRunBody bounds a run's JSON body (its stdin is at most
+// api.MaxRunStdin once decoded).
+const maxRunBody = 8 << 20
+
+// runRequestWait bounds how long a websocket run waits for its request.
+const runRequestWait = 10 * time.Second
+
+// checkRun validates a run request and returns its timeout.
+func checkRun(req api.RunRequest) (time.Duration, error) {
+	if len(req.Command) == 0 || req.Command[0] == "" {
+		return 0, badRequest(`field "command": the program to run and its arguments are required, e.g. ["uname", "-a"]`)
+	}
+	if len(req.Command) > api.MaxRunArgs {
+		return 0, badRequest(`field "command": %d arguments, more than %d`, len(req.Command), api.MaxRunArgs)
+	}
+	total := 0
+	for i, a := range req.Command {
+		if strings.ContainsRune(a, 0) {
+			return 0, badRequest(`field "command": argument %d holds a NUL byte`, i)
+		}
+		total += len(a)
+	}
+	if total > api.MaxRunArgBytes {
+		return 0, badRequest(`field "command": %d bytes of arguments, more than %d`, total, api.MaxRunArgBytes)
+	}
+	if len(req.Stdin) > api.MaxRunStdin {
+		return 0, errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, `field "stdin": %d bytes, more than %d`, len(req.Stdin), api.MaxRunStdin)
+	}
+	switch t := req.TimeoutSeconds; {
+	case t == 0:
+		return api.DefaultRunTimeout * time.Second, nil
+	case t < 0 || t > api.MaxRunTimeout:
+		return 0, badRequest(`field "timeoutSeconds": %d is out of range (1 to %d)`, t, api.MaxRunTimeout)
+	default:
+		return time.Duration(t) * time.Second, nil
+	}
+}
+
+// runnable returns the path's VM if it runs here and has a host to ask.
+// A VM not seen running yet is looked at again once this replica has
+// caught up with the leader (a caller's deploy may have answered through
+// another peer a moment ago).
+func (s *Server) runnable(ctx context.Context, p httprouter.Params, what string) (raftfsm.VM, error) {
+	vm, err := s.vmOf(p)
+	if err != nil || vm.Status == raftfsm.VMRunning {
+		return vm, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.LeaderWait)
+	err = s.raft.SyncReplica(sctx)
+	cancel()
+	if err == nil {
+		if vm, err = s.vmOf(p); err != nil {
+			return vm, err
+		}
+	}
+	if vm.Status != raftfsm.VMRunning {
+		return vm, errorf(http.StatusConflict, api.ReasonConflict, "vm %q is %s: %s only while it runs", vm.Name, vm.Status, what)
+	}
+	if s.guests == nil || vm.Node != s.replica.Name() {
+		return vm, unavailable("2", "vm %q is on %s, which this peer cannot reach for this; retry", vm.Name, vm.Node)
+	}
+	return vm, nil
+}
+
+// runError maps what Exec returned to a Status.
+func runError(vm raftfsm.VM, timeout time.Duration, err error) error {
+	switch {
+	case errors.Is(err, hypervisor.ErrExecTimeout):
+		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "the command did not end within %s in vm %q; it was killed", timeout, vm.Name)
+	case errors.Is(err, hypervisor.ErrNoAgent):
+		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q has no guest agent answering (guestAgent is false): its image needs QEMU's guest agent (Debian's qemu-guest-agent) to run commands", vm.Name)
+	case errors.Is(err, hypervisor.ErrUnsupported):
+		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q runs on a hypervisor without a guest agent channel: %v", vm.Name, err)
+	}
+	return errorf(http.StatusBadGateway, api.ReasonInternalError, "run in vm %q: %v", vm.Name, err)
+}
+
+// runVM runs a program and answers its outputs and exit code.
+func (s *Server) runVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var req api.RunRequest
+	if err := decodeJSONMax(w, r, &req, maxRunBody); err != nil {
+		return err
+	}
+	timeout, err := checkRun(req)
+	if err != nil {
+		return err
+	}
+	vm, err := s.runnable(r.Context(), p, "a command runs")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	res, err := s.guests.Exec(ctx, vm, hypervisor.ExecCommand{
+		Argv: req.Command, Stdin: []byte(req.Stdin), Stdout: &stdout, Stderr: &stderr, MaxOutput: api.MaxRunOutput,
+	})
+	s.logRun(r.Context(), vm, req.Command[0], res.ExitCode, err)
+	if err != nil {
+		return runError(vm, timeout, err)
+	}
+	writeJSON(w, http.StatusOK, api.RunResult{
+		ExitCode: res.ExitCode, Stdout: stdout.String(), Stderr: stderr.String(),
+		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
+	})
+	return nil
+}
+
+func (s *Server) logRun(ctx context.Context, vm raftfsm.VM, program string, code int, err error) {
+	s.log.Info("program run in a guest", "vm", vm.Namespace+"/"+vm.Name, "program", path.Base(program), "exitCode", code, "err", err, "by", owner(ctx))
+}
+
+// streamWriter sends each write as a binary message tagged with its stream.
+type streamWriter struct {
+	ctx    context.Context
+	ws     *websocket.Conn
+	stream byte
+}
+
+func (sw streamWriter) Write(b []byte) (int, error) {
+	for len(b) > 0 {
+		n := min(len(b), 64<<10)
+		msg := append([]byte{sw.stream}, b[:n]...)
+		if err := sw.ws.Write(sw.ctx, websocket.MessageBinary, msg); err != nil {
+			return 0, err
+		}
+		b = b[n:]
+	}
+	return len(b), nil
+}
+
+// runVMStream is the websocket form of a run (see api.RunStreamStdout).
+func (s *Server) runVMStream(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	vm, err := s.runnable(r.Context(), p, "a command runs")
+	if err != nil {
+		return err
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{consoleSubprotocol}})
+	if err != nil {
+		return nil // Accept has answered the client
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(maxRunBody)
+	final := func(v any) {
+		b, _ := json.Marshal(v)
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if ws.Write(wctx, websocket.MessageText, b) == nil {
+			_ = ws.Close(websocket.StatusNormalClosure, "")
+		}
+	}
+	fail := func(err error) {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = errorf(http.StatusInternalServerError, api.ReasonInternalError, "%v", err)
+		}
+		final(api.NewStatus(ae.code, ae.reason, ae.msg))
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), runRequestWait)
+	typ, body, err := ws.Read(rctx)
+	cancel()
+	if err != nil || typ != websocket.MessageText {
+		fail(badRequest("the first message must be the run request (JSON text), sent within %s", runRequestWait))
+		return nil
+	}
+	var req api.RunRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		fail(badRequest("the run request: %v", err))
+		return nil
+	}
+	if len(req.Stdin) > api.MaxRunStdin {
+		fail(errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, `field "stdin": %d bytes, more than %d`, len(req.Stdin), api.MaxRunStdin))
+		return nil
+	}
+	timeout, err := checkRun(req)
+	if err != nil {
+		fail(err)
+		return nil
+	}
+	// The client's leaving (its close) ends the run; the request's context
+	// ended with the upgrade.
+	ctx := ws.CloseRead(context.Background())
+	ctx, cancel = context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := s.guests.Exec(ctx, vm, hypervisor.ExecCommand{
+		Argv: req.Command, Stdin: []byte(req.Stdin), MaxOutput: api.MaxRunStreamOutput,
+		Stdout: streamWriter{ctx, ws, api.RunStreamStdout}, Stderr: streamWriter{ctx, ws, api.RunStreamStderr},
+	})
+	s.logRun(r.Context(), vm, req.Command[0], res.ExitCode, err)
+	if err != nil {
+		fail(runError(vm, timeout, err))
+		return nil
+	}
+	final(api.RunResult{ExitCode: res.ExitCode, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated})
+	return nil
+}
+
+// resizeVM grows the VM's disk on its host and answers the VM.
+func (s *Server) resizeVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var req api.ResizeRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	size, err := api.ParseSize(req.Size)
+	if err != nil || size <= 0 {
+		return badRequest(`field "size": %q is not a size such as "20G" (%v)`, req.Size, err)
+	}
+	if size > maxDiskBytes {
+		return badRequest(`field "size": %s is more than a disk may be (%d bytes)`, req.Size, int64(maxDiskBytes))
+	}
+	sctx, scancel := context.WithTimeout(r.Context(), s.cfg.LeaderWait)
+	_ = s.raft.SyncReplica(sctx) // see the VM as the leader does
+	scancel()
+	vm, err := s.vmOf(p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case vm.PendingOp != nil:
+		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q is being written to an image (%s); resize it after", vm.Name, vm.PendingOp.Kind)
+	case vm.Status != raftfsm.VMRunning && vm.Status != raftfsm.VMStopped && vm.Status != raftfsm.VMSuspended:
+		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q is %s: its disk grows once it is running, stopped or suspended", vm.Name, vm.Status)
+	case s.guests == nil || vm.Node != s.replica.Name():
+		return unavailable("2", "vm %q is on %s, which this peer cannot reach for this; retry", vm.Name, vm.Node)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	cur, err := s.guests.ResizeDisk(ctx, vm, size)
+	switch {
+	case errors.Is(err, hypervisor.ErrShrink):
+		return badRequest("vm %q has a disk of %s; a disk never shrinks (asked for %s)", vm.Name, api.FormatSize(cur), api.FormatSize(size))
+	case errors.Is(err, hypervisor.ErrUnsupported):
+		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q: %v", vm.Name, err)
+	case err != nil:
+		return errorf(http.StatusInternalServerError, api.ReasonInternalError, "resize vm %q: %v", vm.Name, err)
+	}
+	s.log.Info("vm disk resized", "vm", vm.Namespace+"/"+vm.Name, "from", cur, "to", size, "by", owner(r.Context()))
+	_ = s.replica.FSM().WaitOn(ctx, raftfsm.VMTopic(vm.Namespace, vm.Name), func() bool {
+		cur, ok := s.replica.FSM().VM(vm.Namespace, vm.Name)
+		return !ok || cur.DiskBytes >= size
+	})
+	vm, err = s.vmOf(p)
+	if err != nil {
+		return err
+	}
+	// The peer that forwarded this has the caller's next read wait for it.
+	w.Header().Set(api.HeaderIndex, strconv.FormatUint(s.replica.FSM().Index(), 10))
+	writeJSON(w, http.StatusOK, s.vmToAPI(vm))
+	return nil
+}
+
+// maxDiskBytes bounds a disk's size (64 TiB).
+const maxDiskBytes = 64 << 40
+

@@ -1,0 +1,177 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// tinyVM uploads a small disk and deploys vm on node, returning it.
+func tinyVM(t *testing.T, cl *api.Client, vm, node string) api.VM {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := cl.GetImage(ctx, ns, "tiny"); err != nil {
+		disk := filepath.Join(t.TempDir(), "disk.img")
+		if err := os.WriteFile(disk, make([]byte, 2<<20), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		upload(t, cl, "tiny", disk)
+	}
+	out, err := cl.DeployVM(ctx, ns, api.DeployRequest{Name: vm, Image: "tiny", CPU: intp(1), Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Run and resize go to the VM's host from any peer, with the same
+// authorization as the console, bounded outputs and clear refusals.
+func TestGuest_run_and_resize_through_another_peer(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{GuestAgent: true})
+	c.WaitLeader()
+	host, via := c.Members[0], c.Members[2]
+	admin := c.Client(via)
+	tinyVM(t, admin, "vm1", host.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	runs := []struct {
+		name      string
+		req       api.RunRequest
+		wantCode  int // HTTP status of a refusal; 0: ran
+		exit      int
+		stdout    string
+		truncated bool
+	}{
+		{name: "output", req: api.RunRequest{Command: []string{"echo", "hello", "guest"}}, stdout: "hello guest\n"},
+		{name: "stdin", req: api.RunRequest{Command: []string{"cat"}, Stdin: "fed in\n"}, stdout: "fed in\n"},
+		{name: "exit status", req: api.RunRequest{Command: []string{"exit", "3"}}, exit: 3},
+		{name: "not found", req: api.RunRequest{Command: []string{"nosuch"}}, exit: 127},
+		{name: "output bound", req: api.RunRequest{Command: []string{"yes"}}, truncated: true},
+		{name: "timeout", req: api.RunRequest{Command: []string{"sleep"}, TimeoutSeconds: 1}, wantCode: http.StatusGatewayTimeout},
+		{name: "no command", req: api.RunRequest{}, wantCode: http.StatusBadRequest},
+		{name: "empty program", req: api.RunRequest{Command: []string{""}}, wantCode: http.StatusBadRequest},
+		{name: "negative timeout", req: api.RunRequest{Command: []string{"echo"}, TimeoutSeconds: -1}, wantCode: http.StatusBadRequest},
+		{name: "timeout too long", req: api.RunRequest{Command: []string{"echo"}, TimeoutSeconds: api.MaxRunTimeout + 1}, wantCode: http.StatusBadRequest},
+		{name: "too many arguments", req: api.RunRequest{Command: make([]string, api.MaxRunArgs+1)}, wantCode: http.StatusBadRequest},
+		{name: "NUL in an argument", req: api.RunRequest{Command: []string{"echo", "a\x00b"}}, wantCode: http.StatusBadRequest},
+		{name: "stdin too large", req: api.RunRequest{Command: []string{"cat"}, Stdin: strings.Repeat("x", api.MaxRunStdin+1)}, wantCode: http.StatusRequestEntityTooLarge},
+	}
+	for _, tc := range runs {
+		t.Run("run_"+tc.name, func(t *testing.T) {
+			if tc.name == "too many arguments" {
+				tc.req.Command[0] = "echo"
+			}
+			r, err := admin.RunVM(ctx, ns, "vm1", tc.req)
+			if tc.wantCode != 0 {
+				if api.CodeOf(err) != tc.wantCode {
+					t.Fatalf("%v, want %d", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ExitCode != tc.exit || r.StdoutTruncated != tc.truncated || (!tc.truncated && r.Stdout != tc.stdout) {
+				t.Fatalf("%+v", r)
+			}
+			if tc.truncated && len(r.Stdout) != api.MaxRunOutput {
+				t.Fatalf("stdout %d bytes, want the bound %d", len(r.Stdout), api.MaxRunOutput)
+			}
+		})
+	}
+
+	// The websocket form streams the same outputs and ends with the result.
+	var out, errs bytes.Buffer
+	r, err := admin.RunVMStream(ctx, ns, "vm1", api.RunRequest{Command: []string{"echo", "streamed"}}, &out, &errs)
+	if err != nil || r.ExitCode != 0 || out.String() != "streamed\n" {
+		t.Fatalf("stream: %+v %q %v", r, out.String(), err)
+	}
+	if _, err := admin.RunVMStream(ctx, ns, "vm1", api.RunRequest{Command: []string{"nosuch"}}, &out, &errs); err != nil || !strings.Contains(errs.String(), "not found") {
+		t.Fatalf("stream stderr %q %v", errs.String(), err)
+	}
+	if _, err := admin.RunVMStream(ctx, ns, "vm1", api.RunRequest{}, nil, nil); api.CodeOf(err) != http.StatusBadRequest {
+		t.Fatalf("stream without a command: %v", err)
+	}
+
+	// Another namespace's token is refused (403), on POST and the websocket.
+	other := otherNamespaceClient(t, c, admin, via)
+	if _, err := other.RunVM(ctx, ns, "vm1", api.RunRequest{Command: []string{"echo"}}); api.CodeOf(err) != http.StatusForbidden {
+		t.Fatalf("another namespace runs: %v", err)
+	}
+	if _, err := other.RunVMStream(ctx, ns, "vm1", api.RunRequest{Command: []string{"echo"}}, nil, nil); api.CodeOf(err) != http.StatusForbidden {
+		t.Fatalf("another namespace streams: %v", err)
+	}
+	if _, err := other.ResizeVM(ctx, ns, "vm1", "2G"); api.CodeOf(err) != http.StatusForbidden {
+		t.Fatalf("another namespace resizes: %v", err)
+	}
+
+	// Resize grows the disk, shows it, never shrinks, and says what is wrong.
+	vm, err := admin.ResizeVM(ctx, ns, "vm1", "3G")
+	if err != nil || vm.DiskBytes != 3<<30 {
+		t.Fatalf("resize: %d %v", vm.DiskBytes, err)
+	}
+	for _, size := range []string{"2G", "", "lots", "-1G", "100T"} {
+		if _, err := admin.ResizeVM(ctx, ns, "vm1", size); api.CodeOf(err) != http.StatusBadRequest {
+			t.Errorf("resize to %q: %v", size, err)
+		}
+	}
+	if got, _ := admin.GetVM(ctx, ns, "vm1"); got.DiskBytes != 3<<30 {
+		t.Fatalf("after the refusals the disk is %d", got.DiskBytes)
+	}
+
+	// A stopped VM runs nothing (409).
+	if _, err := admin.ExecVM(ctx, ns, "vm1", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RunVM(ctx, ns, "vm1", api.RunRequest{Command: []string{"echo"}}); api.CodeOf(err) != http.StatusConflict {
+		t.Fatalf("run in a stopped VM: %v", err)
+	}
+}
+
+// Without a guest agent a run is refused plainly, and deploys work as ever.
+func TestGuest_without_agent(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	cl := c.Client(c.Members[0])
+	vm := tinyVM(t, cl, "vm1", "")
+	if vm.Status != "Running" || vm.GuestAgent {
+		t.Fatalf("deployed %+v", vm)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := cl.RunVM(ctx, ns, "vm1", api.RunRequest{Command: []string{"echo"}})
+	if api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), "guest agent") {
+		t.Fatalf("run without an agent: %v", err)
+	}
+	if _, err := cl.DialVMPort(ctx, ns, "vm1", 22); api.CodeOf(err) != http.StatusConflict {
+		t.Fatalf("port forward on a hypervisor without forwards: %v", err)
+	}
+}
+
+// otherNamespaceClient returns a client, through m, of a service account
+// of another namespace.
+func otherNamespaceClient(t *testing.T, c *testcluster.Cluster, admin *api.Client, m *testcluster.Member) *api.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := admin.CreateNamespace(ctx, "team-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateServiceAccount(ctx, "team-b", "bot"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.ServiceAccountToken(ctx, "team-b", "bot", api.TokenRequest{Duration: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api.NewClient("http://"+m.Peer.APIAddr(), tok.Token)
+}

@@ -278,4 +278,3 @@ func (s *Server) resizeVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 
 // maxDiskBytes bounds a disk's size (64 TiB).
 const maxDiskBytes = 64 << 40
-

@@ -31,35 +31,42 @@ func newVMConsoleCmd(g *globals) *cobra.Command {
 				return err
 			}
 			first.Close()
-			l, err := net.Listen("tcp", listen)
-			if err != nil {
-				return err
-			}
-			defer l.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "the screen of %s is at %s (VNC, no password); Ctrl-C ends\n", args[0], l.Addr())
-			go func() { <-cmd.Context().Done(); l.Close() }()
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					if cmd.Context().Err() != nil || errors.Is(err, net.ErrClosed) {
-						return nil
-					}
-					return err
-				}
-				go bridge(cmd.Context(), c, func(ctx context.Context) (net.Conn, error) { return cl.DialConsole(ctx, g.namespace, args[0]) }, cmd.ErrOrStderr())
-			}
+			dial := func(ctx context.Context) (net.Conn, error) { return cl.DialConsole(ctx, g.namespace, args[0]) }
+			return serveLocal(cmd, listen, dial, fmt.Sprintf("the screen of %s is at %%s (VNC, no password); Ctrl-C ends", args[0]))
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "local address of the VNC port (default: a free port on loopback, printed)")
 	return cmd
 }
 
-// bridge carries one VNC client's connection to a console of its own.
+// serveLocal listens on listen and carries each connection to one dial
+// makes, until Ctrl-C; banner (with %s for the address) says where.
+func serveLocal(cmd *cobra.Command, listen string, dial func(context.Context) (net.Conn, error), banner string) error {
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	fmt.Fprintln(cmd.OutOrStdout(), fmt.Sprintf(banner, l.Addr()))
+	go func() { <-cmd.Context().Done(); l.Close() }()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if cmd.Context().Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		go bridge(cmd.Context(), c, dial, cmd.ErrOrStderr())
+	}
+}
+
+// bridge carries one local connection to a remote one of its own.
 func bridge(ctx context.Context, local net.Conn, dial func(context.Context) (net.Conn, error), log io.Writer) {
 	defer local.Close()
 	remote, err := dial(ctx)
 	if err != nil {
-		fmt.Fprintln(log, "console:", err)
+		fmt.Fprintln(log, "Error:", err)
 		return
 	}
 	defer remote.Close()

@@ -57,6 +57,11 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	}
+	if code, ok := guestExitCode(err); ok {
+		return code
+	}
+	switch {
 	case errors.As(err, &ue),
 		// cobra's errors of the command line that no hook sees
 		strings.HasPrefix(err.Error(), "unknown command"),

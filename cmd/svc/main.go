@@ -20,6 +20,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
+	if _, ok := guestExitCode(err); ok {
+		os.Exit(exitCode(err)) // the guest's program said what it had to
+	}
 	if err != nil {
 		var se *api.StatusError
 		if errors.As(err, &se) {

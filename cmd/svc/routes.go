@@ -36,6 +36,10 @@ func routeCommands() map[string]string {
 		"DELETE /api/v1/namespaces/{namespace}/vms/{vm}":             "vm delete",
 		"POST /api/v1/namespaces/{namespace}/vms/{vm}/exec":          "vm start", // also stop, suspend, resume, revert
 		"GET /api/v1/namespaces/{namespace}/vms/{vm}/console":        "vm console",
+		"GET /api/v1/namespaces/{namespace}/vms/{vm}/run":            "vm run",
+		"POST /api/v1/namespaces/{namespace}/vms/{vm}/run":           "vm run",
+		"GET /api/v1/namespaces/{namespace}/vms/{vm}/port-forward":   "vm port-forward",
+		"POST /api/v1/namespaces/{namespace}/vms/{vm}/resize":        "vm resize",
 		"POST /api/v1/namespaces/{namespace}/vms/{vm}/commit":        "vm commit",
 		"POST /api/v1/namespaces/{namespace}/vms/{vm}/save":          "vm save",
 		"POST /api/v1/namespaces/{namespace}/vms/{vm}/push":          "vm push",

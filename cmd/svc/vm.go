@@ -44,6 +44,7 @@ func (o *vmOptionFlags) bind(f *pflag.FlagSet) {
 func newVMCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "vm", Short: "Deploy, list and run VMs"}
 	cmd.AddCommand(newVMConsoleCmd(g), newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g), newVMCommitCmd(g), newVMSaveCmd(g),
+		newVMRunCmd(g), newVMPortForwardCmd(g), newVMResizeCmd(g),
 		newPushCmd(g, "vm", func(ctx context.Context, cl *api.Client, name, ref string) (api.JobName, error) {
 			return cl.PushVM(ctx, g.namespace, name, ref)
 		}))
@@ -130,8 +131,13 @@ func printVM(w io.Writer, vm api.VM) error {
 	fmt.Fprintf(w, "\nssh:          ssh admin@%s -p %d\n", vm.IP, vm.SSH)
 	fmt.Fprintf(w, "vnc:          %s:%d   (vnc://%s:%d)   password: %s\n", vm.IP, vm.VNC, vm.IP, vm.VNC, vm.VNCPassword)
 	fmt.Fprintf(w, "screen share: vnc://%s:%d\n", vm.IP, vm.Screenshare)
+	if vm.DiskBytes > 0 {
+		fmt.Fprintf(w, "disk:         %s\n", api.FormatSize(vm.DiskBytes))
+	}
 	if vm.GuestAgent {
-		fmt.Fprintf(w, "guest:        %s, %s (from its agent)\n", first(vm.GuestOS, "-"), strings.Join(vm.GuestIPs, " "))
+		fmt.Fprintf(w, "guest:        %s, %s (from its agent; svc vm run works)\n", first(vm.GuestOS, "-"), strings.Join(vm.GuestIPs, " "))
+	} else {
+		fmt.Fprintln(w, "guest:        no agent answers (svc vm run needs QEMU's guest agent in the image)")
 	}
 	switch vm.StartedFrom {
 	case "template":

@@ -15,23 +15,7 @@ import (
 // names from a live cluster (through cobra's completion entry point, as
 // the shell scripts call it).
 func TestCLI_formats_exit_codes_completion(t *testing.T) {
-	t.Setenv("SVC_CONFIG", filepath.Join(t.TempDir(), "config.json"))
-	c := testcluster.New(t, 1, testcluster.Options{})
-	url, token := "http://"+c.Members[0].Peer.APIAddr(), c.Token("admin", true)
-	cl := c.Client(c.Members[0])
-	disk := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(disk, make([]byte, 2<<20), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(disk)
-	defer f.Close()
-	if _, err := cl.UploadImage(context.Background(), api.DefaultNamespace, "tiny", f, 2<<20); err != nil {
-		t.Fatal(err)
-	}
-	one := 1
-	if _, err := cl.DeployVM(context.Background(), api.DefaultNamespace, api.DeployRequest{Name: "web-1", Image: "tiny", CPU: &one}); err != nil {
-		t.Fatal(err)
-	}
+	c, url, token := clusterWithVM(t, testcluster.Options{})
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -77,4 +61,29 @@ func TestCLI_formats_exit_codes_completion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clusterWithVM starts a one-peer cluster (fake hypervisor) with image
+// "tiny" and VM "web-1" deployed from it, and points the CLI's config at a
+// file of the test's own.
+func clusterWithVM(t *testing.T, opts testcluster.Options) (c *testcluster.Cluster, url, token string) {
+	t.Helper()
+	t.Setenv("SVC_CONFIG", filepath.Join(t.TempDir(), "config.json"))
+	c = testcluster.New(t, 1, opts)
+	url, token = "http://"+c.Members[0].Peer.APIAddr(), c.Token("admin", true)
+	cl := c.Client(c.Members[0])
+	disk := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(disk, make([]byte, 2<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(disk)
+	defer f.Close()
+	if _, err := cl.UploadImage(context.Background(), api.DefaultNamespace, "tiny", f, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	if _, err := cl.DeployVM(context.Background(), api.DefaultNamespace, api.DeployRequest{Name: "web-1", Image: "tiny", CPU: &one}); err != nil {
+		t.Fatal(err)
+	}
+	return c, url, token
 }

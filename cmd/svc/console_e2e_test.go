@@ -27,23 +27,8 @@ func checkConsoleBridge(t *testing.T, bin, apiURL, vm string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--api-url", apiURL, "vm", "console", vm)
-	cmd.Env = append(os.Environ(), "SVC_CONFIG="+filepath.Join(t.TempDir(), "config.json"))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := consoleAddrRE.FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("svc vm console printed %q (%v); stderr: %s", line, err, stderr.String())
-	}
+	cmd, addr, stderr := startListener(ctx, t, bin, apiURL, consoleAddrRE, "vm", "console", vm)
+	m := []string{"", addr}
 	for i := range 2 { // the first stays open while the second connects
 		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", m[1])
 		if err != nil {
@@ -83,4 +68,29 @@ func checkConsoleBridge(t *testing.T, bin, apiURL, vm string) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("svc vm console after Ctrl-C: %v; stderr: %s", err, stderr.String())
 	}
+}
+
+// startListener starts the binary with args (a command that listens until
+// Ctrl-C) and returns it and the address its first line names (re's
+// first group); the process is killed when the test ends.
+func startListener(ctx context.Context, t *testing.T, bin, apiURL string, re *regexp.Regexp, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--api-url", apiURL}, args...)...)
+	cmd.Env = append(os.Environ(), "SVC_CONFIG="+filepath.Join(t.TempDir(), "config.json"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	m := re.FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("svc %v printed %q (%v); stderr: %s", args, line, err, stderr.String())
+	}
+	return cmd, m[1], stderr
 }

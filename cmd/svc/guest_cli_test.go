@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,23 +12,8 @@ import (
 // svc vm run exits with the guest program's status and passes stdin;
 // svc vm resize grows the disk and refuses to shrink it.
 func TestCLI_vm_run_and_resize(t *testing.T) {
-	t.Setenv("SVC_CONFIG", filepath.Join(t.TempDir(), "config.json"))
-	c := testcluster.New(t, 1, testcluster.Options{GuestAgent: true})
-	url, token := "http://"+c.Members[0].Peer.APIAddr(), c.Token("admin", true)
+	c, url, token := clusterWithVM(t, testcluster.Options{GuestAgent: true})
 	cl := c.Client(c.Members[0])
-	disk := filepath.Join(t.TempDir(), "disk.img")
-	if err := os.WriteFile(disk, make([]byte, 2<<20), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(disk)
-	defer f.Close()
-	if _, err := cl.UploadImage(context.Background(), api.DefaultNamespace, "tiny", f, 2<<20); err != nil {
-		t.Fatal(err)
-	}
-	one := 1
-	if _, err := cl.DeployVM(context.Background(), api.DefaultNamespace, api.DeployRequest{Name: "web-1", Image: "tiny", CPU: &one}); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name     string
 		stdin    string

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -160,23 +157,8 @@ func TestBinary_guest_tools(t *testing.T) {
 // ends it with status 0.
 func checkPortForward(ctx context.Context, t *testing.T, bin, apiURL, vm string) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, bin, "--api-url", apiURL, "vm", "port-forward", vm, "22")
-	cmd.Env = append(os.Environ(), "SVC_CONFIG="+filepath.Join(t.TempDir(), "config.json"))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := forwardAddrRE.FindStringSubmatch(line)
-	if err != nil || m == nil {
-		t.Fatalf("svc vm port-forward printed %q (%v); stderr: %s", line, err, stderr.String())
-	}
+	cmd, addr, stderr := startListener(ctx, t, bin, apiURL, forwardAddrRE, "vm", "port-forward", vm, "22")
+	m := []string{"", addr}
 	// Each session waits for the other to have started: they overlap.
 	var wg sync.WaitGroup
 	outs, errs := make([]string, 2), make([]error, 2)

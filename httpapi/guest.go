@@ -144,6 +144,7 @@ type streamWriter struct {
 }
 
 func (sw streamWriter) Write(b []byte) (int, error) {
+	total := len(b)
 	for len(b) > 0 {
 		n := min(len(b), 64<<10)
 		msg := append([]byte{sw.stream}, b[:n]...)
@@ -152,7 +153,7 @@ func (sw streamWriter) Write(b []byte) (int, error) {
 		}
 		b = b[n:]
 	}
-	return len(b), nil
+	return total, nil
 }
 
 // runVMStream is the websocket form of a run (see api.RunStreamStdout).
@@ -193,10 +194,6 @@ func (s *Server) runVMStream(w http.ResponseWriter, r *http.Request, p httproute
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
 		fail(badRequest("the run request: %v", err))
-		return nil
-	}
-	if len(req.Stdin) > api.MaxRunStdin {
-		fail(errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, `field "stdin": %d bytes, more than %d`, len(req.Stdin), api.MaxRunStdin))
 		return nil
 	}
 	timeout, err := checkRun(req)

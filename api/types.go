@@ -63,7 +63,10 @@ type Node struct {
 	Phase             string `json:"phase"`
 	// PhaseReason says why a node is NOT READY (its peer's own words: no
 	// answer from the hypervisor, a data dir QEMU cannot reach, ...).
-	PhaseReason string   `json:"phaseReason,omitempty"`
+	PhaseReason string `json:"phaseReason,omitempty"`
+	// Schedulable is false for a cordoned node: it keeps its VMs and
+	// takes no new one.
+	Schedulable bool     `json:"schedulable"`
 	Tags        []string `json:"svcTags"`
 	Arch        string   `json:"arch"`
 	// Hypervisor runs the node's VMs: libvirt, or vz on Macs (where
@@ -130,6 +133,10 @@ type CommitIndex struct {
 type Namespace struct {
 	Name      string     `json:"name"`
 	CreatedAt *time.Time `json:"createdAt,omitempty"`
+	// Quota, when the namespace has one, and what its VMs take against it
+	// (both shown in answers, ignored in a create).
+	Quota *Quota `json:"quota,omitempty"`
+	Used  *Quota `json:"used,omitempty"`
 }
 
 // Subjects are the users and service accounts ("namespace:name") of a

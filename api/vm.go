@@ -88,6 +88,8 @@ type VM struct {
 	// DiskBytes is the size of the VM's disk as the guest sees it (0: not
 	// known yet, for a VM whose image is still being pulled).
 	DiskBytes int64 `json:"diskBytes"`
+	// ExpiresAt, for a VM deployed with a ttl, is when it is deleted.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // DeployRequest is the body of POST .../vms. Pointer fields tell "not given"
@@ -113,6 +115,9 @@ type DeployRequest struct {
 	DisplayWidth       *int              `json:"displayWidth,omitempty"`
 	DisplayHeight      *int              `json:"displayHeight,omitempty"`
 	DisplayDPI         *int              `json:"displayDpi,omitempty"`
+	// TTL, a duration ("2h"), has the VM deleted that long after its
+	// deploy (its expiresAt); a VM config's applies when it is absent.
+	TTL string `json:"ttl,omitempty"`
 }
 
 // ExecRequest is the body of POST .../vms/{vm}/exec.
@@ -140,6 +145,8 @@ type VMConfig struct {
 	CustomMetadata map[string]string `json:"customMetadata,omitempty"`
 	Owner          string            `json:"owner,omitempty"`
 	CreatedAt      *time.Time        `json:"createdAt,omitempty"`
+	// TTL is the time-to-live of the config's VMs ("2h"; none when empty).
+	TTL string `json:"ttl,omitempty"`
 	// Warm makes every node holding the image keep a booted template of
 	// the config's shape, so that its VMs start without a boot.
 	Warm bool `json:"warm,omitempty"`

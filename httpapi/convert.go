@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/raftfsm"
@@ -32,6 +33,7 @@ func nodeToAPI(n raftfsm.NodeView) api.Node {
 		AllocatableGPU:    n.Capacity.GPU,
 		NodeType:          api.NodeTypeWorker,
 		Phase:             n.Phase,
+		Schedulable:       !n.Cordoned,
 		PhaseReason:       n.PhaseReason,
 		Tags:              append([]string{}, n.Tags...),
 		Arch:              n.Arch,
@@ -46,9 +48,10 @@ func FormatDecimalG(bytes int64) string {
 	return fmt.Sprintf("%.2fG", float64(bytes)/1e9)
 }
 
-func namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
+func (s *Server) namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
 	created := ns.CreatedAt
-	return api.Namespace{Name: ns.Name, CreatedAt: &created}
+	q := s.namespaceQuota(ns)
+	return api.Namespace{Name: ns.Name, CreatedAt: &created, Quota: q.Quota, Used: &q.Used}
 }
 
 // vmToAPI converts a VM of the replicated state to its API record. A VM on a
@@ -69,7 +72,7 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,
 		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),
 		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{}, StartedFrom: vm.StartedFrom, GuestIPs: []string{},
-		DiskBytes: vm.DiskBytes,
+		DiskBytes: vm.DiskBytes, ExpiresAt: vm.ExpiresAt,
 	}
 	if g := vm.Guest; g != nil && g.Agent {
 		out.GuestAgent, out.GuestOS, out.GuestIPs = true, g.OS, append([]string{}, g.IPs...)
@@ -91,8 +94,16 @@ func (s *Server) vmConfigToAPI(c raftfsm.VMConfig) api.VMConfig {
 		Tag: c.Tag, TagRequired: c.TagRequired, Node: c.Node, GPUPassthrough: c.GPUPassthrough,
 		ISO: c.ISO, NetBoost: c.NetBoost, LegacyIO: c.LegacyIO, DisplayWidth: c.Display.Width,
 		DisplayHeight: c.Display.Height, DisplayDPI: c.Display.DPI, CustomMetadata: c.CustomMetadata,
-		Owner: c.Owner, CreatedAt: &created,
+		Owner: c.Owner, CreatedAt: &created, TTL: formatTTL(c.TTLSeconds),
 	}
+}
+
+// formatTTL writes a time-to-live as a duration ("2h0m0s"; "" for none).
+func formatTTL(seconds int64) string {
+	if seconds <= 0 {
+		return ""
+	}
+	return (time.Duration(seconds) * time.Second).String()
 }
 
 func imageToAPI(img raftfsm.Image) api.Image {

@@ -129,6 +129,14 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 			guestOS = raftfsm.OSMacOS // a macOS restore image installs macOS
 		}
 	}
+	ttl := cfg.TTLSeconds
+	if r.TTL != "" {
+		d, err := api.ParseTTL(r.TTL)
+		if err != nil {
+			return nil, field("ttl", "%s", err)
+		}
+		ttl = int64(d / time.Second)
+	}
 	gpu := pick(r.GPUPassthrough, cfg.GPUPassthrough)
 	vm := raftfsm.VM{
 		Name: r.Name, Namespace: ns, Image: img.Name, ImageDigest: img.Digest, ImageFormat: img.Format, ImageSource: source, VMConfig: cfg.Name, ISODigest: isoDigest,
@@ -136,7 +144,7 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 		VMOptions: raftfsm.VMOptions{
 			CPU: cpu, MemoryBytes: int64(memGiB * (1 << 30)), GPUPassthrough: gpu,
 			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost),
-			Display: display, CustomMetadata: meta, ISO: iso,
+			Display: display, CustomMetadata: meta, ISO: iso, TTLSeconds: ttl,
 		},
 		ReservedPorts: reserved, DiskBytes: img.VirtualSize, BaseDiskBytes: img.VirtualSize,
 	}

@@ -55,6 +55,8 @@ func toAPIError(err error) *apiError {
 		return notFound("%s", err.Error())
 	case errors.Is(err, raftfsm.ErrAlreadyExists):
 		return errorf(http.StatusConflict, api.ReasonAlreadyExists, "%s", err.Error())
+	case errors.Is(err, raftfsm.ErrQuota):
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "%s", err.Error())
 	case errors.Is(err, raftfsm.ErrConflict):
 		return errorf(http.StatusConflict, api.ReasonConflict, "%s", err.Error())
 	case errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, api.ErrInvalid):

@@ -155,6 +155,10 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: ns + "/nodes/:name/tag", Rule: RuleAdmin, Write: true, Target: Leader}, s.tagNode(raftfsm.TypeNodeTag))
 	s.handle(Route{Method: post, Path: ns + "/nodes/:name/untag", Rule: RuleAdmin, Write: true, Target: Leader}, s.tagNode(raftfsm.TypeNodeUntag))
 	s.handle(Route{Method: post, Path: ns + "/nodes/:name/namespace", Rule: RuleAdmin, Write: true, Target: Leader}, s.setNodeNamespace)
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/cordon", Rule: RuleAdmin, Write: true, Target: Leader}, s.cordonNode(true))
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/uncordon", Rule: RuleAdmin, Write: true, Target: Leader}, s.cordonNode(false))
+	s.handle(Route{Method: get, Path: ns + "/quota", Rule: RuleAdmin}, s.getQuota)
+	s.handle(Route{Method: http.MethodPut, Path: ns + "/quota", Rule: RuleAdmin, Write: true, Target: Leader}, s.setQuota)
 
 	s.handle(Route{Method: get, Path: ns + "/serviceaccounts", Rule: RuleAdmin}, s.listServiceAccounts)
 	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader}, s.createServiceAccount)
@@ -170,6 +174,7 @@ func (s *Server) routesV1() {
 		s.deleter(raftfsm.TypeVMDelete, "vm", func(ns, name string) any { return raftfsm.VMDelete{Namespace: ns, Name: name} }))
 	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, Write: true, Target: Leader}, s.execVM)
 	s.handle(Route{Method: get, Path: ns + "/vms/:vm/console", Rule: RuleMember, Stream: true}, s.console)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/extend", Rule: RuleMember, Write: true, Target: Leader}, s.extendVM)
 	s.handle(Route{Method: post, Path: ns + "/vms/:vm/run", Rule: RuleMember, Target: VMHost}, s.runVM)
 	s.handle(Route{Method: get, Path: ns + "/vms/:vm/run", Rule: RuleMember, Stream: true, Target: VMHost}, s.runVMStream)
 	s.handle(Route{Method: get, Path: ns + "/vms/:vm/port-forward", Rule: RuleMember, Stream: true, Target: VMHost}, s.portForward)

@@ -17,7 +17,7 @@ import (
 func (s *Server) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	items := []api.Namespace{}
 	for _, ns := range s.replica.FSM().Namespaces() {
-		items = append(items, namespaceToAPI(ns))
+		items = append(items, s.namespaceToAPI(ns))
 	}
 	writeJSON(w, http.StatusOK, api.List[api.Namespace]{Items: items})
 	return nil
@@ -28,7 +28,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, _ *http.Request, p httprout
 	if !ok {
 		return notFound("namespace %q not found", p.ByName("namespace"))
 	}
-	writeJSON(w, http.StatusOK, namespaceToAPI(ns))
+	writeJSON(w, http.StatusOK, s.namespaceToAPI(ns))
 	return nil
 }
 

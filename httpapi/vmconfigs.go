@@ -77,13 +77,21 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 			return notFound("iso %q not found in namespace %q", req.ISO, ns)
 		}
 	}
+	var ttl int64
+	if req.TTL != "" {
+		d, err := api.ParseTTL(req.TTL)
+		if err != nil {
+			return badRequest("field \"ttl\": %s", err)
+		}
+		ttl = int64(d / time.Second)
+	}
 	cfg := raftfsm.VMConfig{
 		Name: req.Name, Namespace: ns, Image: req.Image, MemoryGiB: req.Memory, Scheduler: req.Scheduler,
 		Tag: req.Tag, TagRequired: req.TagRequired, Node: req.Node, Warm: req.Warm,
 		VMOptions: raftfsm.VMOptions{
 			CPU: req.CPU, GPUPassthrough: req.GPUPassthrough, ISO: req.ISO, LegacyIO: req.LegacyIO, NetBoost: req.NetBoost,
 			Display:        raftfsm.Display{Width: req.DisplayWidth, Height: req.DisplayHeight, DPI: req.DisplayDPI},
-			CustomMetadata: req.CustomMetadata,
+			CustomMetadata: req.CustomMetadata, TTLSeconds: ttl,
 		},
 		Owner:     owner(r.Context()),
 		CreatedAt: time.Now().UTC().Truncate(time.Second),

@@ -90,6 +90,12 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyVMConfigSetWarm)
 	case TypeVMDiskSize:
 		return applyBody(c, s.applyVMDiskSize)
+	case TypeNodeCordon:
+		return applyBody(c, s.applyNodeCordon)
+	case TypeNamespaceQuota:
+		return applyBody(c, s.applyNamespaceQuotaSet)
+	case TypeVMExtend:
+		return applyBody(c, s.applyVMExtend)
 	}
 	return nil, ErrUnknownCommand
 }

@@ -55,6 +55,9 @@ const (
 	TypeNodeTemplates    Type = 38
 	TypeVMConfigSetWarm  Type = 39
 	TypeVMDiskSize       Type = 40
+	TypeNodeCordon       Type = 41
+	TypeNamespaceQuota   Type = 42
+	TypeVMExtend         Type = 43
 )
 
 var typeNames = map[Type]string{
@@ -84,6 +87,9 @@ var typeNames = map[Type]string{
 	TypeNodeTemplates:    "node-templates",
 	TypeVMConfigSetWarm:  "vmconfig-set-warm",
 	TypeVMDiskSize:       "vm-disk-size",
+	TypeNodeCordon:       "node-cordon",
+	TypeNamespaceQuota:   "namespace-quota",
+	TypeVMExtend:         "vm-extend",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
 	TypeImageCopy:        "image-copy",

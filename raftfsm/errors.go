@@ -14,6 +14,8 @@ var (
 	// ErrTooMany is wrapped when a namespace is at a limit of open work
 	// (jobs): it may try again once some of it has ended.
 	ErrTooMany = errors.New("too many")
+	// ErrQuota is wrapped when a namespace's quota refuses what is asked.
+	ErrQuota = errors.New("over quota")
 	// ErrNotLeader is wrapped when a write reached a peer that is not (or no
 	// longer) the leader, or the cluster has no leader.
 	ErrNotLeader = errors.New("not the leader")

@@ -50,6 +50,9 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeNodeTemplates, NodeTemplates{Node: "n1", Templates: []Template{{Key: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}.Key(), Shape: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}}}}),
 		mustEncode(f, TypeVMConfigSetWarm, VMConfigSetWarm{Namespace: api.DefaultNamespace, Name: "c", Warm: true}),
 		mustEncode(f, TypeVMDiskSize, VMDiskSize{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", UID: 3, DiskBytes: 8 << 30}),
+		mustEncode(f, TypeNodeCordon, NodeCordon{Namespace: api.DefaultNamespace, Name: "n1", Cordoned: true}),
+		mustEncode(f, TypeNamespaceQuota, NamespaceQuotaSet{Namespace: api.DefaultNamespace, Quota: &Quota{CPU: 4, MemoryBytes: 8 << 30, VMs: 3}}),
+		mustEncode(f, TypeVMExtend, VMExtend{Namespace: api.DefaultNamespace, Name: "a", Seconds: 3600}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

@@ -12,11 +12,20 @@ import (
 type Namespace struct {
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Quota, when set, bounds what the namespace's VMs take together.
+	Quota *Quota `json:"quota,omitempty"`
 }
 
 func (ns *Namespace) sortKey() string { return ns.Name }
 
-func (ns *Namespace) clone() *Namespace { c := *ns; return &c }
+func (ns *Namespace) clone() *Namespace {
+	c := *ns
+	if ns.Quota != nil {
+		q := *ns.Quota
+		c.Quota = &q
+	}
+	return &c
+}
 
 // NamespaceCreate creates a namespace.
 type NamespaceCreate struct {

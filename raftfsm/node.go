@@ -63,6 +63,8 @@ type Node struct {
 	Name      string   `json:"name"`
 	Namespace string   `json:"namespace"`
 	Tags      []string `json:"tags"`
+	// Cordoned nodes take no new VM (they keep theirs).
+	Cordoned bool `json:"cordoned,omitempty"`
 	NodeFacts
 
 	// Templates are the booted templates the node holds ready.

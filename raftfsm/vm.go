@@ -43,6 +43,9 @@ type VMOptions struct {
 	NetBoost       bool              `json:"netBoost"`
 	Display        Display           `json:"display"`
 	CustomMetadata map[string]string `json:"customMetadata,omitempty"`
+	// TTLSeconds, when set, is the VM's time-to-live: the leader sets its
+	// ExpiresAt at placement.
+	TTLSeconds int64 `json:"ttlSeconds,omitempty"`
 }
 
 // VM is a VM placed on a node.
@@ -99,9 +102,12 @@ type VM struct {
 	Guest *GuestReport `json:"guest,omitempty"`
 	// DiskBytes is the size of the VM's disk as its guest sees it (0:
 	// not known); BaseDiskBytes is its image's, which a revert goes back to.
-	DiskBytes     int64     `json:"diskBytes,omitempty"`
-	BaseDiskBytes int64     `json:"baseDiskBytes,omitempty"`
-	CreatedAt     time.Time `json:"createdAt"`
+	DiskBytes     int64 `json:"diskBytes,omitempty"`
+	BaseDiskBytes int64 `json:"baseDiskBytes,omitempty"`
+	// ExpiresAt, when set, is when the leader deletes the VM (its
+	// time-to-live from its deploy, moved by VMExtend).
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
 }
 
 // Ports returns every node port the VM holds.
@@ -122,6 +128,10 @@ func (vm *VM) clone() *VM {
 		c.Guest = &g
 	}
 	c.CustomMetadata = maps.Clone(vm.CustomMetadata)
+	if vm.ExpiresAt != nil {
+		t := *vm.ExpiresAt
+		c.ExpiresAt = &t
+	}
 	if vm.PendingOp != nil {
 		op := *vm.PendingOp
 		c.PendingOp = &op
@@ -211,6 +221,15 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 	n, ok := s.Nodes[vm.Node]
 	if !ok || n.Namespace != vm.Namespace {
 		return nil, ruleErr(ErrNotFound, "node %q not found in namespace %q", vm.Node, vm.Namespace)
+	}
+	if n.Cordoned {
+		return nil, ruleErr(ErrConflict, "node %s is cordoned: it takes no new VMs", vm.Node)
+	}
+	if err := s.checkQuota(vm); err != nil {
+		return nil, err
+	}
+	if vm.ExpiresAt != nil && vm.ExpiresAt.Sub(vm.CreatedAt) > MaxTTL {
+		return nil, ruleErr(ErrInvalid, "vm %q: a time-to-live is at most %s", vm.Name, MaxTTL)
 	}
 	u := s.ix().used[vm.Node]
 	if u.CPU+vm.CPU > n.Capacity.CPU || u.MemoryBytes+vm.MemoryBytes > n.Capacity.MemoryBytes || u.GPU+vm.GPU > n.Capacity.GPU {

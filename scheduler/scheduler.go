@@ -29,8 +29,10 @@ type Node struct {
 	Name      string
 	Namespace string
 	Ready     bool
-	Arch      string
-	Tags      []string
+	// Cordoned nodes take no new VM.
+	Cordoned bool
+	Arch     string
+	Tags     []string
 	// Hypervisor runs the node's VMs (HypervisorVZ on Macs).
 	Hypervisor string
 	// MacOSVMs counts the macOS VMs placed on the node.
@@ -121,6 +123,8 @@ var checks = [...]check{
 		func(n *Node, _ *Request) string { return fmt.Sprintf("dedicated to namespace %s", n.Namespace) }},
 	{"ready", nil, func(n *Node, _ *Request) bool { return n.Ready },
 		func(*Node, *Request) string { return "NOT READY" }},
+	{"cordoned", nil, func(n *Node, _ *Request) bool { return !n.Cordoned },
+		func(*Node, *Request) string { return "cordoned: it takes no new VMs (svc node uncordon puts it back)" }},
 	{"pinned", func(r *Request) bool { return r.Node != "" }, func(n *Node, r *Request) bool { return n.Name == r.Node },
 		func(_ *Node, r *Request) string { return "not the requested node " + r.Node }},
 	{"arch", func(r *Request) bool { return r.Arch != "" }, func(n *Node, r *Request) bool { return n.Arch == "" || n.Arch == r.Arch },

@@ -59,6 +59,10 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 			continue
 		}
 		vm.CreatedAt = time.Now().UTC().Truncate(time.Second)
+		if vm.TTLSeconds > 0 {
+			at := vm.CreatedAt.Add(time.Duration(vm.TTLSeconds) * time.Second)
+			vm.ExpiresAt = &at
+		}
 		vm.VNCPassword = randomString(vncPasswordAlphabet, 8)
 		v, err := l.cfg.Raft.ApplyCommand(ctx, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: vm})
 		switch {
@@ -94,7 +98,7 @@ func (l *Leader) schedulerNodes(vm raftfsm.VM) []scheduler.Node {
 	}
 	for _, n := range views {
 		out = append(out, scheduler.Node{
-			Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Arch: n.Arch, Tags: n.Tags,
+			Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Cordoned: n.Cordoned, Arch: n.Arch, Tags: n.Tags,
 			Hypervisor: n.Hypervisor, MacOSVMs: l.macOSVMs(n.Name),
 			TotalCPU: n.Capacity.CPU, FreeCPU: n.Capacity.CPU - n.Used.CPU,
 			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - n.Used.MemoryBytes,

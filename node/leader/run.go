@@ -94,6 +94,7 @@ func (l *Leader) Run(ctx context.Context, since time.Time) {
 		l.mu.Unlock()
 	}()
 	log := l.cfg.Log
+	l.wg.Go(func() { l.expireVMs(ctx) })
 	tick := time.NewTicker(l.cfg.Interval)
 	defer tick.Stop()
 	for {

@@ -1,0 +1,42 @@
+package api
+
+import "time"
+
+// Operating a cluster: cordoned nodes, namespace quotas, VM time-to-live.
+
+// Quota bounds what a namespace's VMs take together (PUT
+// /api/v1/namespaces/{ns}/quota). A zero or absent field sets no bound;
+// all zero removes the quota. Memory is in GiB, as a deploy's.
+type Quota struct {
+	CPU    int     `json:"cpu"`
+	Memory float64 `json:"memory"`
+	VMs    int     `json:"vms"`
+}
+
+// NamespaceQuota is a namespace's quota and what its VMs take against it
+// (GET .../quota; the namespace record has both too).
+type NamespaceQuota struct {
+	Namespace string `json:"namespace"`
+	// Quota is nil when the namespace has none.
+	Quota *Quota `json:"quota"`
+	Used  Quota  `json:"used"`
+}
+
+// ExtendRequest moves a VM's expiry later (POST .../vms/{vm}/extend): by
+// the duration By ("1h", "30m") from its expiry, or from now if that passed.
+type ExtendRequest struct {
+	By string `json:"by"`
+}
+
+// ParseTTL reads a time-to-live or an extension: a Go duration ("2h",
+// "90m") of 1 s to a year.
+func ParseTTL(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, invalidf("%q is not a duration such as \"2h\" or \"30m\"", s)
+	}
+	if d < time.Second || d > 365*24*time.Hour {
+		return 0, invalidf("%s is out of range (1s to 8760h)", s)
+	}
+	return d, nil
+}

@@ -24,7 +24,7 @@ func newNodeCmd(g *globals) *cobra.Command {
 
 	tag := newTagCmd(g, "tag", "Add a tag to a node", false)
 	untag := newTagCmd(g, "untag", "Remove a tag from a node", true)
-	cmd.AddCommand(list, tag, untag, newNodeNamespaceCmd(g))
+	cmd.AddCommand(list, tag, untag, newNodeNamespaceCmd(g), newNodeCordonCmd(g, true), newNodeCordonCmd(g, false), newNodeDrainCmd(g))
 	return cmd
 }
 
@@ -67,8 +67,8 @@ func printNodes(w io.Writer, nodes []api.Node) error {
 			strconv.Itoa(n.AvailableCPU) + "/" + strconv.Itoa(n.AllocatableCPU),
 			n.AvailableMemory + "/" + n.AllocatableMemory,
 			strconv.Itoa(n.AvailableGPU) + "/" + strconv.Itoa(n.AllocatableGPU),
-			tags,
+			tags, schedulable(n),
 		})
 	}
-	return printTable(w, []string{"NAME", "PHASE", "IP", "ARCH", "CPU", "MEMORY", "GPU", "TAGS"}, rows)
+	return printTable(w, []string{"NAME", "PHASE", "IP", "ARCH", "CPU", "MEMORY", "GPU", "TAGS", "SCHEDULING"}, rows)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -18,7 +19,7 @@ import (
 type vmOptionFlags struct {
 	cpu                                     int
 	memory                                  float64
-	node, tag, scheduler, iso               string
+	node, tag, scheduler, iso, ttl          string
 	tagRequired, gpu, legacyIO, netBoost    bool
 	displayWidth, displayHeight, displayDPI int
 	metadata                                map[string]string
@@ -39,12 +40,13 @@ func (o *vmOptionFlags) bind(f *pflag.FlagSet) {
 	f.IntVar(&o.displayHeight, "display-height", 0, "display height")
 	f.IntVar(&o.displayDPI, "display-dpi", 0, "display DPI")
 	f.StringToStringVar(&o.metadata, "metadata", nil, "custom metadata, key=value,...")
+	f.StringVar(&o.ttl, "ttl", "", "time-to-live, e.g. 2h or 30m: the VM is deleted that long after its deploy")
 }
 
 func newVMCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "vm", Short: "Deploy, list and run VMs"}
 	cmd.AddCommand(newVMConsoleCmd(g), newVMDeployCmd(g), newVMListCmd(g), newVMGetCmd(g), newVMDeleteCmd(g), newVMCommitCmd(g), newVMSaveCmd(g),
-		newVMRunCmd(g), newVMPortForwardCmd(g), newVMResizeCmd(g),
+		newVMRunCmd(g), newVMPortForwardCmd(g), newVMResizeCmd(g), newVMExtendCmd(g),
 		newPushCmd(g, "vm", func(ctx context.Context, cl *api.Client, name, ref string) (api.JobName, error) {
 			return cl.PushVM(ctx, g.namespace, name, ref)
 		}))
@@ -84,7 +86,12 @@ func newVMDeployCmd(g *globals) *cobra.Command {
 			req.LegacyIO, req.NetBoost = ifChanged(f, "legacy-io", &o.legacyIO), ifChanged(f, "net-boost", &o.netBoost)
 			req.DisplayWidth, req.DisplayHeight = ifChanged(f, "display-width", &o.displayWidth), ifChanged(f, "display-height", &o.displayHeight)
 			req.DisplayDPI = ifChanged(f, "display-dpi", &o.displayDPI)
-			req.Node, req.Tag, req.Scheduler, req.ISO, req.ReservedPorts = o.node, o.tag, o.scheduler, o.iso, reservedPorts
+			req.Node, req.Tag, req.Scheduler, req.ISO, req.ReservedPorts, req.TTL = o.node, o.tag, o.scheduler, o.iso, reservedPorts, o.ttl
+			if req.TTL != "" {
+				if _, err := api.ParseTTL(req.TTL); err != nil {
+					return usageError{fmt.Errorf("--ttl: %w", err)}
+				}
+			}
 			if len(o.metadata) > 0 {
 				req.CustomMetadata = o.metadata
 			}
@@ -131,6 +138,9 @@ func printVM(w io.Writer, vm api.VM) error {
 	fmt.Fprintf(w, "\nssh:          ssh admin@%s -p %d\n", vm.IP, vm.SSH)
 	fmt.Fprintf(w, "vnc:          %s:%d   (vnc://%s:%d)   password: %s\n", vm.IP, vm.VNC, vm.IP, vm.VNC, vm.VNCPassword)
 	fmt.Fprintf(w, "screen share: vnc://%s:%d\n", vm.IP, vm.Screenshare)
+	if vm.ExpiresAt != nil {
+		fmt.Fprintf(w, "expires:      %s (in %s; svc vm extend adds time)\n", vm.ExpiresAt.Local().Format(time.RFC3339), time.Until(*vm.ExpiresAt).Round(time.Second))
+	}
 	if vm.DiskBytes > 0 {
 		fmt.Fprintf(w, "disk:         %s\n", api.FormatSize(vm.DiskBytes))
 	}

@@ -30,7 +30,7 @@ instead of booting ("svc vmconfig get" lists the nodes under WARM NODES).`,
 			req := api.VMConfig{
 				Name: args[0], Image: image, CPU: o.cpu, Memory: o.memory, Node: o.node, Tag: o.tag, TagRequired: o.tagRequired,
 				Scheduler: o.scheduler, ISO: o.iso, GPUPassthrough: o.gpu, LegacyIO: o.legacyIO, NetBoost: o.netBoost,
-				DisplayWidth: o.displayWidth, DisplayHeight: o.displayHeight, DisplayDPI: o.displayDPI, CustomMetadata: o.metadata,
+				DisplayWidth: o.displayWidth, DisplayHeight: o.displayHeight, DisplayDPI: o.displayDPI, CustomMetadata: o.metadata, TTL: o.ttl,
 				Warm: warm,
 			}
 			if err := checkVMFields(req.Fields()); err != nil {

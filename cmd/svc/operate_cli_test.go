@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// svc node drain cordons the node, lists its VMs with their owners and,
+// with --wait, returns once the last is deleted; quotas and ttl through
+// the CLI.
+func TestCLI_drain_quota_ttl(t *testing.T) {
+	c, url, token := clusterWithVM(t, testcluster.Options{})
+	node := c.Members[0].Name
+	cl := c.Client(c.Members[0])
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := runSvc(t, url, token, "", "node", "drain", node, "--wait", "--timeout", "1m")
+		done <- result{out, err}
+	}()
+	// The drain has cordoned the node before it waits.
+	if err := testcluster.Poll(context.Background(), 30*time.Second, func() error {
+		nodes, err := cl.ListNodes(context.Background(), api.DefaultNamespace, false)
+		if err != nil || len(nodes) != 1 || nodes[0].Schedulable {
+			return errors.New("not cordoned yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal("the drain did not cordon the node")
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("drain returned while web-1 runs: %v\n%s", r.err, r.out)
+	default:
+	}
+	if err := cl.DeleteVM(context.Background(), api.DefaultNamespace, "web-1"); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("drain did not return after the last VM was deleted")
+	}
+	if r.err != nil || !strings.Contains(r.out, "web-1") || !strings.Contains(r.out, "OWNER") || !strings.Contains(r.out, "drained") {
+		t.Fatalf("drain: %v\n%s", r.err, r.out)
+	}
+	if out, err := runSvc(t, url, token, "", "node", "list"); err != nil || !strings.Contains(out, "cordoned") {
+		t.Fatalf("node list: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"uncordon", []string{"node", "uncordon", node}, 0, "takes new VMs"},
+		{"deploy with a ttl", []string{"vm", "deploy", "--image", "tiny", "--name", "short", "--cpu", "1", "--ttl", "2h"}, 0, "expires:"},
+		{"extend", []string{"vm", "extend", "short", "1h"}, 0, "vm short expires"},
+		{"a bad ttl", []string{"vm", "deploy", "--image", "tiny", "--ttl", "soon"}, 2, ""},
+		{"set a quota", []string{"namespace", "quota", api.DefaultNamespace, "--vms", "1"}, 0, "vms"},
+		{"over it", []string{"vm", "deploy", "--image", "tiny", "--cpu", "1"}, 1, "quota of VMs"},
+		{"show it", []string{"namespace", "quota", api.DefaultNamespace}, 0, "QUOTA"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runSvc(t, url, token, "", tc.args...)
+			if code := exitCode(err); code != tc.wantCode {
+				t.Fatalf("exit %d, want %d: %v\n%s", code, tc.wantCode, err, out)
+			}
+			text := out
+			if err != nil {
+				text += err.Error()
+			}
+			if !strings.Contains(text, tc.want) {
+				t.Fatalf("%q not in %q", tc.want, text)
+			}
+		})
+	}
+}

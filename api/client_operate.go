@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strconv"
 )
 
 // CordonNode takes a node out of placement (it keeps its VMs).
@@ -38,4 +40,32 @@ func (c *Client) ExtendVM(ctx context.Context, namespace, vm, by string) (VM, er
 	var out VM
 	err := c.Do(ctx, http.MethodPost, nsPath(namespace, "vms", vm, "extend"), ExtendRequest{By: by}, &out)
 	return out, err
+}
+
+// AuditFilter selects audit entries (empty fields select all).
+type AuditFilter struct {
+	Namespace, Subject string
+	// Since is a time (RFC 3339) or a duration back from now ("1h").
+	Since string
+	Limit int
+}
+
+// ListAudit reads the audit log (admin), oldest first.
+func (c *Client) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"namespace": f.Namespace, "subject": f.Subject, "since": f.Since} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	path := "/api/v1/audit"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out List[AuditEntry]
+	err := c.Do(ctx, http.MethodGet, path, nil, &out)
+	return out.Items, err
 }

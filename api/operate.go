@@ -40,3 +40,17 @@ func ParseTTL(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// AuditEntry is one API write in the audit log (GET /api/v1/audit).
+type AuditEntry struct {
+	Seq        uint64    `json:"seq"`
+	Time       time.Time `json:"time"`
+	Peer       string    `json:"peer"`
+	RemoteAddr string    `json:"remoteAddr"`
+	Subject    string    `json:"subject,omitempty"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Method     string    `json:"method"`
+	Path       string    `json:"path"`
+	Code       int       `json:"code"`
+	Reason     string    `json:"reason,omitempty"`
+}

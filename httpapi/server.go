@@ -35,6 +35,8 @@ type Config struct {
 	Registries Registries
 	// Guests, nil on a peer that hosts no VMs (tests), works inside VMs.
 	Guests Guests
+	// Audit, when set, takes the audit entry of every API write.
+	Audit Auditor
 	// Images is this peer's blob store.
 	Images *imagestore.Store
 
@@ -226,6 +228,7 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: get, Path: ns + "/jobs/:job", Rule: RuleMember}, s.getJob)
 
 	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Target: Leader}, s.uploadCert)
+	s.handle(Route{Method: get, Path: "/api/v1/audit", Rule: RuleAdmin}, s.listAudit)
 
 	s.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
 	// Open: a restarted peer asks it before it can check any token.
@@ -242,6 +245,11 @@ func (s *Server) handle(rt Route, h handler) {
 		mode = bodyProgress
 	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		if !rt.Stream && s.cfg.Audit != nil && audited(r) {
+			sw, start := &statusWriter{ResponseWriter: w}, time.Now()
+			w = sw
+			defer func() { s.auditWrite(r, p, principalOf(r.Context()), sw.code, start) }()
+		}
 		if rt.Stream {
 			tokenFromSubprotocol(r)
 		} else {
@@ -262,11 +270,11 @@ func (s *Server) handle(rt Route, h handler) {
 			}
 		}
 		pr, err := s.authorize(r, rt.Rule, p)
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr)) // a refusal names who was refused too
 		if err != nil {
 			writeError(w, s.log, err)
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr))
 		target := rt.Target
 		if target == Here && rt.Rule != RuleOpen {
 			// The caller's last write through this peer shows in what it reads here.

@@ -92,6 +92,9 @@ type Config struct {
 	// TemplatesMaxBytes their disk use (default 16 GiB).
 	Templates         int
 	TemplatesMaxBytes int64
+	// AuditEntries is how many API writes the audit log keeps (default
+	// 10000; each batch this peer writes carries it).
+	AuditEntries int
 	// TemplateBootTimeout bounds a template's boot (default 5 minutes).
 	TemplateBootTimeout time.Duration
 	// TemplateGuestReady, when set, replaces the wait for a template's
@@ -162,6 +165,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxJobs <= 0 {
 		c.MaxJobs = 4
+	}
+	if c.AuditEntries <= 0 {
+		c.AuditEntries = 10_000
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

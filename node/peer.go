@@ -22,6 +22,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/internal/netgate"
+	"github.com/svc-project/svc/node/audit"
 	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/node/leader"
@@ -45,6 +46,8 @@ type Peer struct {
 	// host is the VM host agent (package host), jobs the registry jobs
 	// (package jobs).
 	host *host.Host
+	// audit carries the API writes this peer receives to the audit log.
+	audit *audit.Recorder
 	// templates keeps the node's booted templates (nil: none).
 	templates *templates.Manager
 	jobs      *jobs.Manager
@@ -157,8 +160,9 @@ func Start(cfg Config) (*Peer, error) {
 		Interval: cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
 		Log: cfg.Log.With("part", "leader"),
 	})
+	p.audit = audit.New(p, cfg.AuditEntries, cfg.Log.With("part", "audit"), p.reg)
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs, Guests: p.host, Images: p.images,
+		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs, Guests: p.host, Images: p.images, Audit: p.audit,
 		Log: cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
@@ -187,6 +191,7 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.wg.Go(p.blobGCLoop)
 	p.wg.Go(func() { p.jobs.Run(p.ctx) })
+	p.wg.Go(func() { p.audit.Run(p.ctx) })
 	ok = true
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)

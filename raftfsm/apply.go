@@ -96,6 +96,8 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyNamespaceQuotaSet)
 	case TypeVMExtend:
 		return applyBody(c, s.applyVMExtend)
+	case TypeAuditAppend:
+		return applyBody(c, s.applyAuditAppend)
 	}
 	return nil, ErrUnknownCommand
 }

@@ -58,6 +58,7 @@ const (
 	TypeNodeCordon       Type = 41
 	TypeNamespaceQuota   Type = 42
 	TypeVMExtend         Type = 43
+	TypeAuditAppend      Type = 44
 )
 
 var typeNames = map[Type]string{
@@ -90,6 +91,7 @@ var typeNames = map[Type]string{
 	TypeNodeCordon:       "node-cordon",
 	TypeNamespaceQuota:   "namespace-quota",
 	TypeVMExtend:         "vm-extend",
+	TypeAuditAppend:      "audit-append",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
 	TypeImageCopy:        "image-copy",
@@ -124,7 +126,7 @@ func (t Type) PeerProposable() bool {
 	switch t {
 	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove,
 		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate, TypeVMAction, TypeNodeTemplates,
-		TypeVMDiskSize:
+		TypeVMDiskSize, TypeAuditAppend:
 		return true
 	}
 	return false

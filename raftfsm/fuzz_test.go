@@ -53,6 +53,7 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeNodeCordon, NodeCordon{Namespace: api.DefaultNamespace, Name: "n1", Cordoned: true}),
 		mustEncode(f, TypeNamespaceQuota, NamespaceQuotaSet{Namespace: api.DefaultNamespace, Quota: &Quota{CPU: 4, MemoryBytes: 8 << 30, VMs: 3}}),
 		mustEncode(f, TypeVMExtend, VMExtend{Namespace: api.DefaultNamespace, Name: "a", Seconds: 3600}),
+		mustEncode(f, TypeAuditAppend, AuditAppend{Entries: []AuditEntry{{Subject: "alice", Method: "POST", Path: "/api/v1/namespaces", Code: 201}}, Keep: 100}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

@@ -38,6 +38,10 @@ type State struct {
 	Jobs map[string]*Job `json:"jobs"`
 	// Catalogs are the OCI repositories listed as remote images and ISOs.
 	Catalogs []string `json:"catalogs,omitempty"`
+	// Audit is the audit log (see AuditEntry), oldest first; AuditSeq the
+	// number of the last entry it took.
+	Audit    []AuditEntry `json:"audit,omitempty"`
+	AuditSeq uint64       `json:"auditSeq,omitempty"`
 
 	// idx is derived from the above (see index); never serialized.
 	idx *index

@@ -51,6 +51,7 @@ type agentFlags struct {
 	maxJobs            int
 	templates          int
 	templatesMaxBytes  string
+	auditEntries       int
 	registryAllow      []string
 	hypervisor         string
 	vzGuestVNCPassword string
@@ -123,6 +124,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.chunkMiB, "chunk-mib", 64, "size in MiB of the chunks a disk is cut into when pushed to a registry (1 to 512)")
 	f.StringSliceVar(&a.registryAllow, "registry-allow", nil, "registries peers may contact beyond public addresses: CIDRs, addresses, host names (default: none; with --dev, loopback and private ranges)")
 	f.IntVar(&a.maxJobs, "max-jobs", 4, "registry jobs (pushes, pulls) this peer runs at once; the others wait their turn (1 to 64)")
+	f.IntVar(&a.auditEntries, "audit-entries", 10000, fmt.Sprintf("API writes the cluster's audit log keeps, the oldest dropped (%d to %d; the last peer to write sets it)", raftfsm.MinAuditKeep, raftfsm.MaxAuditKeep))
 	f.IntVar(&a.templates, "templates", 4, "booted templates this node keeps for warm VM configs, whose VMs then start without a boot (0 to 32; 0: none)")
 	f.StringVar(&a.templatesMaxBytes, "templates-max-bytes", "16G", "disk the booted templates may take (memory files and disks), e.g. 16G")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -224,6 +226,10 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		return cfg, fmt.Errorf("--templates must be between 0 and %d", raftfsm.MaxTemplatesPerNode)
 	}
 	cfg.Templates = a.templates
+	if a.auditEntries < raftfsm.MinAuditKeep || a.auditEntries > raftfsm.MaxAuditKeep {
+		return cfg, fmt.Errorf("--audit-entries must be between %d and %d", raftfsm.MinAuditKeep, raftfsm.MaxAuditKeep)
+	}
+	cfg.AuditEntries = a.auditEntries
 	if b, err := api.ParseSize(a.templatesMaxBytes); err != nil || b <= 0 {
 		return cfg, fmt.Errorf("--templates-max-bytes %q: a size such as 16G", a.templatesMaxBytes)
 	} else {

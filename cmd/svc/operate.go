@@ -217,3 +217,41 @@ func printQuota(w io.Writer, nq api.NamespaceQuota) error {
 	}
 	return printTable(w, []string{"RESOURCE", "USED", "QUOTA"}, rows)
 }
+
+// newAuditCmd is 'svc audit [--namespace NS] [--subject S] [--since 1h] [--limit N]'.
+func newAuditCmd(g *globals) *cobra.Command {
+	var f api.AuditFilter
+	cmd := &cobra.Command{
+		Use:     "audit",
+		Short:   "Show the cluster's audit log: every API write, who, from where, the outcome (admin)",
+		Long:    "Shows the audit log, oldest first: every namespace's writes and the cluster's, or with\n--namespace only that namespace's.",
+		Example: "  svc audit --since 1h\n  svc audit --subject team-a:ci -n team-a",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("namespace") {
+				f.Namespace = g.namespace
+			}
+			entries, err := cl.ListAudit(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			return printOut(cmd.OutOrStdout(), g.output, api.List[api.AuditEntry]{Items: entries}, func(w io.Writer) error {
+				rows := make([][]string, 0, len(entries))
+				for _, e := range entries {
+					rows = append(rows, []string{e.Time.Local().Format(time.RFC3339), first(e.Subject, "(no token)"), e.Method, e.Path,
+						strconv.Itoa(e.Code) + " " + e.Reason, e.Peer, e.RemoteAddr})
+				}
+				return printTable(w, []string{"TIME", "SUBJECT", "METHOD", "PATH", "OUTCOME", "PEER", "FROM"}, rows)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&f.Subject, "subject", "", "only this subject's writes (a user, or namespace:name of a service account)")
+	cmd.Flags().StringVar(&f.Since, "since", "", "only writes since a time (RFC 3339) or a duration ago (1h)")
+	cmd.Flags().IntVar(&f.Limit, "limit", 0, "at most this many, the newest (default 1000)")
+	addOutputFlag(cmd, g, "table")
+	return cmd
+}

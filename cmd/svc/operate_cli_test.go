@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,15 @@ func TestCLI_drain_quota_ttl(t *testing.T) {
 				t.Fatalf("%q not in %q", tc.want, text)
 			}
 		})
+	}
+	// svc audit shows the writes above, the refused deploy too.
+	if err := testcluster.Poll(context.Background(), 15*time.Second, func() error {
+		out, err := runSvc(t, url, token, "", "audit", "--since", "1h")
+		if err != nil || !strings.Contains(out, "/quota") || !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, "SUBJECT") {
+			return fmt.Errorf("svc audit: %v\n%s", err, out)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -57,6 +57,8 @@ type Options struct {
 	LifecycleOnly bool
 	// GuestAgent gives the fake drivers' guests an agent (FakeAgent).
 	GuestAgent bool
+	// AuditEntries is the peers' --audit-entries (default theirs).
+	AuditEntries int
 	// Templates is how many booted templates each peer keeps (default
 	// none). With fake drivers a template's guest counts as ready at once.
 	Templates int
@@ -192,7 +194,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			Gate: m.gate, Log: c.logger(), Driver: drv,
 			VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
 			BlobGCInterval: 200 * time.Millisecond, BlobReleaseGrace: time.Second, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
-			RegistryAllow: opts.RegistryAllow, Templates: opts.Templates,
+			RegistryAllow: opts.RegistryAllow, Templates: opts.Templates, AuditEntries: opts.AuditEntries,
 		}
 		if !opts.Libvirt {
 			m.cfg.TemplateGuestReady = func(context.Context, string) error { return nil } // a fake guest has nothing to wait for

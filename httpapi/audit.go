@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Auditor takes the audit entries of the API writes this peer receives
+// (node/audit.Recorder); it must not block.
+type Auditor interface {
+	Record(e raftfsm.AuditEntry)
+}
+
+// audited says whether a request is an API write the audit log records:
+// any write method on /api/v1 but the peers' internal routes, received
+// from a client (a forwarded request was recorded where it came in).
+func audited(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return false
+	}
+	return strings.HasPrefix(r.URL.Path, "/api/v1/") && !strings.HasPrefix(r.URL.Path, "/api/v1/internal/") && forwarded(r) == ""
+}
+
+// statusWriter notes the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// subjectOf names a principal in the audit log.
+func subjectOf(p auth.Principal) string {
+	switch p.Kind {
+	case "":
+		return ""
+	case auth.KindServiceAccount:
+		return p.Namespace + ":" + p.Name
+	case auth.KindPeer:
+		return "peer:" + p.Name
+	}
+	return p.Name
+}
+
+// auditWrite writes the audit entry of an answered write: never its body, its
+// headers or its query (no secret goes there).
+func (s *Server) auditWrite(r *http.Request, p httprouter.Params, pr auth.Principal, code int, start time.Time) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	e := raftfsm.AuditEntry{
+		Time: start.UTC(), Peer: s.replica.Name(), RemoteAddr: host, Subject: subjectOf(pr),
+		Namespace: p.ByName("namespace"), Method: r.Method, Path: r.URL.Path, Code: code,
+	}
+	if code >= 300 {
+		e.Reason = reasonOf(code)
+	}
+	s.cfg.Audit.Record(e)
+}
+
+// reasonOf is the Status reason the API answers a code with.
+func reasonOf(code int) string {
+	switch code {
+	case http.StatusBadRequest:
+		return api.ReasonBadRequest
+	case http.StatusUnauthorized:
+		return api.ReasonUnauthorized
+	case http.StatusForbidden:
+		return api.ReasonForbidden
+	case http.StatusNotFound:
+		return api.ReasonNotFound
+	case http.StatusConflict:
+		return api.ReasonConflict
+	case http.StatusRequestEntityTooLarge:
+		return api.ReasonRequestEntityTooLarge
+	case http.StatusTooManyRequests:
+		return api.ReasonTooManyRequests
+	case http.StatusServiceUnavailable:
+		return api.ReasonServiceUnavailable
+	case http.StatusGatewayTimeout:
+		return api.ReasonTimeout
+	}
+	return "HTTP " + strconv.Itoa(code)
+}
+
+// listAudit answers the audit log, filtered: ?namespace=, ?subject=,
+// ?since= (RFC 3339, or a duration back from now such as 1h), ?limit=.
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	flt := raftfsm.AuditFilter{Namespace: q.Get("namespace"), Subject: q.Get("subject"), Limit: defaultAuditLimit}
+	if v := q.Get("since"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			flt.Since = time.Now().Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, v); err == nil {
+			flt.Since = t
+		} else {
+			return badRequest("query parameter \"since\": %q is neither a time (RFC 3339) nor a duration such as 1h", v)
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxAuditLimit {
+			return badRequest("query parameter \"limit\": %q is not 1 to %d", v, maxAuditLimit)
+		}
+		flt.Limit = n
+	}
+	entries := s.replica.FSM().Audit(flt)
+	items := make([]api.AuditEntry, len(entries))
+	for i, e := range entries {
+		items[i] = api.AuditEntry(e)
+	}
+	writeJSON(w, http.StatusOK, api.List[api.AuditEntry]{Items: items})
+	return nil
+}
+
+// Bounds of an audit read.
+const (
+	defaultAuditLimit = 1000
+	maxAuditLimit     = 100_000
+)

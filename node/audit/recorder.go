@@ -1,0 +1,108 @@
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Proposer writes a command through Raft (on the leader, from any peer).
+type Proposer interface {
+	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
+}
+
+// Bounds of a recorder.
+const (
+	// buffered is how many entries wait for a batch before new ones drop.
+	buffered = 10_000
+	// flushEvery is the longest an entry waits for its batch.
+	flushEvery = 500 * time.Millisecond
+	// proposeTimeout bounds one batch's write, lastFlushTimeout the last
+	// one as the peer stops.
+	proposeTimeout   = 10 * time.Second
+	lastFlushTimeout = 2 * time.Second
+)
+
+// Recorder batches audit entries into the replicated log.
+type Recorder struct {
+	in      chan raftfsm.AuditEntry
+	keep    int
+	prop    Proposer
+	log     *slog.Logger
+	dropped prometheus.Counter
+	written prometheus.Counter
+}
+
+// New returns a recorder whose batches ask the log to keep its last keep
+// entries.
+func New(prop Proposer, keep int, log *slog.Logger, reg prometheus.Registerer) *Recorder {
+	r := &Recorder{
+		in: make(chan raftfsm.AuditEntry, buffered), keep: keep, prop: prop, log: log,
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "svc_audit_dropped_total", Help: "Audit entries this peer dropped: its buffer was full, or the cluster refused their batch."}),
+		written: prometheus.NewCounter(prometheus.CounterOpts{Name: "svc_audit_written_total", Help: "Audit entries this peer wrote to the replicated audit log."}),
+	}
+	reg.MustRegister(r.dropped, r.written)
+	return r
+}
+
+// Record queues an entry; it never blocks.
+func (r *Recorder) Record(e raftfsm.AuditEntry) {
+	select {
+	case r.in <- e:
+	default:
+		r.dropped.Inc()
+	}
+}
+
+// Run writes the queued entries in batches until ctx ends, then writes
+// what is left within a bound.
+func (r *Recorder) Run(ctx context.Context) {
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	var batch []raftfsm.AuditEntry
+	for {
+		select {
+		case e := <-r.in:
+			batch = append(batch, e)
+			if len(batch) < raftfsm.MaxAuditBatch {
+				continue
+			}
+		case <-tick.C:
+		case <-ctx.Done():
+			for len(r.in) > 0 && len(batch) < raftfsm.MaxAuditBatch {
+				batch = append(batch, <-r.in)
+			}
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lastFlushTimeout)
+			r.flush(fctx, batch)
+			cancel()
+			return
+		}
+		batch = r.flush(ctx, batch)
+	}
+}
+
+// flush writes batch and returns what is left to write: nothing, or the
+// batch again when the write failed for a passing reason (no leader), at
+// most a batch's worth.
+func (r *Recorder) flush(ctx context.Context, batch []raftfsm.AuditEntry) []raftfsm.AuditEntry {
+	if len(batch) == 0 {
+		return batch
+	}
+	pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+	defer cancel()
+	_, err := r.prop.Apply(pctx, raftfsm.TypeAuditAppend, raftfsm.AuditAppend{Entries: batch, Keep: r.keep})
+	if err == nil {
+		r.written.Add(float64(len(batch)))
+		return batch[:0]
+	}
+	r.log.Warn("write audit entries; trying again", "entries", len(batch), "err", err)
+	if len(batch) >= raftfsm.MaxAuditBatch {
+		r.dropped.Add(float64(len(batch)))
+		return batch[:0]
+	}
+	return batch
+}

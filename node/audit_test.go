@@ -1,0 +1,118 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// The audit log names the subject and the outcome of a refused and an
+// accepted write, where they came in and from where; it keeps the last N;
+// only admins read it; and no token or password of any request is in the
+// replicated state (every peer's, whole).
+func TestAudit_writes_subjects_outcomes_no_secrets(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{AuditEntries: raftfsm.MinAuditKeep})
+	c.WaitLeader()
+	via := c.Followers()[0]
+	adminToken, bobToken := c.Token("admin", true), c.Token("bob", false)
+	admin := api.NewClient("http://"+via.Peer.APIAddr(), adminToken)
+	bob := api.NewClient("http://"+via.Peer.APIAddr(), bobToken)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	if _, err := admin.CreateNamespace(ctx, "team-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.CreateNamespace(ctx, "team-b"); api.CodeOf(err) != http.StatusForbidden {
+		t.Fatalf("bob creates a namespace: %v", err)
+	}
+	const password = "hunter2-registry-secret"
+	if _, err := admin.SetRegistryCredential(ctx, "team-a", api.RegistryCredentialRequest{Server: "reg.example:5000", Username: "ci", Password: password}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateServiceAccount(ctx, "team-a", "bot"); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := admin.ServiceAccountToken(ctx, "team-a", "bot", api.TokenRequest{Duration: "1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := tinyVM(t, admin, "vm1", "")
+
+	var entries []api.AuditEntry
+	c.WaitFor("the writes in the audit log", 15*time.Second, func() error {
+		entries, err = admin.ListAudit(ctx, api.AuditFilter{})
+		if err != nil {
+			return err
+		}
+		if len(entries) < 6 {
+			return fmt.Errorf("%d entries", len(entries))
+		}
+		return nil
+	})
+	find := func(subject, method, path string, code int) api.AuditEntry {
+		t.Helper()
+		for _, e := range entries {
+			if e.Subject == subject && e.Method == method && e.Path == path && e.Code == code {
+				return e
+			}
+		}
+		t.Fatalf("no %s %s %s %d in:\n%+v", subject, method, path, code, entries)
+		return api.AuditEntry{}
+	}
+	ok := find("admin", "POST", "/api/v1/namespaces", http.StatusCreated)
+	refused := find("bob", "POST", "/api/v1/namespaces", http.StatusForbidden)
+	if ok.Peer != via.Name || ok.RemoteAddr != "127.0.0.1" || ok.Time.IsZero() || refused.Reason != api.ReasonForbidden {
+		t.Fatalf("accepted %+v, refused %+v", ok, refused)
+	}
+	if got, err := admin.ListAudit(ctx, api.AuditFilter{Subject: "bob"}); err != nil || len(got) != 1 {
+		t.Fatalf("bob's entries: %+v %v", got, err)
+	}
+	if _, err := bob.ListAudit(ctx, api.AuditFilter{}); api.CodeOf(err) != http.StatusForbidden {
+		t.Fatalf("bob reads the audit log: %v", err)
+	}
+
+	// No token or password of any request anywhere in any peer's state;
+	// the audit entries hold no VNC password either.
+	secrets := []string{password, adminToken, bobToken, sa.Token}
+	for _, m := range c.Members {
+		state, err := m.Peer.FSM().Dump()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets {
+			if bytes.Contains(state, []byte(s)) {
+				t.Fatalf("%s's state holds a secret of a request (%.12s...)", m.Name, s)
+			}
+		}
+	}
+	log, _ := json.Marshal(via.Peer.FSM().Audit(raftfsm.AuditFilter{}))
+	if bytes.Contains(log, []byte(vm.VNCPassword)) {
+		t.Fatal("the audit log holds a VNC password")
+	}
+
+	// Bounded: the oldest go.
+	for i := range raftfsm.MinAuditKeep {
+		if _, err := admin.TagNode(ctx, api.DefaultNamespace, c.Members[0].Name, fmt.Sprintf("t%d", i%5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.WaitFor("the log at its bound", 15*time.Second, func() error {
+		entries, err = admin.ListAudit(ctx, api.AuditFilter{Limit: 100_000})
+		if err != nil {
+			return err
+		}
+		if len(entries) != raftfsm.MinAuditKeep || entries[0].Seq <= 1 || entries[0].Subject == "bob" {
+			return fmt.Errorf("%d entries from %d", len(entries), entries[0].Seq)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,94 @@
+package raftfsm
+
+import (
+	"time"
+)
+
+// The audit log: every API write as the peer that received it saw it
+// (who, from where, what, the outcome, when), kept in the replicated state
+// and bounded (the oldest entries go). It never holds a request's body or
+// headers: no token, password or other secret reaches it.
+
+// AuditEntry is one API write.
+type AuditEntry struct {
+	// Seq numbers the entries in the order the log took them.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Peer received the request from RemoteAddr (the client's IP).
+	Peer       string `json:"peer"`
+	RemoteAddr string `json:"remoteAddr"`
+	// Subject is who called: "alice", "team-a:ci" (a service account),
+	// "peer:p2"; empty when the request carried no valid token.
+	Subject string `json:"subject,omitempty"`
+	// Namespace is the namespace the path names ("" for cluster routes).
+	Namespace string `json:"namespace,omitempty"`
+	Method    string `json:"method"`
+	Path      string `json:"path"`
+	// Code is the answer's HTTP status and Reason its Status reason
+	// (empty on success).
+	Code   int    `json:"code"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Bounds of the audit log.
+const (
+	// MaxAuditBatch bounds the entries one AuditAppend carries.
+	MaxAuditBatch = 1000
+	// MinAuditKeep and MaxAuditKeep bound how many entries the log keeps.
+	MinAuditKeep = 100
+	MaxAuditKeep = 1_000_000
+	// maxAuditField bounds each text field of an entry.
+	maxAuditField = 512
+)
+
+// AuditAppend adds entries to the audit log, which then keeps the last
+// Keep of them (the proposing peer's --audit-entries; within the bounds).
+type AuditAppend struct {
+	Entries []AuditEntry `json:"entries"`
+	Keep    int          `json:"keep"`
+}
+
+func (s *State) applyAuditAppend(c AuditAppend) (any, error) {
+	if len(c.Entries) > MaxAuditBatch {
+		return nil, ruleErr(ErrInvalid, "%d audit entries in one append, more than %d", len(c.Entries), MaxAuditBatch)
+	}
+	keep := min(max(c.Keep, MinAuditKeep), MaxAuditKeep)
+	for _, e := range c.Entries {
+		s.AuditSeq++
+		e.Seq = s.AuditSeq
+		for _, f := range []*string{&e.Peer, &e.RemoteAddr, &e.Subject, &e.Namespace, &e.Method, &e.Path, &e.Reason} {
+			if len(*f) > maxAuditField {
+				*f = (*f)[:maxAuditField]
+			}
+		}
+		s.Audit = append(s.Audit, e)
+	}
+	if over := len(s.Audit) - keep; over > 0 {
+		s.Audit = append([]AuditEntry(nil), s.Audit[over:]...)
+	}
+	return len(c.Entries), nil
+}
+
+// AuditFilter selects audit entries (zero fields select all).
+type AuditFilter struct {
+	Namespace, Subject string
+	Since              time.Time
+	// Limit keeps the newest Limit entries (0: all).
+	Limit int
+}
+
+// Audit returns the entries the filter selects, oldest first.
+func (f *FSM) Audit(flt AuditFilter) []AuditEntry {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := []AuditEntry{}
+	for _, e := range f.state.Audit {
+		if (flt.Namespace == "" || e.Namespace == flt.Namespace) && (flt.Subject == "" || e.Subject == flt.Subject) && !e.Time.Before(flt.Since) {
+			out = append(out, e)
+		}
+	}
+	if flt.Limit > 0 && len(out) > flt.Limit {
+		out = out[len(out)-flt.Limit:]
+	}
+	return out
+}

@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Operating a cluster: cordoned nodes, namespace quotas, VM time-to-live.
 
@@ -53,4 +56,14 @@ type AuditEntry struct {
 	Path       string    `json:"path"`
 	Code       int       `json:"code"`
 	Reason     string    `json:"reason,omitempty"`
+}
+
+// WatchEvent is one line of a watch (GET .../vms?watch=true and the other
+// lists): ADDED, MODIFIED or DELETED with the record as the list shows it
+// (DELETED: as it was last), BOOKMARK with only the version reached, or
+// ERROR with a Status (the stream then ends).
+type WatchEvent struct {
+	Type            string          `json:"type"`
+	Object          json.RawMessage `json:"object,omitempty"`
+	ResourceVersion string          `json:"resourceVersion"`
 }

@@ -18,10 +18,12 @@ type artifact[T any] struct {
 	list  func(f *raftfsm.FSM, ns string) []raftfsm.Image
 	get   func(f *raftfsm.FSM, ns, name string) (raftfsm.Image, bool)
 	toAPI func(raftfsm.Image) T
+	// watch is the kind a list with ?watch=true streams ("": none).
+	watch string
 }
 
 func imageArtifact() artifact[api.Image] {
-	return artifact[api.Image]{kind: raftfsm.KindImage, param: "image", list: (*raftfsm.FSM).Images, get: (*raftfsm.FSM).Image, toAPI: imageToAPI}
+	return artifact[api.Image]{kind: raftfsm.KindImage, param: "image", list: (*raftfsm.FSM).Images, get: (*raftfsm.FSM).Image, toAPI: imageToAPI, watch: watchImages}
 }
 
 func isoArtifact() artifact[api.ISO] {
@@ -29,10 +31,16 @@ func isoArtifact() artifact[api.ISO] {
 }
 
 func (a artifact[T]) listHandler(s *Server) handler {
-	return func(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		ns := p.ByName("namespace")
 		if err := s.requireNamespace(ns); err != nil {
 			return err
+		}
+		if wantsWatch(r) {
+			if a.watch == "" {
+				return badRequest("%ss cannot be watched", a.kind)
+			}
+			return s.serveWatch(w, r, a.watch, ns)
 		}
 		items := []T{}
 		for _, img := range a.list(s.replica.FSM(), ns) {

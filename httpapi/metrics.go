@@ -18,6 +18,7 @@ type httpMetrics struct {
 	subjectSyncs  prometheus.Counter
 	connsRefused  prometheus.Counter
 	consoles      prometheus.Gauge
+	watches       prometheus.Gauge
 }
 
 func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics {
@@ -47,6 +48,9 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_connections_refused_total", Help: "Connections refused for being over the connection limits.",
 		}),
+		watches: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "svc_watch_streams", Help: "Watches (?watch=true) this peer serves now.",
+		}),
 		consoles: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "svc_console_sessions", Help: "VM consoles this peer carries now.",
 		}),
@@ -54,7 +58,7 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "svc_http_connections_open", Help: "Open API connections (HTTP and HTTPS).",
 	}, func() float64 { return float64(conns.open()) })
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.leaderRetries, m.subjectSyncs, m.connsRefused, m.consoles, open)
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.leaderRetries, m.subjectSyncs, m.connsRefused, m.consoles, m.watches, open)
 	return m
 }
 

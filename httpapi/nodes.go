@@ -22,6 +22,9 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
+	if wantsWatch(r) {
+		return s.serveWatch(w, r, watchNodes, ns)
+	}
 	items := []api.Node{}
 	images := s.replica.FSM().Images(ns)
 	for _, n := range s.replica.FSM().Nodes() {

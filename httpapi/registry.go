@@ -85,10 +85,13 @@ func jobToAPI(j raftfsm.Job) api.Job {
 	return out
 }
 
-func (s *Server) listJobs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
+	}
+	if wantsWatch(r) {
+		return s.serveWatch(w, r, watchJobs, ns)
 	}
 	items := []api.Job{}
 	for _, j := range s.replica.FSM().Jobs(ns) {

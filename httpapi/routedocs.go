@@ -38,6 +38,11 @@ func routeDocs() map[string]routeDoc {
 	get, post, del, put, patch := http.MethodGet+" ", http.MethodPost+" ", http.MethodDelete+" ", http.MethodPut+" ", http.MethodPatch+" "
 	const ns = "/api/v1/namespaces/{namespace}"
 	read := []queryParam{consistentParam}
+	// Lists that stream their changes with ?watch=true.
+	watched := []queryParam{consistentParam,
+		{"watch", "true: stream the list's changes as newline-delimited JSON events {type: ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, object, resourceVersion}"},
+		{"resourceVersion", "with watch: the changes after this version (410 when this peer no longer has them); without: an ADDED event per record first"},
+		{"timeoutSeconds", "with watch: end the stream after this long (default 1800, at most 21600)"}}
 	return map[string]routeDoc{
 		get + "/api/v1/cluster-info":                          {Summary: "The cluster's name, version, leader and peers (no token needed)", Tag: "cluster", Resp: api.ClusterInfo{}},
 		get + "/api/v1/namespaces":                            {Summary: "List namespaces", Tag: "namespaces", Resp: api.List[api.Namespace]{}, Query: read},
@@ -47,7 +52,7 @@ func routeDocs() map[string]routeDoc {
 		get + ns + "/rolebindings":                            {Summary: "Users and service accounts bound to the namespace", Tag: "namespaces", Resp: api.Subjects{}, Query: read},
 		post + ns + "/rolebindings/add-subject":               {Summary: "Bind users and service accounts to the namespace", Tag: "namespaces", Req: api.Subjects{}, Resp: api.Subjects{}},
 		post + ns + "/rolebindings/remove-subject":            {Summary: "Unbind users and service accounts", Tag: "namespaces", Req: api.Subjects{}, Resp: api.Subjects{}},
-		get + ns + "/nodes":                                   {Summary: "List the nodes serving the namespace", Tag: "nodes", Resp: api.List[api.Node]{}, Query: read},
+		get + ns + "/nodes":                                   {Summary: "List the nodes serving the namespace", Tag: "nodes", Resp: api.List[api.Node]{}, Query: watched},
 		post + ns + "/nodes/{name}/tag":                       {Summary: "Tag a node", Tag: "nodes", Req: api.TagRequest{}, Resp: api.Node{}},
 		post + ns + "/nodes/{name}/untag":                     {Summary: "Remove a node's tag", Tag: "nodes", Req: api.TagRequest{}, Resp: api.Node{}},
 		post + ns + "/nodes/{name}/namespace":                 {Summary: "Dedicate a node to a namespace", Tag: "nodes", Req: api.NodeNamespaceRequest{}, Resp: api.Node{}},
@@ -55,7 +60,7 @@ func routeDocs() map[string]routeDoc {
 		post + ns + "/serviceaccounts/{serviceaccount}":       {Summary: "Create a service account", Tag: "serviceaccounts", Resp: api.ServiceAccount{}, Code: 201},
 		del + ns + "/serviceaccounts/{serviceaccount}":        {Summary: "Delete a service account (its tokens are void)", Tag: "serviceaccounts", Code: 204},
 		post + ns + "/serviceaccounts/{serviceaccount}/token": {Summary: "Issue a service account token", Tag: "serviceaccounts", Req: api.TokenRequest{}, Resp: api.TokenResponse{}},
-		get + ns + "/vms":                                     {Summary: "List VMs", Tag: "vms", Resp: api.List[api.VM]{}, Query: read},
+		get + ns + "/vms":                                     {Summary: "List VMs", Tag: "vms", Resp: api.List[api.VM]{}, Query: watched},
 		post + ns + "/vms":                                    {Summary: "Deploy a VM (answers once it runs)", Tag: "vms", Req: api.DeployRequest{}, Resp: api.VM{}, Code: 201},
 		get + ns + "/vms/{vm}":                                {Summary: "Get a VM", Tag: "vms", Resp: api.VM{}, Query: read},
 		del + ns + "/vms/{vm}":                                {Summary: "Delete a VM", Tag: "vms", Code: 204},
@@ -82,7 +87,7 @@ func routeDocs() map[string]routeDoc {
 		get + ns + "/images/{image}/cache":                    {Summary: "List the nodes holding an image and the copies under way", Tag: "images", Resp: api.ImageCache{}, Query: read},
 		del + ns + "/images/{image}/cache":                    {Summary: "Free an image on a node", Tag: "images", Resp: api.ImageCache{}, Query: []queryParam{{"node", "the node to free the image on (required)"}}},
 		patch + ns + "/vmconfigs/{vmconfig}":                  {Summary: "Turn a VM config's booted templates on or off", Tag: "vmconfigs", Req: api.VMConfigChange{}, Resp: api.VMConfig{}},
-		get + ns + "/images":                                  {Summary: "List images", Tag: "images", Resp: api.List[api.Image]{}, Query: read},
+		get + ns + "/images":                                  {Summary: "List images", Tag: "images", Resp: api.List[api.Image]{}, Query: watched},
 		post + ns + "/images":                                 {Summary: "Generate an empty disk image", Tag: "images", Req: api.GenerateImageRequest{}, Resp: api.Image{}, Code: 201},
 		get + ns + "/images/{image}":                          {Summary: "Get an image", Tag: "images", Resp: api.Image{}, Query: read},
 		del + ns + "/images/{image}":                          {Summary: "Delete an image", Tag: "images", Code: 204},
@@ -107,7 +112,7 @@ func routeDocs() map[string]routeDoc {
 		get + ns + "/remoteimages":                     {Summary: "List the remote images and ISOs of the catalogs", Tag: "registries", Resp: api.List[api.RemoteImage]{}},
 		post + ns + "/remoteimages/{remoteimage}/pull": {Summary: "Pull a remote image into the namespace (a job)", Tag: "registries", Req: api.PullRequest{}, Resp: api.JobAccepted{}, Code: 202},
 		post + ns + "/remoteisos/{remoteiso}/pull":     {Summary: "Pull a remote ISO into the namespace (a job)", Tag: "registries", Req: api.PullRequest{}, Resp: api.JobAccepted{}, Code: 202},
-		get + ns + "/jobs":                             {Summary: "List push and pull jobs", Tag: "registries", Resp: api.List[api.Job]{}, Query: read},
+		get + ns + "/jobs":                             {Summary: "List push and pull jobs", Tag: "registries", Resp: api.List[api.Job]{}, Query: watched},
 		get + ns + "/jobs/{job}":                       {Summary: "Get a job", Tag: "registries", Resp: api.Job{}, Query: read},
 		post + "/api/v1/upload/cert":                   {Summary: "Upload the certificate every peer serves HTTPS with (multipart PEM fields cert and key)", Tag: "cluster", Upload: "cert", Resp: api.Message{}},
 		get + "/api/v1/openapi.json":                   {Summary: "This document (no token needed)", Tag: "cluster", Stream: "application/json"},

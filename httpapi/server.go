@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"strings"
 	"time"
 
@@ -73,6 +74,8 @@ type Server struct {
 	authn      *auth.Authenticator
 	metrics    *httpMetrics
 	conns      *connLimiter
+	hubMu      sync.Mutex
+	hub        *watchHub // nil until RunWatches
 }
 
 // Route is one registered endpoint.

@@ -15,10 +15,13 @@ import (
 // execTimeout bounds the wait for an exec action to take effect.
 const execTimeout = 3 * time.Minute
 
-func (s *Server) listVMs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *Server) listVMs(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
+	}
+	if wantsWatch(r) {
+		return s.serveWatch(w, r, watchVMs, ns)
 	}
 	items := []api.VM{}
 	for _, vm := range s.replica.FSM().VMs(ns) {

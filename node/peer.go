@@ -192,6 +192,7 @@ func Start(cfg Config) (*Peer, error) {
 	p.wg.Go(p.blobGCLoop)
 	p.wg.Go(func() { p.jobs.Run(p.ctx) })
 	p.wg.Go(func() { p.audit.Run(p.ctx) })
+	p.wg.Go(func() { p.api.RunWatches(p.ctx, filepath.Join(cfg.DataDir, "watch.json")) })
 	ok = true
 	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)

@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/svc-project/svc/api"
+)
+
+// Watching a list: GET .../vms?watch=true (and nodes, images, jobs)
+// answers newline-delimited JSON events, {type, object, resourceVersion},
+// for as long as the client stays (at most timeoutSeconds). Without a
+// resourceVersion the stream starts with an ADDED event per record; with
+// one, it carries the changes after it (410 when this peer no longer has
+// them: list again). A BOOKMARK event every watchBookmarkEvery carries the
+// version reached, to resume from.
+
+// Bounds of a watch.
+const (
+	defaultWatchTimeout = 30 * time.Minute
+	maxWatchTimeout     = 6 * time.Hour
+	watchBookmarkEvery  = 15 * time.Second
+)
+
+// RunWatches keeps the events watches are served from until ctx ends;
+// file, when set, keeps the hub's view across restarts.
+func (s *Server) RunWatches(ctx context.Context, file string) {
+	h := newWatchHub(s, file)
+	s.hubMu.Lock()
+	s.hub = h
+	s.hubMu.Unlock()
+	h.run(ctx)
+}
+
+func (s *Server) watchHub() *watchHub {
+	s.hubMu.Lock()
+	defer s.hubMu.Unlock()
+	return s.hub
+}
+
+// wantsWatch reports whether a list request asks for a watch.
+func wantsWatch(r *http.Request) bool { return r.URL.Query().Get("watch") == "true" }
+
+// serveWatch streams the events of kind in namespace ns.
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns string) error {
+	q := r.URL.Query()
+	timeout := defaultWatchTimeout
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || time.Duration(n)*time.Second > maxWatchTimeout {
+			return badRequest("query parameter \"timeoutSeconds\": %q is not 1 to %d", v, int(maxWatchTimeout/time.Second))
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+	var from uint64
+	resume := false
+	if v := q.Get("resourceVersion"); v != "" && v != "0" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return badRequest("query parameter \"resourceVersion\": %q is not a version", v)
+		}
+		from, resume = n, true
+	}
+	h := s.watchHub()
+	if h == nil {
+		return unavailable("1", "this peer does not serve watches yet")
+	}
+	pr := principalOf(r.Context())
+	reach := func(evNS string) bool { return evNS == ns && s.canReach(pr, ns) }
+	keep := func(e watchEvent) bool { return reach(e.NS) }
+	if resume {
+		if _, _, _, err := h.since(kind, from, keep); errors.Is(err, errTooOld) {
+			return errorf(http.StatusGone, "Expired", "%s; list again and watch from the list's version", err)
+		}
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	send := func(typ string, obj json.RawMessage, rv uint64) error {
+		return enc.Encode(api.WatchEvent{Type: typ, Object: obj, ResourceVersion: strconv.FormatUint(rv, 10)})
+	}
+	if !resume {
+		objs, rv, ok := h.list(kind, reach)
+		for !ok { // the hub is still reading the state at start
+			select {
+			case <-r.Context().Done():
+				return nil
+			case <-time.After(50 * time.Millisecond):
+			}
+			objs, rv, ok = h.list(kind, reach)
+		}
+		for _, o := range objs {
+			if send(eventAdded, o, rv) != nil {
+				return nil
+			}
+		}
+		from = rv
+	}
+	_ = rc.Flush()
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	bookmark := time.NewTicker(watchBookmarkEvery)
+	defer bookmark.Stop()
+	s.metrics.watches.Inc()
+	defer s.metrics.watches.Dec()
+	for {
+		if !s.canReach(pr, ns) {
+			_ = send("ERROR", mustJSON(api.NewStatus(http.StatusForbidden, api.ReasonForbidden, pr.String()+" no longer reaches namespace "+strconv.Quote(ns))), from)
+			return nil
+		}
+		evs, next, grew, err := h.since(kind, from, keep)
+		if err != nil {
+			_ = send("ERROR", mustJSON(api.NewStatus(http.StatusGone, "Expired", err.Error())), from)
+			return nil
+		}
+		for _, e := range evs {
+			if send(e.Type, e.Object, e.RV) != nil {
+				return nil
+			}
+		}
+		from = next
+		if len(evs) > 0 && rc.Flush() != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-grew:
+		case <-bookmark.C:
+			if send("BOOKMARK", nil, from) != nil || rc.Flush() != nil {
+				return nil
+			}
+		}
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}

@@ -1,0 +1,294 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// A watch streams the changes of a list (vms, nodes, images, jobs) as
+// events. Each peer keeps one hub: at every applied change of the state it
+// compares the kinds the change touched, as the API shows them, with what it
+// saw last, and appends an event per record that was added, modified or
+// deleted, numbered with the state's index (the resourceVersion a client
+// resumes from, on any peer). Events are kept in a bounded ring; the
+// hub's last view is saved in the data dir, so that a restarted peer still
+// tells what changed while it was down (as one event per record).
+
+// Watched kinds: the list routes that take ?watch=true.
+const (
+	watchVMs    = "vms"
+	watchNodes  = "nodes"
+	watchImages = "images"
+	watchJobs   = "jobs"
+)
+
+var watchKinds = []string{watchVMs, watchNodes, watchImages, watchJobs}
+
+// Event types.
+const (
+	eventAdded    = "ADDED"
+	eventModified = "MODIFIED"
+	eventDeleted  = "DELETED"
+)
+
+// maxWatchEvents bounds the ring; a client further behind lists again.
+const maxWatchEvents = 20_000
+
+// watchSaveEvery is how often the hub saves its view when it changed.
+const watchSaveEvery = 2 * time.Second
+
+// watchObject is a record as a list shows it.
+type watchObject struct {
+	NS     string          `json:"ns"`
+	Object json.RawMessage `json:"object"`
+}
+
+// watchEvent is one change of one record.
+type watchEvent struct {
+	RV     uint64
+	Kind   string
+	NS     string
+	Type   string
+	Object json.RawMessage
+}
+
+// watchHub turns the state's changes into events.
+type watchHub struct {
+	s    *Server
+	file string
+
+	mu     sync.Mutex
+	last   map[string]map[string]watchObject // kind -> key -> object
+	index  uint64                            // the index the last view was taken at
+	floor  uint64                            // every event after it is in the ring
+	events []watchEvent
+	grew   chan struct{} // closed when events are added
+	dirty  bool
+	ready  bool
+}
+
+func newWatchHub(s *Server, file string) *watchHub {
+	return &watchHub{s: s, file: file, last: map[string]map[string]watchObject{}, grew: make(chan struct{})}
+}
+
+// savedView is the hub's view on disk.
+type savedView struct {
+	Index uint64                            `json:"index"`
+	Last  map[string]map[string]watchObject `json:"last"`
+}
+
+// run keeps the hub's events until ctx ends.
+func (h *watchHub) run(ctx context.Context) {
+	f := h.s.replica.FSM()
+	if v, err := h.load(); err == nil {
+		h.mu.Lock()
+		h.last, h.index, h.floor = v.Last, v.Index, v.Index
+		h.mu.Unlock()
+		h.refresh(watchKinds) // what changed while the peer was down
+	} else {
+		if !errors.Is(err, os.ErrNotExist) {
+			h.s.log.Warn("the watch view on disk is unreadable; starting from now", "err", err)
+		}
+		h.mu.Lock()
+		for _, k := range watchKinds {
+			h.last[k] = h.view(k)
+		}
+		h.index = f.Index()
+		h.floor = h.index
+		h.mu.Unlock()
+	}
+	h.mu.Lock()
+	h.ready = true
+	h.mu.Unlock()
+	save := time.NewTicker(watchSaveEvery)
+	defer save.Stop()
+	for {
+		vm, node := f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceVM)), f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceNode))
+		image, blob := f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceImage)), f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceBlob))
+		job := f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceJob))
+		select {
+		case <-ctx.Done():
+			h.save()
+			return
+		case <-save.C:
+			h.save()
+			continue
+		case <-vm:
+		case <-node:
+		case <-image:
+		case <-blob:
+		case <-job:
+		}
+		// A VM's status shows its node's phase and a node its VMs' use and
+		// its images: the kinds are compared together (a few records each
+		// but VMs, which are compared as marshalled JSON).
+		h.refresh(watchKinds)
+	}
+}
+
+// view is the current list of a kind as the API shows it, by key.
+func (h *watchHub) view(kind string) map[string]watchObject {
+	s, f := h.s, h.s.replica.FSM()
+	out := map[string]watchObject{}
+	put := func(ns, name string, v any) {
+		b, err := json.Marshal(v)
+		if err == nil {
+			out[ns+"/"+name] = watchObject{NS: ns, Object: b}
+		}
+	}
+	switch kind {
+	case watchVMs:
+		for _, vm := range f.VMs("") {
+			put(vm.Namespace, vm.Name, s.vmToAPI(vm))
+		}
+	case watchNodes:
+		images := map[string][]raftfsm.Image{}
+		for _, n := range f.Nodes() {
+			if _, ok := images[n.Namespace]; !ok {
+				images[n.Namespace] = f.Images(n.Namespace)
+			}
+			put(n.Namespace, n.Name, s.nodeRecord(n, images[n.Namespace]))
+		}
+	case watchImages:
+		for _, ns := range f.Namespaces() {
+			for _, img := range f.Images(ns.Name) {
+				put(ns.Name, img.Name, imageToAPI(img))
+			}
+		}
+	case watchJobs:
+		for _, j := range f.Jobs("") {
+			put(j.Namespace, j.Name, jobToAPI(j))
+		}
+	}
+	return out
+}
+
+// refresh compares kinds with the last view and appends the events.
+func (h *watchHub) refresh(kinds []string) {
+	views := map[string]map[string]watchObject{}
+	for _, k := range kinds {
+		views[k] = h.view(k)
+	}
+	rv := h.s.replica.FSM().Index() // taken after the views: a later change comes again
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	added := 0
+	for _, k := range kinds {
+		old, cur := h.last[k], views[k]
+		for key, o := range cur {
+			p, ok := old[key]
+			switch {
+			case !ok:
+				h.events = append(h.events, watchEvent{RV: rv, Kind: k, NS: o.NS, Type: eventAdded, Object: o.Object})
+			case !bytes.Equal(p.Object, o.Object):
+				h.events = append(h.events, watchEvent{RV: rv, Kind: k, NS: o.NS, Type: eventModified, Object: o.Object})
+			default:
+				continue
+			}
+			added++
+		}
+		for key, p := range old {
+			if _, ok := cur[key]; !ok {
+				h.events = append(h.events, watchEvent{RV: rv, Kind: k, NS: p.NS, Type: eventDeleted, Object: p.Object})
+				added++
+			}
+		}
+		h.last[k] = cur
+	}
+	if rv > h.index {
+		h.index = rv
+	}
+	if over := len(h.events) - maxWatchEvents; over > 0 {
+		h.floor = h.events[over-1].RV
+		h.events = append([]watchEvent(nil), h.events[over:]...)
+	}
+	if added > 0 {
+		h.dirty = true
+		close(h.grew)
+		h.grew = make(chan struct{})
+	}
+}
+
+// errTooOld is returned for a resourceVersion the ring no longer covers.
+var errTooOld = errors.New("too old")
+
+// since returns the events of kind after rv (filtered by keep), the
+// version they bring the watcher to, and a channel closed when more come.
+func (h *watchHub) since(kind string, rv uint64, keep func(watchEvent) bool) ([]watchEvent, uint64, <-chan struct{}, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if rv < h.floor {
+		return nil, rv, h.grew, fmt.Errorf("resourceVersion %d: %w (the oldest this peer can resume from is %d)", rv, errTooOld, h.floor)
+	}
+	var out []watchEvent
+	for _, e := range h.events {
+		if e.RV > rv && e.Kind == kind && keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out, max(rv, h.index), h.grew, nil
+}
+
+// list returns the hub's view of kind (filtered by keep) and its version.
+func (h *watchHub) list(kind string, keep func(ns string) bool) ([]json.RawMessage, uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.ready {
+		return nil, 0, false
+	}
+	var out []json.RawMessage
+	for _, o := range h.last[kind] {
+		if keep(o.NS) {
+			out = append(out, o.Object)
+		}
+	}
+	return out, h.index, true
+}
+
+func (h *watchHub) load() (savedView, error) {
+	var v savedView
+	if h.file == "" {
+		return v, os.ErrNotExist
+	}
+	b, err := os.ReadFile(h.file)
+	if err != nil {
+		return v, err
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, err
+	}
+	if v.Last == nil {
+		v.Last = map[string]map[string]watchObject{}
+	}
+	return v, nil
+}
+
+// save writes the view when it changed (a new file renamed over the old).
+func (h *watchHub) save() {
+	h.mu.Lock()
+	if !h.dirty || h.file == "" {
+		h.mu.Unlock()
+		return
+	}
+	b, err := json.Marshal(savedView{Index: h.index, Last: h.last})
+	h.dirty = false
+	h.mu.Unlock()
+	if err == nil {
+		tmp := h.file + ".tmp"
+		if err = os.WriteFile(tmp, b, 0o600); err == nil {
+			err = os.Rename(tmp, filepath.Clean(h.file))
+		}
+	}
+	if err != nil {
+		h.s.log.Warn("save the watch view", "err", err)
+	}
+}

@@ -16,7 +16,7 @@ import (
 // for as long as the client stays (at most timeoutSeconds). Without a
 // resourceVersion the stream starts with an ADDED event per record; with
 // one, it carries the changes after it (410 when this peer no longer has
-// them: list again). A BOOKMARK event every watchBookmarkEvery carries the
+// them: list again). A BOOKMARK ends the first list. A BOOKMARK event every watchBookmarkEvery carries the
 // version reached, to resume from.
 
 // Bounds of a watch.
@@ -99,6 +99,10 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns str
 			if send(eventAdded, o, rv) != nil {
 				return nil
 			}
+		}
+		// The list is whole (an empty one too): a client may show it.
+		if send("BOOKMARK", nil, rv) != nil {
+			return nil
 		}
 		from = rv
 	}

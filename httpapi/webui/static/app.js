@@ -1,8 +1,10 @@
 // The svc web UI: the public API only (and the console websocket), a token
-// in session storage, views refreshed by polling.
+// in session storage, views kept current by the API's watch streams (no
+// polling): one stream per watched list, the rest read when a view opens
+// or after an action.
 import RFB from "./novnc/core/rfb.js";
 
-const POLL_MS = 2000;
+const WATCHED = ["vms", "nodes", "images", "jobs"];
 const $ = (sel) => document.querySelector(sel);
 const h = (tag, attrs = {}, ...kids) => {
   const el = document.createElement(tag);
@@ -14,7 +16,95 @@ const h = (tag, attrs = {}, ...kids) => {
   return el;
 };
 
-const state = { token: sessionStorage.getItem("svc-token"), ns: sessionStorage.getItem("svc-ns") || "svc-default", timer: null, rfb: null };
+const state = {
+  token: sessionStorage.getItem("svc-token"), ns: sessionStorage.getItem("svc-ns") || "svc-default", rfb: null,
+  watches: null, // the AbortController of the streams
+  cache: {}, // watched lists, by kind, as the streams left them
+  extra: {}, // lists without a stream (vmconfigs, isos), read when needed
+  waiting: {}, // kind -> resolvers of views waiting for a first list
+  pending: false, // a render is scheduled
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// follow keeps state.cache[kind] current from the API's watch of the list,
+// resuming from the last version it saw when the stream ends (a new list
+// when the version is too old), until signal aborts.
+async function follow(kind, signal) {
+  let rv = "", backoff = 500;
+  const items = new Map();
+  while (!signal.aborted) {
+    try {
+      const res = await fetch(nsPath(kind) + "?watch=true" + (rv ? "&resourceVersion=" + rv : ""), { headers: { Authorization: "Bearer " + state.token }, signal });
+      if (res.status === 410) { rv = ""; continue; }
+      if (!res.ok) {
+        const d = await res.json().catch(() => ({}));
+        const err = new Error(d.message || res.statusText);
+        err.code = res.status;
+        throw err;
+      }
+      if (!rv) items.clear(); // a list comes first
+      backoff = 500;
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value;
+        for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (!line) continue;
+          const ev = JSON.parse(line);
+          if (ev.type === "ERROR") { rv = ""; throw new Error(ev.object ? ev.object.message : "the watch ended"); }
+          rv = ev.resourceVersion;
+          if (ev.type === "ADDED" || ev.type === "MODIFIED") items.set(ev.object.name, ev.object);
+          else if (ev.type === "DELETED") items.delete(ev.object.name);
+        }
+        state.cache[kind] = [...items.values()].sort((a, b) => a.name.localeCompare(b.name));
+        for (const resolve of state.waiting[kind] || []) resolve();
+        delete state.waiting[kind];
+        schedule();
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      if (e.code === 401 || e.code === 403) { showError(e); return; }
+    }
+    await sleep(backoff);
+    backoff = Math.min(2 * backoff, 10000);
+  }
+}
+
+function startWatches() {
+  stopWatches();
+  state.watches = new AbortController();
+  for (const kind of WATCHED) follow(kind, state.watches.signal);
+}
+
+function stopWatches() {
+  if (state.watches) state.watches.abort();
+  state.watches = null;
+  state.cache = {};
+  state.extra = {};
+}
+
+// list returns a view's list: a watched one as its stream has it (waiting
+// for the first), another read through the API when fresh is asked or it
+// was never read.
+async function list(kind, fresh) {
+  if (WATCHED.includes(kind)) {
+    if (!state.cache[kind]) await new Promise((resolve) => (state.waiting[kind] = state.waiting[kind] || []).push(resolve));
+    return state.cache[kind];
+  }
+  if (fresh || !state.extra[kind]) state.extra[kind] = (await call("GET", nsPath(kind))).items;
+  return state.extra[kind];
+}
+
+// schedule renders the view once for a burst of events.
+function schedule() {
+  if (state.pending) return;
+  state.pending = true;
+  setTimeout(() => { state.pending = false; refresh(false); }, 0);
+}
 
 async function call(method, path, body, headers = {}) {
   const opts = { method, headers: { Authorization: "Bearer " + state.token, Accept: "application/json", ...headers } };
@@ -80,15 +170,16 @@ const copyable = (text) => h("code", { class: "copy", title: "click to copy", on
 
 const views = {
   async nodes() {
-    const nodes = (await call("GET", nsPath("nodes"))).items;
-    return table(["Node", "Phase", "CPU used", "Memory", "GPU", "Tags"], nodes.map((n) => h("tr", { "data-node": n.name },
-      h("td", {}, n.name), h("td", {}, n.phase), h("td", {}, bar(n.availableCpu, n.allocatableCpu)),
+    const nodes = await list("nodes");
+    return table(["Node", "Phase", "Scheduling", "CPU used", "Memory", "GPU", "Tags"], nodes.map((n) => h("tr", { "data-node": n.name },
+      h("td", {}, n.name), h("td", {}, n.phase), h("td", { "data-scheduling": n.schedulable ? "on" : "cordoned" }, n.schedulable ? "on" : "cordoned"),
+      h("td", {}, bar(n.availableCpu, n.allocatableCpu)),
       h("td", {}, `${n.availableMemory} free of ${n.allocatableMemory}`), h("td", {}, `${n.availableGpu}/${n.allocatableGpu}`), h("td", {}, (n.svcTags || []).join(", ")))));
   },
-  async vms() {
-    const [vms, images, configs] = await Promise.all([call("GET", nsPath("vms")), call("GET", nsPath("images")), call("GET", nsPath("vmconfigs"))]);
+  async vms(fresh) {
+    const [vms, images, configs] = await Promise.all([list("vms"), list("images"), list("vmconfigs", fresh)]);
     const act = (vm, action) => h("button", { type: "button", "data-action": action, onclick: () => run(() => call("POST", nsPath("vms", vm.name, "exec"), { action })) }, action);
-    const rows = vms.items.map((vm) => h("tr", { "data-vm": vm.name },
+    const rows = vms.map((vm) => h("tr", { "data-vm": vm.name },
       h("td", {}, vm.name), h("td", { class: "status-" + vm.status, "data-status": vm.status }, vm.status), h("td", {}, vm.node), h("td", {}, vm.image),
       h("td", {}, copyable(`ssh -p ${vm.ssh} admin@${vm.ip}`), " ", copyable(`vnc://${vm.ip}:${vm.vnc}`)),
       h("td", {}, ["start", "stop", "suspend", "resume", "revert"].map((a) => act(vm, a)),
@@ -99,18 +190,18 @@ const views = {
         } }, "save"),
         h("button", { type: "button", "data-action": "console", onclick: () => openConsole(vm.name) }, "console"),
         h("button", { type: "button", "data-action": "delete", onclick: () => confirm(`Delete ${vm.name}?`) && run(() => call("DELETE", nsPath("vms", vm.name))) }, "delete"))));
-    return [deployForm(images.items, configs.items), table(["VM", "Status", "Node", "Image", "Connect", ""], rows)];
+    return [deployForm(images, configs), table(["VM", "Status", "Node", "Image", "Connect", ""], rows)];
   },
-  async images() { return artifactView("images", "image"); },
-  async isos() { return artifactView("isos", "iso"); },
-  async vmconfigs() {
-    const cfgs = (await call("GET", nsPath("vmconfigs"))).items;
+  async images(fresh) { return artifactView("images", "image", fresh); },
+  async isos(fresh) { return artifactView("isos", "iso", fresh); },
+  async vmconfigs(fresh) {
+    const cfgs = await list("vmconfigs", fresh);
     return table(["Config", "Image", "CPU", "Memory", "Tag", ""], cfgs.map((c) => h("tr", {},
       h("td", {}, c.name), h("td", {}, c.image), h("td", {}, c.cpu), h("td", {}, c.memory), h("td", {}, c.tag),
       h("td", {}, h("button", { type: "button", onclick: () => run(() => call("DELETE", nsPath("vmconfigs", c.name))) }, "delete")))));
   },
   async jobs() {
-    const jobs = (await call("GET", nsPath("jobs"))).items;
+    const jobs = await list("jobs");
     return table(["Job", "Type", "State", "Progress", "Reference", "Message"], jobs.map((j) => h("tr", {},
       h("td", {}, j.name), h("td", {}, j.type), h("td", {}, j.state),
       h("td", {}, h("progress", { max: j.bytesTotal || 1, value: j.bytesDone })), h("td", {}, j.reference), h("td", {}, j.message))));
@@ -142,8 +233,8 @@ function deployForm(images, configs) {
   return f;
 }
 
-async function artifactView(kind, field) {
-  const items = (await call("GET", nsPath(kind))).items;
+async function artifactView(kind, field, fresh) {
+  const items = await list(kind, fresh);
   const progress = h("progress", { max: 1, value: 0, hidden: true });
   const file = h("input", { type: "file", name: field });
   const upload = h("form", { class: "inline" }, h("label", {}, "Name", h("input", { name: "name", required: true })), file, h("button", { type: "submit" }, "Upload"), progress);
@@ -155,7 +246,7 @@ async function artifactView(kind, field) {
     xhr.setRequestHeader("Authorization", "Bearer " + state.token);
     progress.hidden = false;
     xhr.upload.onprogress = (e) => { progress.max = e.total; progress.value = e.loaded; };
-    xhr.onload = () => { progress.hidden = true; showError(xhr.status >= 300 ? JSON.parse(xhr.responseText || "{}").message || xhr.statusText : null); refresh(); };
+    xhr.onload = () => { progress.hidden = true; showError(xhr.status >= 300 ? JSON.parse(xhr.responseText || "{}").message || xhr.statusText : null); refresh(true); };
     xhr.onerror = () => showError("upload failed");
     xhr.send(fd);
   });
@@ -166,7 +257,7 @@ async function artifactView(kind, field) {
 
 async function run(fn) {
   try { await fn(); showError(null); } catch (e) { showError(e); }
-  refresh();
+  refresh(true);
 }
 
 function tokenProtocol() {
@@ -196,13 +287,15 @@ function showConsole(vm) {
   state.rfb = rfb;
 }
 
-async function refresh() {
+// refresh renders the view from the lists; fresh reads again the lists no
+// stream keeps (a view opened, an action done).
+async function refresh(fresh) {
   const hash = location.hash.slice(1) || "vms";
   for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.getAttribute("href") === "#" + hash);
   if (hash.startsWith("console/")) return;
   const view = views[hash] || views.vms;
   try {
-    const content = await view();
+    const content = await view(fresh);
     if ((location.hash.slice(1) || "vms") !== hash) return;
     // A view that is already shown keeps its forms (what the user typed):
     // only its tables are replaced, and only those whose content changed,
@@ -226,22 +319,22 @@ async function refresh() {
 function route() {
   const hash = location.hash.slice(1);
   if (hash.startsWith("console/")) showConsole(decodeURIComponent(hash.slice(8)));
-  else { stopConsole(); refresh(); }
+  else { stopConsole(); refresh(true); }
 }
 
 function start() {
-  clearInterval(state.timer);
+  stopWatches();
   const signedIn = !!state.token;
   $("#signin").hidden = signedIn;
   $("#app").hidden = !signedIn;
   if (!signedIn) return;
   fillNamespaces();
+  startWatches();
   route();
-  state.timer = setInterval(refresh, POLL_MS);
 }
 
 $("#signin-form").addEventListener("submit", signIn);
 $("#signout").addEventListener("click", signOut);
-$("#namespace").addEventListener("change", (ev) => { state.ns = ev.target.value; sessionStorage.setItem("svc-ns", state.ns); route(); });
+$("#namespace").addEventListener("change", (ev) => { state.ns = ev.target.value; sessionStorage.setItem("svc-ns", state.ns); startWatches(); route(); });
 window.addEventListener("hashchange", route);
 start();

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -254,4 +256,54 @@ func newAuditCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&f.Limit, "limit", 0, "at most this many, the newest (default 1000)")
 	addOutputFlag(cmd, g, "table")
 	return cmd
+}
+
+// watchVMs prints a namespace's VMs and then their changes, one line each
+// (a JSON event per line with -o json), resuming after a dropped stream
+// and listing again when the version is too old, until ctx ends.
+func watchVMs(ctx context.Context, cl *api.Client, ns, output string, w io.Writer) error {
+	if output == "table" || output == "" {
+		fmt.Fprintf(w, "%-9s %-24s %-10s %-12s %s\n", "EVENT", "NAME", "STATUS", "NODE", "EXPIRES")
+	}
+	rv, backoff := "", 500*time.Millisecond
+	for ctx.Err() == nil {
+		err := cl.Watch(ctx, ns, "vms", rv, func(ev api.WatchEvent) error {
+			rv = ev.ResourceVersion
+			if ev.Type == "BOOKMARK" {
+				return nil
+			}
+			if output == "json" {
+				b, err := json.Marshal(ev)
+				if err == nil {
+					_, err = fmt.Fprintln(w, string(b))
+				}
+				return err
+			}
+			var vm api.VM
+			if err := json.Unmarshal(ev.Object, &vm); err != nil {
+				return err
+			}
+			expires := "-"
+			if vm.ExpiresAt != nil {
+				expires = vm.ExpiresAt.Local().Format(time.RFC3339)
+			}
+			_, err := fmt.Fprintf(w, "%-9s %-24s %-10s %-12s %s\n", ev.Type, vm.Name, vm.Status, vm.Node, expires)
+			return err
+		})
+		switch code := api.CodeOf(err); {
+		case ctx.Err() != nil:
+			return nil // Ctrl-C
+		case code == http.StatusGone:
+			rv = "" // too far behind: list again
+		case code == http.StatusUnauthorized || code == http.StatusForbidden || code == http.StatusNotFound:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+	return nil
 }

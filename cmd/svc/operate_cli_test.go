@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,5 +98,64 @@ func TestCLI_drain_quota_ttl(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lockedBuffer is a buffer the CLI writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// svc vm list --watch prints the list, then a deploy's and a delete's
+// events, until Ctrl-C (exit 0).
+func TestCLI_vm_list_watch(t *testing.T) {
+	c, url, token := clusterWithVM(t, testcluster.Options{})
+	cl := c.Client(c.Members[0])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := newRootCmd()
+	var out lockedBuffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"--api-url", url, "--token", token, "vm", "list", "--watch"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	shows := func(what string, re *regexp.Regexp) {
+		t.Helper()
+		if err := testcluster.Poll(context.Background(), 20*time.Second, func() error {
+			if !re.MatchString(out.String()) {
+				return fmt.Errorf("no %s in:\n%s", what, out.String())
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shows("the list", regexp.MustCompile(`(?m)^ADDED +web-1 +Running`))
+	one := 1
+	if _, err := cl.DeployVM(context.Background(), api.DefaultNamespace, api.DeployRequest{Name: "w2", Image: "tiny", CPU: &one}); err != nil {
+		t.Fatal(err)
+	}
+	shows("the deploy", regexp.MustCompile(`(?m)^ADDED +w2 `))
+	if err := cl.DeleteVM(context.Background(), api.DefaultNamespace, "w2"); err != nil {
+		t.Fatal(err)
+	}
+	shows("the delete", regexp.MustCompile(`(?m)^DELETED +w2 `))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("svc vm list --watch after Ctrl-C: %v", err)
 	}
 }

@@ -174,9 +174,23 @@ func printVMs(w io.Writer, vms []api.VM) error {
 }
 
 func newVMListCmd(g *globals) *cobra.Command {
-	return newListCmd(g, "List the VMs of the namespace (all users')",
+	cmd := newListCmd(g, "List the VMs of the namespace (all users'); --watch follows their changes",
 		func(ctx context.Context, cl *api.Client) ([]api.VM, error) { return cl.ListVMs(ctx, g.namespace) },
 		printVMs)
+	var watch bool
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the list, print each change as it happens (until Ctrl-C)")
+	list := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if !watch {
+			return list(cmd, args)
+		}
+		cl, err := g.clientFor()
+		if err != nil {
+			return err
+		}
+		return watchVMs(cmd.Context(), cl, g.namespace, g.output, cmd.OutOrStdout())
+	}
+	return cmd
 }
 
 func newVMGetCmd(g *globals) *cobra.Command {

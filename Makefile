@@ -120,6 +120,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Image(Transfer|Download)$$' -benchtime 3x ./node
 	$(GO) test -run '^$$' -bench 'Registry_' -benchtime 3x -timeout 20m ./imagestore/ocidisk
 	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./node
+	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_after_delete' -benchtime 5x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_template_vs_boot' -benchtime 5x -timeout 20m ./node

@@ -44,18 +44,26 @@ func ParseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// AuditEntry is one API write in the audit log (GET /api/v1/audit).
+// AuditEntry is one API write in the audit log (GET /api/v1/audit), as the
+// peer that received it saw it; never its body, headers or query.
 type AuditEntry struct {
-	Seq        uint64    `json:"seq"`
-	Time       time.Time `json:"time"`
-	Peer       string    `json:"peer"`
-	RemoteAddr string    `json:"remoteAddr"`
-	Subject    string    `json:"subject,omitempty"`
-	Namespace  string    `json:"namespace,omitempty"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	Code       int       `json:"code"`
-	Reason     string    `json:"reason,omitempty"`
+	// Seq numbers the entries in the order the log took them.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Peer received the request from RemoteAddr (the client's IP).
+	Peer       string `json:"peer"`
+	RemoteAddr string `json:"remoteAddr"`
+	// Subject is who called: "alice", "team-a:ci" (a service account),
+	// "peer:p2"; empty when the request carried no valid token.
+	Subject string `json:"subject,omitempty"`
+	// Namespace is the namespace the path names ("" for cluster routes).
+	Namespace string `json:"namespace,omitempty"`
+	Method    string `json:"method"`
+	Path      string `json:"path"`
+	// Code is the answer's HTTP status and Reason its Status reason
+	// (empty on success).
+	Code   int    `json:"code"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // WatchEvent is one line of a watch (GET .../vms?watch=true and the other

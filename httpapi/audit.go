@@ -32,29 +32,6 @@ func audited(r *http.Request) bool {
 	return strings.HasPrefix(r.URL.Path, "/api/v1/") && !strings.HasPrefix(r.URL.Path, "/api/v1/internal/") && forwarded(r) == ""
 }
 
-// statusWriter notes the status of an answer.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // subjectOf names a principal in the audit log.
 func subjectOf(p auth.Principal) string {
 	switch p.Kind {
@@ -134,12 +111,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.
 		}
 		flt.Limit = n
 	}
-	entries := s.replica.FSM().Audit(flt)
-	items := make([]api.AuditEntry, len(entries))
-	for i, e := range entries {
-		items[i] = api.AuditEntry(e)
-	}
-	writeJSON(w, http.StatusOK, api.List[api.AuditEntry]{Items: items})
+	writeJSON(w, http.StatusOK, api.List[api.AuditEntry]{Items: s.replica.FSM().Audit(flt)})
 	return nil
 }
 

@@ -100,15 +100,11 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 		return unavailable("5", "open the screen of vm %q: %v", name, err)
 	}
 	_ = vnc.SetDeadline(time.Time{})
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{consoleSubprotocol}})
+	client, err := acceptBinary(w, r)
 	if err != nil {
 		return nil // Accept has answered the client
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(1 << 20)
-	ctx, stop := context.WithCancel(context.Background()) // the request's ends with the hijack
-	defer stop()
-	client := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	defer client.Close()
 	_ = client.SetDeadline(time.Now().Add(consoleHandshakeTimeout))
 	err = rfb.ServeNone(client)
 	if err == nil {
@@ -125,6 +121,18 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	splice(client, vnc)
 	s.log.Info("console closed", "vm", ns+"/"+name)
 	return nil
+}
+
+// acceptBinary upgrades the request to a websocket (subprotocol binary)
+// and returns it as a connection of binary messages, which lives until it
+// is closed (the request's context ends with the upgrade).
+func acceptBinary(w http.ResponseWriter, r *http.Request) (net.Conn, error) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{consoleSubprotocol}})
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(1 << 20)
+	return websocket.NetConn(context.Background(), ws, websocket.MessageBinary), nil
 }
 
 // splice carries bytes both ways between a and b until either side ends,

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
@@ -47,15 +46,11 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request, p httproute
 		return unavailable("5", "port %d of vm %q does not answer: %v", port, vm.Name, err)
 	}
 	defer guest.Close()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{consoleSubprotocol}})
+	client, err := acceptBinary(w, r)
 	if err != nil {
 		return nil // Accept has answered the client
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(1 << 20)
-	ctx, stop := context.WithCancel(context.Background()) // the request's ends with the hijack
-	defer stop()
-	client := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	defer client.Close()
 	start := time.Now()
 	s.log.Info("port forward opened", "vm", vm.Namespace+"/"+vm.Name, "port", port, "by", owner(r.Context()))
 	splice(client, guest)

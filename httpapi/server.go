@@ -249,7 +249,7 @@ func (s *Server) handle(rt Route, h handler) {
 	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
 		if !rt.Stream && s.cfg.Audit != nil && audited(r) {
-			sw, start := &statusWriter{ResponseWriter: w}, time.Now()
+			sw, start := &statusRecorder{ResponseWriter: w}, time.Now()
 			w = sw
 			defer func() { s.auditWrite(r, p, principalOf(r.Context()), sw.code, start) }()
 		}

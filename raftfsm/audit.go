@@ -2,6 +2,8 @@ package raftfsm
 
 import (
 	"time"
+
+	"github.com/svc-project/svc/api"
 )
 
 // The audit log: every API write as the peer that received it saw it
@@ -9,26 +11,9 @@ import (
 // and bounded (the oldest entries go). It never holds a request's body or
 // headers: no token, password or other secret reaches it.
 
-// AuditEntry is one API write.
-type AuditEntry struct {
-	// Seq numbers the entries in the order the log took them.
-	Seq  uint64    `json:"seq"`
-	Time time.Time `json:"time"`
-	// Peer received the request from RemoteAddr (the client's IP).
-	Peer       string `json:"peer"`
-	RemoteAddr string `json:"remoteAddr"`
-	// Subject is who called: "alice", "team-a:ci" (a service account),
-	// "peer:p2"; empty when the request carried no valid token.
-	Subject string `json:"subject,omitempty"`
-	// Namespace is the namespace the path names ("" for cluster routes).
-	Namespace string `json:"namespace,omitempty"`
-	Method    string `json:"method"`
-	Path      string `json:"path"`
-	// Code is the answer's HTTP status and Reason its Status reason
-	// (empty on success).
-	Code   int    `json:"code"`
-	Reason string `json:"reason,omitempty"`
-}
+// AuditEntry is one API write (the API's record: who, from where, what,
+// the outcome, when).
+type AuditEntry = api.AuditEntry
 
 // Bounds of the audit log.
 const (

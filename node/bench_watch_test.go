@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -56,7 +57,9 @@ type watchFigures struct {
 }
 
 func benchWatch(b *testing.B, watchers int) watchFigures {
-	c := testcluster.New(b, 3, testcluster.Options{Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}})
+	// Raft's production timeouts: the 1,000 streams load the machine's two
+	// cores, which the tests' short timeouts would take for a dead leader.
+	c := testcluster.New(b, 3, testcluster.Options{Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}, ProductionTiming: true})
 	leader := c.WaitLeader()
 	follower := c.Followers()[0]
 	node := c.Members[0].Name
@@ -163,13 +166,21 @@ func benchWatch(b *testing.B, watchers int) watchFigures {
 					sentMu.Lock()
 					sent[i] = time.Now()
 					sentMu.Unlock()
-					if _, err := cl.TagNode(wctx, ns, node, fmt.Sprintf("w%d", i)); err != nil {
-						b.Errorf("tag %d: %v", i, err)
-					}
-					return
 				}
-				if _, err := cl.UntagNode(wctx, ns, node, fmt.Sprintf("w%d", i-benchLiveTags)); err != nil {
-					b.Errorf("untag %d: %v", i-benchLiveTags, err)
+				// A 503 (a leader change) is retried, as the API asks.
+				var err error
+				for range 3 {
+					if add {
+						_, err = cl.TagNode(wctx, ns, node, fmt.Sprintf("w%d", i))
+					} else {
+						_, err = cl.UntagNode(wctx, ns, node, fmt.Sprintf("w%d", i-benchLiveTags))
+					}
+					if api.CodeOf(err) != http.StatusServiceUnavailable {
+						break
+					}
+				}
+				if err != nil {
+					b.Errorf("write %d (add %v): %v", i, add, err)
 				}
 			}()
 		}

@@ -50,6 +50,9 @@ var fuzzBodies = []string{
 	`{"command":["cat"],"stdin":"x"}`,
 	`{"size":"20G"}`,
 	`{"size":"1"}`,
+	`{"by":"1h"}`,
+	`{"cpu":4,"memory":8,"vms":3}`,
+	`{"cpu":0,"memory":0,"vms":0}`,
 }
 
 // fuzzParams are the values path parameters take: existing and missing names.
@@ -98,7 +101,7 @@ func fingerprint(t *testing.T, f *raftfsm.FSM) string {
 	return strings.Join(keys, "\n")
 }
 
-// FuzzAPI_post_routes drives every POST (and PATCH) route of the router with generated
+// FuzzAPI_post_routes drives every POST (and PATCH and PUT) route of the router with generated
 // JSON bodies: no answer is a 5xx, every error is a Status body, and a
 // refused request creates nothing, not even for a moment that outlives it.
 func FuzzAPI_post_routes(f *testing.F) {
@@ -111,7 +114,7 @@ func FuzzAPI_post_routes(f *testing.F) {
 	}
 	var routes []string // "METHOD path"
 	for _, r := range m.Peer.API().Routes() {
-		if (r.Method == http.MethodPost || r.Method == http.MethodPatch) && !strings.HasPrefix(r.Path, "/api/v1/internal/") {
+		if (r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut) && !strings.HasPrefix(r.Path, "/api/v1/internal/") {
 			routes = append(routes, r.Method+" "+r.Path)
 		}
 	}

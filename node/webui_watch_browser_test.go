@@ -37,6 +37,8 @@ func TestWebUI_browser_watch(t *testing.T) {
 	do("sign in", chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"),
 		chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
 		chromedp.WaitVisible("#app"), uiView("vms"), chromedp.WaitVisible(`tr[data-vm="seed"]`))
+	// The page's own reads are done: the namespaces it offers are filled.
+	waitJS(t, c, ctx, "the namespaces read", `document.querySelectorAll("#namespaces option").length > 0`, 10*time.Second)
 	count := func() float64 {
 		t.Helper()
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[float64](uiRequests))

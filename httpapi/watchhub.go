@@ -128,11 +128,37 @@ func (h *watchHub) run(ctx context.Context) {
 		case <-blob:
 		case <-job:
 		}
-		// A VM's status shows its node's phase and a node its VMs' use and
-		// its images: the kinds are compared together (a few records each
-		// but VMs, which are compared as marshalled JSON).
-		h.refresh(watchKinds)
+		h.refresh(touched(vm, node, image, blob, job))
 	}
+}
+
+// touched returns the kinds to compare after the changes whose channels
+// are closed: a VM's status shows its node's phase, and a node its VMs'
+// use and the images it holds, so those go together; jobs alone.
+func touched(vm, node, image, blob, job <-chan struct{}) []string {
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	var kinds []string
+	vms, images := closed(vm) || closed(node), closed(image) || closed(blob)
+	if vms {
+		kinds = append(kinds, watchVMs)
+	}
+	if vms || images {
+		kinds = append(kinds, watchNodes)
+	}
+	if images {
+		kinds = append(kinds, watchImages)
+	}
+	if closed(job) {
+		kinds = append(kinds, watchJobs)
+	}
+	return kinds
 }
 
 // view is the current list of a kind as the API shows it, by key.

@@ -60,8 +60,8 @@ type AuditEntry struct {
 	Namespace string `json:"namespace,omitempty"`
 	Method    string `json:"method"`
 	Path      string `json:"path"`
-	// Code is the answer's HTTP status and Reason its Status reason
-	// (empty on success).
+	// Code is the answer's HTTP status and Reason its text ("Forbidden";
+	// empty on success).
 	Code   int    `json:"code"`
 	Reason string `json:"reason,omitempty"`
 }

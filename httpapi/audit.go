@@ -60,34 +60,9 @@ func (s *Server) auditWrite(r *http.Request, p httprouter.Params, pr auth.Princi
 		Namespace: p.ByName("namespace"), Method: r.Method, Path: r.URL.Path, Code: code,
 	}
 	if code >= 300 {
-		e.Reason = reasonOf(code)
+		e.Reason = http.StatusText(code)
 	}
 	s.cfg.Audit.Record(e)
-}
-
-// reasonOf is the Status reason the API answers a code with.
-func reasonOf(code int) string {
-	switch code {
-	case http.StatusBadRequest:
-		return api.ReasonBadRequest
-	case http.StatusUnauthorized:
-		return api.ReasonUnauthorized
-	case http.StatusForbidden:
-		return api.ReasonForbidden
-	case http.StatusNotFound:
-		return api.ReasonNotFound
-	case http.StatusConflict:
-		return api.ReasonConflict
-	case http.StatusRequestEntityTooLarge:
-		return api.ReasonRequestEntityTooLarge
-	case http.StatusTooManyRequests:
-		return api.ReasonTooManyRequests
-	case http.StatusServiceUnavailable:
-		return api.ReasonServiceUnavailable
-	case http.StatusGatewayTimeout:
-		return api.ReasonTimeout
-	}
-	return "HTTP " + strconv.Itoa(code)
 }
 
 // listAudit answers the audit log, filtered: ?namespace=, ?subject=,

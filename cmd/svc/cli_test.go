@@ -46,19 +46,7 @@ func TestCLI_formats_exit_codes_completion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SVC_NAMESPACE", tc.env)
-			out, err := runSvc(t, url, token, "", tc.args...)
-			if code := exitCode(err); code != tc.wantCode {
-				t.Fatalf("exit %d, want %d: %v\n%s", code, tc.wantCode, err, out)
-			}
-			text := out
-			if err != nil {
-				text += err.Error()
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("%q not in:\n%s", w, text)
-				}
-			}
+			checkCLI(t, url, token, "", tc.args, tc.wantCode, tc.want...)
 		})
 	}
 }
@@ -86,4 +74,23 @@ func clusterWithVM(t *testing.T, opts testcluster.Options) (c *testcluster.Clust
 		t.Fatal(err)
 	}
 	return c, url, token
+}
+
+// checkCLI runs the CLI in-process and checks its exit status and that
+// its output (and error) holds each of want.
+func checkCLI(t *testing.T, url, token, stdin string, args []string, wantCode int, want ...string) {
+	t.Helper()
+	out, err := runSvc(t, url, token, stdin, args...)
+	if code := exitCode(err); code != wantCode {
+		t.Fatalf("exit %d, want %d: %v\n%s", code, wantCode, err, out)
+	}
+	text := out
+	if err != nil {
+		text += err.Error()
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%q not in:\n%s", w, text)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/svc-project/svc/api"
@@ -32,19 +31,7 @@ func TestCLI_vm_run_and_resize(t *testing.T) {
 		{"a bad size", "", []string{"vm", "resize", "web-1", "big"}, 2, ""},
 		{"a bad port pair", "", []string{"vm", "port-forward", "web-1", "x:22"}, 2, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := runSvc(t, url, token, tc.stdin, tc.args...)
-			if code := exitCode(err); code != tc.wantCode {
-				t.Fatalf("exit %d, want %d: %v\n%s", code, tc.wantCode, err, out)
-			}
-			text := out
-			if err != nil {
-				text += err.Error()
-			}
-			if !strings.Contains(text, tc.want) {
-				t.Fatalf("%q not in %q", tc.want, text)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCLI(t, url, token, tc.stdin, tc.args, tc.wantCode, tc.want) })
 	}
 	if vm, err := cl.GetVM(context.Background(), api.DefaultNamespace, "web-1"); err != nil || vm.DiskBytes != 3<<30 {
 		t.Fatalf("after the resize: %d %v", vm.DiskBytes, err)

@@ -75,19 +75,7 @@ func TestCLI_drain_quota_ttl(t *testing.T) {
 		{"over it", []string{"vm", "deploy", "--image", "tiny", "--cpu", "1"}, 1, "quota of VMs"},
 		{"show it", []string{"namespace", "quota", api.DefaultNamespace}, 0, "QUOTA"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, err := runSvc(t, url, token, "", tc.args...)
-			if code := exitCode(err); code != tc.wantCode {
-				t.Fatalf("exit %d, want %d: %v\n%s", code, tc.wantCode, err, out)
-			}
-			text := out
-			if err != nil {
-				text += err.Error()
-			}
-			if !strings.Contains(text, tc.want) {
-				t.Fatalf("%q not in %q", tc.want, text)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCLI(t, url, token, "", tc.args, tc.wantCode, tc.want) })
 	}
 	// svc audit shows the writes above, the refused deploy too.
 	if err := testcluster.Poll(context.Background(), 15*time.Second, func() error {

@@ -94,7 +94,7 @@ func TestJoinToken_roundtrip_and_bad_forms(t *testing.T) {
 		{"other prefix", "svcjt2." + strings.Join(parts[1:], ".")},
 		{"three parts", strings.Join(parts[:3], ".")},
 		{"short fingerprint", parts[0] + ".abcd." + parts[2] + "." + parts[3]},
-		{"upper-case id", parts[0] + "." + parts[1] + "." + strings.ToUpper(parts[2]+"x")[:16] + "." + parts[3]},
+		{"upper-case id", parts[0] + "." + parts[1] + "." + strings.ToUpper(parts[2] + "x")[:16] + "." + parts[3]},
 		{"short secret", parts[0] + "." + parts[1] + "." + parts[2] + ".abc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

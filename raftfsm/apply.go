@@ -11,7 +11,7 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 	}
 	switch c.Type &^ FlagIgnorable {
 	case TypeInit:
-		return applyBody(c, s.applyInit)
+		return applyBody(c, func(b Init) (any, error) { return s.applyInit(index, b) })
 	case TypeNodeUpsert:
 		return applyBody(c, s.applyNodeUpsert)
 	case TypeNodeSetPhase:
@@ -98,6 +98,18 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyVMExtend)
 	case TypeAuditAppend:
 		return applyBody(c, s.applyAuditAppend)
+	case TypeJoinTokenCreate:
+		return applyBody(c, s.applyJoinTokenCreate)
+	case TypeJoinTokenRevoke:
+		return applyBody(c, s.applyJoinTokenRevoke)
+	case TypePeerAdmit:
+		return applyBody(c, func(b PeerAdmit) (any, error) { return s.applyPeerAdmit(index, b) })
+	case TypeNodeRemove:
+		return applyBody(c, func(b NodeRemove) (any, error) { return s.applyNodeRemove(index, b) })
+	case TypePeerAddr:
+		return applyBody(c, s.applyPeerAddr)
+	case TypeGossipKeysSet:
+		return applyBody(c, s.applyGossipKeysSet)
 	}
 	return nil, ErrUnknownCommand
 }

@@ -59,6 +59,12 @@ const (
 	TypeNamespaceQuota   Type = 42
 	TypeVMExtend         Type = 43
 	TypeAuditAppend      Type = 44
+	TypeJoinTokenCreate  Type = 45
+	TypeJoinTokenRevoke  Type = 46
+	TypePeerAdmit        Type = 47
+	TypeNodeRemove       Type = 48
+	TypePeerAddr         Type = 49
+	TypeGossipKeysSet    Type = 50
 )
 
 var typeNames = map[Type]string{
@@ -92,6 +98,12 @@ var typeNames = map[Type]string{
 	TypeNamespaceQuota:   "namespace-quota",
 	TypeVMExtend:         "vm-extend",
 	TypeAuditAppend:      "audit-append",
+	TypeJoinTokenCreate:  "jointoken-create",
+	TypeJoinTokenRevoke:  "jointoken-revoke",
+	TypePeerAdmit:        "peer-admit",
+	TypeNodeRemove:       "node-remove",
+	TypePeerAddr:         "peer-addr",
+	TypeGossipKeysSet:    "gossip-keys-set",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
 	TypeImageCopy:        "image-copy",
@@ -116,17 +128,20 @@ func (t Type) String() string {
 }
 
 // PeerProposable reports whether a peer may propose a command of this type
-// through the leader on its own behalf: status reports, the blobs it holds
-// (taken and dropped), images and ISOs it received, the outcome of a commit
-// or save it carried out, the progress of its jobs, the stop and start of a
-// VM whose disk its push job reads, and the users its host's root names (svc
-// admin token, svc admin user remove). Every other command comes from an
-// authorized API call on the leader.
+// through the leader on its own behalf (see FSM.CheckProposer, which binds
+// each to the proposing peer): status reports, the blobs it holds (taken
+// and dropped), images and ISOs it received, the outcome of a commit or
+// save it carried out, the progress of its jobs, the stop and start of a
+// VM whose disk its push job reads, the audit entries of requests it
+// received, its own addresses, and the admission of a host that presented
+// it a join token. Every other command comes from an authorized API call
+// on the leader; the users root on a host names (svc admin token) go
+// through a route of their own, audited as that host's.
 func (t Type) PeerProposable() bool {
 	switch t {
-	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate, TypeUserUpsert, TypeUserRemove,
+	case TypeVMStatus, TypeBlobAddHolder, TypeBlobDropHolder, TypeImageCreate,
 		TypeVMImageOpDone, TypeVMImageOpFailed, TypeJobUpdate, TypeVMAction, TypeNodeTemplates,
-		TypeVMDiskSize, TypeAuditAppend:
+		TypeVMDiskSize, TypeAuditAppend, TypePeerAdmit, TypePeerAddr:
 		return true
 	}
 	return false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svc-project/svc/api"
 )
@@ -54,6 +55,12 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeNamespaceQuota, NamespaceQuotaSet{Namespace: api.DefaultNamespace, Quota: &Quota{CPU: 4, MemoryBytes: 8 << 30, VMs: 3}}),
 		mustEncode(f, TypeVMExtend, VMExtend{Namespace: api.DefaultNamespace, Name: "a", Seconds: 3600}),
 		mustEncode(f, TypeAuditAppend, AuditAppend{Entries: []AuditEntry{{Subject: "alice", Method: "POST", Path: "/api/v1/namespaces", Code: 201}}, Keep: 100}),
+		tokenCmd(f, 2, t0.Add(time.Hour)),
+		admitCmd(f, "n3", keyOf('c'), t0),
+		mustEncode(f, TypeJoinTokenRevoke, JoinTokenRevoke{ID: tokID}),
+		mustEncode(f, TypeNodeRemove, NodeRemove{Name: "n3", By: "admin", Time: t0}),
+		mustEncode(f, TypePeerAddr, PeerAddr{Name: "first", Addr: "127.0.0.2", RaftAddr: "127.0.0.2:7000"}),
+		mustEncode(f, TypeGossipKeysSet, GossipKeysSet{Keys: []byte("k")}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

@@ -23,7 +23,7 @@ func scaleFSM(b *testing.B, vms int) (*FSM, uint64) {
 			b.Fatal(r.Err)
 		}
 	}
-	apply(TypeInit, Init{ClusterID: "c", Time: t0})
+	apply(TypeInit, TestInit("c", t0))
 	for n := range 100 {
 		apply(TypeNodeUpsert, NodeUpsert{Name: fmt.Sprintf("n%d", n), NodeFacts: NodeFacts{Addr: "10.0.0.1", Capacity: Capacity{CPU: 1 << 20, MemoryBytes: 1 << 50}}, Phase: api.PhaseReady})
 	}

@@ -28,8 +28,9 @@ type State struct {
 	Blobs map[string]*Blob `json:"blobs"`
 	// Users are the people admins have named.
 	Users map[string]*User `json:"users"`
-	// SigningKey is the Ed25519 seed the cluster signs tokens with.
-	SigningKey []byte `json:"signingKey,omitempty"`
+	// Fabric is the trust between peers: the CA, the wrapped keys, the
+	// admitted and removed peers, the join tokens (nil before Init).
+	Fabric *Fabric `json:"fabric,omitempty"`
 	// Cert is the certificate every peer serves HTTPS with.
 	Cert *Cert `json:"cert,omitempty"`
 	// RegistryCredentials are keyed by "namespace/server".

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -33,10 +34,15 @@ type StoreConfig struct {
 	ID string
 	// DataDir holds raft.db and the snapshots.
 	DataDir string
-	// Bind is the host:port the Raft transport listens on (port 0 picks one).
-	Bind string
-	// Advertise is the host:port others reach it on; Bind's when empty.
+	// Listener is the Raft port, bound already (the peer must know its
+	// address before it joins); the store closes it.
+	Listener net.Listener
+	// Advertise is the host:port others reach it on; the listener's when
+	// empty.
 	Advertise string
+	// TLS, when set, authenticates every Raft connection both ways (nil:
+	// plain TCP, for benchmarks that state the cost of TLS).
+	TLS *PeerTLS
 	// Gate optionally refuses traffic to some addresses (tests).
 	Gate netgate.Gate
 	// Timing tunes the Raft timeouts.
@@ -107,7 +113,7 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 		_ = bolt.Close()
 		return nil, fmt.Errorf("open snapshots: %w", err)
 	}
-	layer, err := newStreamLayer(cfg.Bind, cfg.Advertise, cfg.Gate)
+	layer, err := newStreamLayer(cfg.Listener, cfg.Advertise, cfg.Gate, cfg.TLS, log)
 	if err != nil {
 		_ = bolt.Close()
 		return nil, err

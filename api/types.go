@@ -25,8 +25,9 @@ const (
 )
 
 // HeaderForwardedBy marks a request that one peer forwarded to the leader.
-// A peer never forwards a request that carries it. It counts only with a
-// valid peer token in HeaderPeerToken; a client's is dropped.
+// A peer never forwards a request that carries it. It counts only on a
+// request another peer sent over the fabric (its certificate checked); a
+// client's is dropped.
 const HeaderForwardedBy = "X-Svc-Forwarded-By"
 
 // HeaderNotLeader marks a peer's refusal of a request another peer
@@ -34,9 +35,9 @@ const HeaderForwardedBy = "X-Svc-Forwarded-By"
 // request ran, so the forwarding peer may send it to the new leader.
 const HeaderNotLeader = "X-Svc-Not-Leader"
 
-// HeaderPeerToken carries the forwarding peer's own token (the caller's stays
-// in Authorization).
-const HeaderPeerToken = "X-Svc-Peer-Token"
+// HeaderPlainPeer names the calling peer on a cluster running without the
+// fabric's TLS (benchmarks only); peers ignore it otherwise.
+const HeaderPlainPeer = "X-Svc-Plain-Peer"
 
 // HeaderIndex carries the leader's applied Raft index on the answer to a
 // forwarded write; the forwarding peer waits until its replica has applied
@@ -117,6 +118,17 @@ type ClusterInfo struct {
 type ApplyRequest struct {
 	Type byte            `json:"type"`
 	Body json.RawMessage `json:"body"`
+}
+
+// HostUserPath is the leader's route for the users root on a peer's host
+// names or removes (svc admin token, svc admin user remove): peers only.
+const HostUserPath = "/api/v1/internal/host-users"
+
+// HostUserRequest is its body.
+type HostUserRequest struct {
+	User   string `json:"user"`
+	Admin  bool   `json:"admin,omitempty"`
+	Remove bool   `json:"remove,omitempty"`
 }
 
 // AppliedIndexPath is a peer's own route that tells the index of the last

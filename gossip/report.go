@@ -28,6 +28,9 @@ type Report struct {
 	// Problem, when set, says why the peer cannot take VMs (its node is then
 	// NOT READY even though the peer is alive).
 	Problem string `json:"prob,omitempty"`
+	// KeyEpoch is the epoch of the gossip keyring the peer has installed
+	// (a key rotation waits for every peer's).
+	KeyEpoch uint64 `json:"ke,omitempty"`
 }
 
 // maxProblem bounds Problem so that the report fits the metadata limit.

@@ -48,6 +48,11 @@ func subjectOf(p auth.Principal) string {
 // auditWrite writes the audit entry of an answered write: never its body, its
 // headers or its query (no secret goes there).
 func (s *Server) auditWrite(r *http.Request, p httprouter.Params, pr auth.Principal, code int, start time.Time) {
+	s.auditRecord(r, subjectOf(pr), p.ByName("namespace"), code, start)
+}
+
+// auditRecord writes one audit entry of r, answered with code, as subject's.
+func (s *Server) auditRecord(r *http.Request, subject, ns string, code int, start time.Time) {
 	if s.cfg.Audit == nil {
 		return
 	}
@@ -56,8 +61,8 @@ func (s *Server) auditWrite(r *http.Request, p httprouter.Params, pr auth.Princi
 		host = r.RemoteAddr
 	}
 	e := raftfsm.AuditEntry{
-		Time: start.UTC(), Peer: s.replica.Name(), RemoteAddr: host, Subject: subjectOf(pr),
-		Namespace: p.ByName("namespace"), Method: r.Method, Path: r.URL.Path, Code: code,
+		Time: start.UTC(), Peer: s.replica.Name(), RemoteAddr: host, Subject: subject,
+		Namespace: ns, Method: r.Method, Path: r.URL.Path, Code: code,
 	}
 	if code >= 300 {
 		e.Reason = http.StatusText(code)

@@ -24,8 +24,8 @@ var openRoutes = map[string]bool{
 	// The web UI\'s page and files: it signs in with a pasted token.
 	"GET /ui":       true,
 	"GET /ui/*file": true,
-	// A restarted peer asks it before it can check tokens; it tells an index.
-	"GET /api/v1/internal/commit-index": true,
+	// The cluster's CA certificate: public, for clients that verify HTTPS.
+	"GET /api/v1/cluster/ca": true,
 }
 
 // TestAuthz_matrix walks every route of the router for every kind of caller
@@ -81,23 +81,28 @@ func TestAuthz_matrix(t *testing.T) {
 		name  string
 		token string
 		kind  string // "bad" (401 on any closed route), "admin", "member" (bound to team-a), "stranger", "peer"
+		// peer names the caller as a peer over the fake's fabric (see
+		// fakeBackend.PeerOf): the only way a peer route lets one in.
+		peer string
 	}
 	callers := []caller{
-		{"no token", "", "bad"},
-		{"malformed", "not-a-token", "bad"},
-		{"bad signature", sign(otherKey, user("root", auth.RoleAdmin), time.Hour, now), "bad"},
-		{"expired", sign(testSeed, user("alice", auth.RoleUser), time.Hour, now.Add(-2*time.Hour)), "bad"},
-		{"deleted service account", sign(testSeed, auth.Principal{Kind: auth.KindServiceAccount, Name: "old", Namespace: "team-a"}, 0, now), "bad"},
-		{"removed user", sign(testSeed, user("gone", auth.RoleUser), time.Hour, now), "bad"},
-		{"service account of another namespace", sign(testSeed, auth.Principal{Kind: auth.KindServiceAccount, Name: "ci", Namespace: api.DefaultNamespace}, 0, now), "stranger"},
-		{"user not bound", sign(testSeed, user("bob", auth.RoleUser), time.Hour, now), "stranger"},
-		{"user bound", sign(testSeed, user("alice", auth.RoleUser), time.Hour, now), "member"},
-		{"service account bound", sign(testSeed, auth.Principal{Kind: auth.KindServiceAccount, Name: "bot", Namespace: "team-a"}, 0, now), "member"},
-		{"admin", sign(testSeed, user("root", auth.RoleAdmin), time.Hour, now), "admin"},
-		{"peer", sign(testSeed, auth.Principal{Kind: auth.KindPeer, Name: "p2"}, 10*time.Minute, now), "peer"},
+		{"no token", "", "bad", ""},
+		{"malformed", "not-a-token", "bad", ""},
+		{"bad signature", sign(otherKey, user("root", auth.RoleAdmin), time.Hour, now), "bad", ""},
+		{"expired", sign(testSeed, user("alice", auth.RoleUser), time.Hour, now.Add(-2*time.Hour)), "bad", ""},
+		{"deleted service account", sign(testSeed, auth.Principal{Kind: auth.KindServiceAccount, Name: "old", Namespace: "team-a"}, 0, now), "bad", ""},
+		{"removed user", sign(testSeed, user("gone", auth.RoleUser), time.Hour, now), "bad", ""},
+		{"service account of another namespace", sign(testSeed, auth.Principal{Kind: auth.KindServiceAccount, Name: "ci", Namespace: api.DefaultNamespace}, 0, now), "stranger", ""},
+		{"user not bound", sign(testSeed, user("bob", auth.RoleUser), time.Hour, now), "stranger", ""},
+		{"user bound", sign(testSeed, user("alice", auth.RoleUser), time.Hour, now), "member", ""},
+		{"service account bound", sign(testSeed, auth.Principal{Kind: auth.KindServiceAccount, Name: "bot", Namespace: "team-a"}, 0, now), "member", ""},
+		{"admin", sign(testSeed, user("root", auth.RoleAdmin), time.Hour, now), "admin", ""},
+		{"peer token", sign(testSeed, auth.Principal{Kind: auth.KindPeer, Name: "n2"}, 10*time.Minute, now), "bad", ""},
+		{"peer over the fabric", "", "peer", "n2"},
+		{"admin's token over the fabric", sign(testSeed, user("root", auth.RoleAdmin), time.Hour, now), "admin", "n2"},
 	}
 	fill := strings.NewReplacer(":namespace", "team-a", ":name", "n1", ":vmconfig", "c1", ":vm", "vm1",
-		":serviceaccount", "bot", ":image", "i1", ":iso", "iso1", ":registry", "reg.example:5000", ":job", "push-vm1-abcde", ":remoteimage", "tiny-v1", ":remoteiso", "boot-v1", ":digest", "sha256:"+strings.Repeat("0", 64))
+		":serviceaccount", "bot", ":id", "0123456789abcdef", ":image", "i1", ":iso", "iso1", ":registry", "reg.example:5000", ":job", "push-vm1-abcde", ":remoteimage", "tiny-v1", ":remoteiso", "boot-v1", ":digest", "sha256:"+strings.Repeat("0", 64))
 	for _, rt := range s.Routes() {
 		id := rt.Method + " " + rt.Path
 		if rt.Rule == RuleOpen && !openRoutes[id] {
@@ -108,13 +113,14 @@ func TestAuthz_matrix(t *testing.T) {
 				want := 0 // let through: anything but 401 and 403
 				switch {
 				case rt.Rule == RuleOpen:
-				case c.kind == "bad":
+				case rt.Rule == RulePeer && c.peer == "":
+					want = http.StatusForbidden // no token makes a peer
+				case rt.Rule == RulePeer:
+				case c.kind == "bad", c.kind == "peer": // a peer with no token on a user's route
 					want = http.StatusUnauthorized
-				case rt.Rule == RulePeer && c.kind != "peer":
-					want = http.StatusForbidden
 				case rt.Rule == RuleAdmin && c.kind != "admin":
 					want = http.StatusForbidden
-				case rt.Rule == RuleMember && (c.kind == "stranger" || c.kind == "peer"):
+				case rt.Rule == RuleMember && c.kind == "stranger":
 					want = http.StatusForbidden
 				}
 				body := ""
@@ -123,7 +129,7 @@ func TestAuthz_matrix(t *testing.T) {
 				}
 				b, h := fresh(t)
 				before, _ := b.fsm.Dump()
-				w := doAs(t, h, c.token, rt.Method, fill.Replace(rt.Path), body)
+				w := doAsPeer(t, h, c.token, c.peer, rt.Method, fill.Replace(rt.Path), body)
 				if want == 0 {
 					if w.Code == http.StatusUnauthorized || w.Code == http.StatusForbidden {
 						t.Fatalf("denied with %d: %s", w.Code, w.Body)

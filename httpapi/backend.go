@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
+	"time"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
@@ -26,7 +28,8 @@ type Replica interface {
 type Consensus interface {
 	// IsLeader reports whether this peer is the Raft leader.
 	IsLeader() bool
-	// WaitLeader returns the leader's name and API address ("host:port";
+	// WaitLeader returns the leader's name and the address peers call it
+	// at ("host:port", see Peers.PeerAddr;
 	// empty when this peer leads), waiting a bounded time for one to be
 	// known; the error says why none is.
 	WaitLeader(ctx context.Context) (name, addr string, err error)
@@ -54,17 +57,34 @@ type Readiness interface {
 	WaitCaughtUp(ctx context.Context) bool
 }
 
-// Peers is what the API knows of the cluster's other peers.
+// Peers is what the API knows of the cluster's other peers, and how it
+// talks to them: over the fabric (TLS both ways, certificates checked).
 type Peers interface {
-	// PeerAPI returns the API address of a peer, "" when unknown.
-	PeerAPI(name string) string
+	// PeerAddr returns where peers call a peer (host:port), "" when
+	// unknown; PeerScheme is the scheme ("https"); PeerTransport makes the
+	// calls, with this peer's certificate.
+	PeerAddr(name string) string
+	PeerScheme() string
+	PeerTransport() http.RoundTripper
+	// PeerOf names the peer that sent a request over the fabric (false for
+	// any other caller, whatever its headers or token).
+	PeerOf(r *http.Request) (string, bool)
 	// IsPeer reports whether ip is the address of a peer of the cluster
 	// (peers are never refused for the connection limits).
 	IsPeer(ip string) bool
-	// PeerToken is this peer's token for calls to other peers.
-	PeerToken() (string, error)
 	// ClusterInfo describes the cluster as this peer sees it.
 	ClusterInfo(ctx context.Context) api.ClusterInfo
+}
+
+// Membership admits and removes peers and keeps the fabric's keys.
+type Membership interface {
+	// CreateJoinToken makes a join token valid for ttl admitting uses
+	// hosts, made by by; it returns the token and its record.
+	CreateJoinToken(ctx context.Context, ttl time.Duration, uses int, by string) (string, raftfsm.JoinToken, error)
+	// RemoveNode removes a peer for good.
+	RemoveNode(ctx context.Context, name, by string) error
+	// RotateGossipKey replaces the gossip key on every live peer.
+	RotateGossipKey(ctx context.Context) error
 }
 
 // Placer places a deploy's VM; it runs on the leader.

@@ -21,14 +21,14 @@ func BenchmarkAuth(b *testing.B) {
 	header := "Bearer " + tok
 	b.Run("token-check-first-use", func(b *testing.B) {
 		for range b.N {
-			a := auth.NewAuthenticator(fb.fsm) // nothing verified yet: a full signature check
+			a := auth.NewAuthenticator(fb.fsm, fb) // nothing verified yet: a full signature check
 			if _, err := a.Authenticate(header, time.Now()); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("token-check", func(b *testing.B) {
-		a := auth.NewAuthenticator(fb.fsm)
+		a := auth.NewAuthenticator(fb.fsm, fb)
 		for range b.N {
 			if _, err := a.Authenticate(header, time.Now()); err != nil {
 				b.Fatal(err)

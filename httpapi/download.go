@@ -57,21 +57,16 @@ func fileName(img raftfsm.Image) string {
 // a refused range as the holder refused it), trying the holders in turn.
 func (s *Server) streamFromHolder(w http.ResponseWriter, r *http.Request, digest string) error {
 	b, _ := s.replica.FSM().Blob(digest)
-	tok, err := s.peers.PeerToken()
-	if err != nil {
-		return err
-	}
 	var errs []error
 	for _, holder := range b.Holders {
-		addr := s.peers.PeerAPI(holder)
+		addr := s.peers.PeerAddr(holder)
 		if holder == s.replica.Name() || addr == "" {
 			continue
 		}
-		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://"+addr+imagestore.BlobPath(digest), nil)
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.peers.PeerScheme()+"://"+addr+imagestore.BlobPath(digest), nil)
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
 		for _, k := range []string{"Range", "If-Range"} {
 			if v := r.Header.Get(k); v != "" {
 				req.Header.Set(k, v)

@@ -3,16 +3,13 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
-	"time"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/internal/netgate"
 )
 
 // Target says where a route's request runs.
@@ -37,7 +34,7 @@ func (t Target) String() string { return [...]string{"here", "leader", "vm-host"
 // is forwarded at most once.
 type forwarder struct {
 	s       *Server
-	tr      *http.Transport
+	tr      http.RoundTripper
 	proxy   *httputil.ReverseProxy
 	pending *pendingWrites
 }
@@ -48,25 +45,18 @@ const targetAddrKey ctxKey = 0
 
 func newForwarder(s *Server) *forwarder {
 	f := &forwarder{s: s, pending: newPendingWrites()}
-	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
-	tr := &http.Transport{
-		DialContext:           netgate.DialContext(s.cfg.Gate, dialer),
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: 0, // long calls (deploys) set their own deadline
-	}
+	// Over the fabric: the other peer knows this one by its certificate.
+	// Long calls (deploys) set their own deadline.
+	tr := s.peers.PeerTransport()
 	f.tr = tr
 	f.proxy = &httputil.ReverseProxy{
 		Transport: &leaderRetry{f: f, next: tr},
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			addr, _ := pr.In.Context().Value(targetAddrKey).(string)
-			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Scheme = s.peers.PeerScheme()
 			pr.Out.URL.Host = addr
 			pr.Out.Host = addr
 			pr.Out.Header.Set(api.HeaderForwardedBy, s.replica.Name())
-			if tok, err := s.peers.PeerToken(); err == nil {
-				pr.Out.Header.Set(api.HeaderPeerToken, tok)
-			}
 			pr.SetXForwarded()
 		},
 		FlushInterval: -1,
@@ -89,7 +79,11 @@ func newForwarder(s *Server) *forwarder {
 	return f
 }
 
-func (f *forwarder) close() { f.tr.CloseIdleConnections() }
+func (f *forwarder) close() {
+	if c, ok := f.tr.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
 
 // forwarded reports whether another peer forwarded r here (a peer proved it:
 // see dropUnprovenForwarding).
@@ -148,7 +142,7 @@ func (f *forwarder) toVMHost(w http.ResponseWriter, r *http.Request, p httproute
 		writeError(w, s.log, unavailable("5", "vm %q is on peer %s, which is NOT READY", vm.Name, vm.Node))
 		return true
 	}
-	addr := s.peers.PeerAPI(vm.Node)
+	addr := s.peers.PeerAddr(vm.Node)
 	if addr == "" {
 		writeError(w, s.log, unavailable("2", "vm %q is on peer %s, whose address is not known here yet", vm.Name, vm.Node))
 		return true

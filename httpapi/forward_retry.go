@@ -90,7 +90,7 @@ func (f *forwarder) newLeader(ctx context.Context, old string) (string, error) {
 			return "", err
 		}
 		if name == f.s.replica.Name() {
-			addr = f.s.peers.PeerAPI(name)
+			addr = f.s.peers.PeerAddr(name)
 		}
 		if addr != "" && addr != old {
 			return addr, nil

@@ -11,7 +11,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -87,8 +86,7 @@ func TestForward_to_the_vms_host(t *testing.T) {
 		t.Fatalf("at the host: %d answered by %q", code, by)
 	}
 	// n1 got this from a peer that thought n1 hosts the VM: not again.
-	peerTok, _, _ := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindPeer, Name: "n3"}, time.Minute, time.Now())
-	hdr := http.Header{api.HeaderForwardedBy: {"n3"}, api.HeaderPeerToken: {peerTok}}
+	hdr := http.Header{api.HeaderForwardedBy: {"n3"}, api.HeaderPlainPeer: {"n3"}}
 	if code, _, h := where(t, addr1, hdr); code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
 		t.Fatalf("a forwarded request forwarded again? %d", code)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -17,13 +18,16 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 		return err
 	}
 	t := raftfsm.Type(req.Type)
-	if !t.PeerProposable() {
-		return badRequest("command type %d cannot be proposed by a peer", req.Type)
-	}
-	var body any = json.RawMessage(req.Body)
 	if len(req.Body) == 0 || !json.Valid(req.Body) {
 		return badRequest("field \"body\": a JSON object is required")
 	}
+	// A peer proposes only for itself: its VMs, blobs, images, jobs,
+	// addresses and the audit entries of what it received.
+	peer := principalOf(r.Context()).Name
+	if err := s.replica.FSM().CheckProposer(peer, t, req.Body, time.Now()); err != nil {
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "%v", err)
+	}
+	var body any = json.RawMessage(req.Body)
 	if _, err := s.apply(r.Context(), t, body); err != nil {
 		return err
 	}

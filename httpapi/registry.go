@@ -50,7 +50,7 @@ func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	sealed, err := auth.Seal(s.replica.FSM().SigningKey(), []byte(req.Password), auth.RegistryCredentialAAD(ns, req.Server))
+	sealed, err := auth.Seal(s.keys.SealKey(), []byte(req.Password), auth.RegistryCredentialAAD(ns, req.Server))
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,11 @@ type Config struct {
 	Guests Guests
 	// Audit, when set, takes the audit entry of every API write.
 	Audit Auditor
+	// Keys are the cluster's secret keys (token signing, sealing).
+	Keys auth.Keys
+	// Membership admits and removes peers and keeps the fabric's keys;
+	// nil in tests of the API alone (its routes then answer 503).
+	Membership Membership
 	// Images is this peer's blob store.
 	Images *imagestore.Store
 
@@ -65,6 +70,8 @@ type Server struct {
 	placer     Placer
 	jobs       Jobs
 	registries Registries
+	keys       auth.Keys
+	membership Membership
 	guests     Guests
 	images     *imagestore.Store
 	log        *slog.Logger
@@ -115,8 +122,8 @@ func New(cfg Config) *Server {
 	cfg.Limits.setDefaults()
 	s := &Server{
 		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, placer: cfg.Placer,
-		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images,
-		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM()),
+		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership,
+		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys),
 	}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
 	s.metrics = newHTTPMetrics(cfg.Registry, s.conns)
@@ -233,11 +240,20 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Target: Leader}, s.uploadCert)
 	s.handle(Route{Method: get, Path: "/api/v1/audit", Rule: RuleAdmin}, s.listAudit)
 
+	s.handle(Route{Method: get, Path: "/api/v1/cluster/ca", Rule: RuleOpen}, s.clusterCA)
+	s.handle(Route{Method: get, Path: "/api/v1/cluster/join-tokens", Rule: RuleAdmin}, s.listJoinTokens)
+	s.handle(Route{Method: post, Path: "/api/v1/cluster/join-tokens", Rule: RuleAdmin, Write: true, Target: Leader}, s.createJoinToken)
+	s.handle(Route{Method: del, Path: "/api/v1/cluster/join-tokens/:id", Rule: RuleAdmin, Write: true, Target: Leader}, s.revokeJoinToken)
+	s.handle(Route{Method: post, Path: "/api/v1/cluster/rotate-gossip-key", Rule: RuleAdmin, Write: true, Target: Leader}, s.rotateGossipKey)
+	s.handle(Route{Method: del, Path: ns + "/nodes/:name", Rule: RuleAdmin, Write: true, Target: Leader}, s.removeNode)
+
+	// The peers' own routes: a caller is a peer only by its certificate,
+	// over the fabric (the HTTPS port, the peers' server name).
 	s.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
-	// Open: a restarted peer asks it before it can check any token.
-	s.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RuleOpen}, s.commitIndex)
+	s.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RulePeer}, s.commitIndex)
 	s.handle(Route{Method: get, Path: api.AppliedIndexPath, Rule: RulePeer}, s.appliedIndex)
 	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true, Target: Leader}, s.internalApply)
+	s.handle(Route{Method: post, Path: api.HostUserPath, Rule: RulePeer, Write: true, Target: Leader}, s.hostUser)
 }
 
 // handle registers a route; its Target decides where a request runs.
@@ -333,19 +349,17 @@ func (s *Server) readIndex(ctx context.Context) error {
 	return nil
 }
 
-// dropUnprovenForwarding removes the forwarding headers of a request that
-// does not carry a valid peer token: only a peer may say it forwarded a
-// request (which changes how it is routed and answered).
+// dropUnprovenForwarding removes the forwarding header of a request that
+// did not come from a peer over the fabric: only a peer may say it
+// forwarded a request (which changes how it is routed and answered).
 func (s *Server) dropUnprovenForwarding(r *http.Request) {
 	if r.Header.Get(api.HeaderForwardedBy) == "" {
-		r.Header.Del(api.HeaderPeerToken)
 		return
 	}
-	if p, err := s.authn.Authenticate("Bearer "+r.Header.Get(api.HeaderPeerToken), time.Now()); err == nil && p.Kind == auth.KindPeer {
+	if _, ok := s.peers.PeerOf(r); ok {
 		return
 	}
 	r.Header.Del(api.HeaderForwardedBy)
-	r.Header.Del(api.HeaderPeerToken)
 }
 
 // indexWriter stamps the applied index on the answer to a forwarded write.

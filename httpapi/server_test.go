@@ -54,7 +54,7 @@ func newFakeBackend(t *testing.T, leader bool) *fakeBackend {
 		t    raftfsm.Type
 		body any
 	}{
-		{raftfsm.TypeInit, raftfsm.Init{ClusterID: "c", Time: time.Unix(0, 0), SigningKey: testSeed}},
+		{raftfsm.TypeInit, raftfsm.TestInit("c", time.Unix(0, 0))},
 		{raftfsm.TypeUserUpsert, raftfsm.UserUpsert{Name: "root", Admin: true, Time: time.Unix(0, 0)}},
 		{raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", NodeFacts: raftfsm.NodeFacts{Addr: "10.1.0.1", Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 128e9, GPU: 2}}, Phase: api.PhaseReady}},
 	} {
@@ -93,7 +93,33 @@ func (b *fakeBackend) WaitLeader(context.Context) (string, string, error) {
 	}
 	return "", "", fmt.Errorf("%w: no leader known", raftfsm.ErrNotLeader)
 }
-func (b *fakeBackend) PeerAPI(name string) string { return b.peers[name] }
+func (b *fakeBackend) PeerAddr(name string) string { return b.peers[name] }
+func (b *fakeBackend) PeerScheme() string          { return "http" }
+
+// PeerTransport and PeerOf make the fake peers talk as a cluster running
+// with node.Config.PlainPeers does: the caller names itself in a header.
+// (The real fabric, TLS with certificates, is tested in package node.)
+func (b *fakeBackend) PeerTransport() http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set(api.HeaderPlainPeer, b.Name())
+		return http.DefaultTransport.RoundTrip(r)
+	})
+}
+
+func (b *fakeBackend) PeerOf(r *http.Request) (string, bool) {
+	name := r.Header.Get(api.HeaderPlainPeer)
+	_, known := b.peers[name]
+	return name, name != "" && (known || name == "n1" || name == "n2" || name == "n3")
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// SigningKey and SealKey: the fake cluster's keys.
+func (b *fakeBackend) SigningKey() []byte { return testSeed }
+func (b *fakeBackend) SealKey() []byte    { return testSeed }
 func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
 	if !b.leader {
 		return nil, raftfsm.ErrNotLeader
@@ -164,10 +190,6 @@ func (b *fakeBackend) Place(ctx context.Context, p scheduler.Placement) (raftfsm
 }
 func (b *fakeBackend) WaitPeersApplied(context.Context, uint64) []string { return nil }
 
-func (b *fakeBackend) PeerToken() (string, error) {
-	tok, _, err := auth.Sign(testSeed, "c", auth.Principal{Kind: auth.KindPeer, Name: "n1"}, auth.PeerTTL, time.Now())
-	return tok, err
-}
 func (b *fakeBackend) IsPeer(ip string) bool             { return ip == b.peerAddr || ip == "10.1.0.1" }
 func (b *fakeBackend) SyncReplica(context.Context) error { return nil }
 func (b *fakeBackend) AppliedIndex() (uint64, error)     { return b.fsm.Index(), nil }
@@ -198,6 +220,12 @@ func do(t *testing.T, h http.Handler, method, path, body string) *httptest.Respo
 
 // doAs sends a request with a bearer token ("" for none).
 func doAs(t testing.TB, h http.Handler, token, method, path, body string) *httptest.ResponseRecorder {
+	return doAsPeer(t, h, token, "", method, path, body)
+}
+
+// doAsPeer sends a request with a bearer token ("" for none) as peer (""
+// for a client) over the fake's fabric.
+func doAsPeer(t testing.TB, h http.Handler, token, peer, method, path, body string) *httptest.ResponseRecorder {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -205,6 +233,9 @@ func doAs(t testing.TB, h http.Handler, token, method, path, body string) *httpt
 	req := httptest.NewRequest(method, path, r)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if peer != "" {
+		req.Header.Set(api.HeaderPlainPeer, peer)
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
@@ -334,7 +365,7 @@ func TestPages_refuse_framing(t *testing.T) {
 
 // fakeConfig returns cfg served by b in every role.
 func fakeConfig(b *fakeBackend, cfg Config) Config {
-	cfg.Replica, cfg.Consensus, cfg.Readiness, cfg.Peers = b, b, b, b
+	cfg.Replica, cfg.Consensus, cfg.Readiness, cfg.Peers, cfg.Keys = b, b, b, b, b
 	cfg.Placer, cfg.Jobs, cfg.Registries, cfg.Images = b, b, b, b.images
 	return cfg
 }

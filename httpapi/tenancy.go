@@ -168,7 +168,7 @@ func (s *Server) serviceAccountToken(w http.ResponseWriter, r *http.Request, p h
 		return notFound("service account %q not found in namespace %q", name, ns)
 	}
 	_, clusterID := s.replica.FSM().Initialized()
-	tok, exp, err := auth.Sign(s.replica.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindServiceAccount, Name: name, Namespace: ns, UID: sa.UID}, ttl, time.Now())
+	tok, exp, err := auth.Sign(s.keys.SigningKey(), clusterID, auth.Principal{Kind: auth.KindServiceAccount, Name: name, Namespace: ns, UID: sa.UID}, ttl, time.Now())
 	if err != nil {
 		return err
 	}

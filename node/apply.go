@@ -39,18 +39,24 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error 
 		_, err := p.store.ApplyCommand(ctx, t, json.RawMessage(b))
 		return err
 	}
-	cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.peerHTTP} // peerHTTP adds this peer's token
+	cl := &api.Client{BaseURL: p.PeerScheme() + "://" + addr, HTTP: p.peerHTTP} // over the fabric: the leader knows this peer by its certificate
 	h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
 	if err != nil {
 		return fromStatus(err)
 	}
-	// Read-your-writes: the caller's next read here sees the command.
+	p.waitAppliedHeader(ctx, t, h)
+	return nil
+}
+
+// waitAppliedHeader waits (read-your-writes) until this replica has the
+// index the leader stamped on its answer: the caller's next read here sees
+// the command.
+func (p *Peer) waitAppliedHeader(ctx context.Context, t raftfsm.Type, h http.Header) {
 	if idx, perr := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64); perr == nil {
 		if werr := p.FSM().WaitIndex(ctx, idx); werr != nil {
 			p.cfg.Log.Warn("replica did not catch up with an applied command", "type", t, "index", idx, "err", werr)
 		}
 	}
-	return nil
 }
 
 // fromStatus maps an API error answered by the leader back to the FSM's

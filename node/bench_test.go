@@ -169,19 +169,8 @@ func BenchmarkFailover(b *testing.B) {
 	}
 }
 
-// peerHTTP is a client that calls internal routes as peer m does.
+// peerHTTP is a client that calls other peers' internal routes as peer m
+// does: over the fabric, with m's certificate.
 func peerHTTP(m *testcluster.Member) *http.Client {
-	return &http.Client{Transport: tokenTransport{m: m}}
-}
-
-type tokenTransport struct{ m *testcluster.Member }
-
-func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	tok, err := t.m.Peer.PeerToken()
-	if err != nil {
-		return nil, err
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+tok)
-	return http.DefaultTransport.RoundTrip(r)
+	return &http.Client{Transport: m.Peer.PeerTransport()}
 }

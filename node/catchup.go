@@ -130,7 +130,7 @@ func (p *Peer) leaderAppliedIndex(ctx context.Context) (uint64, error) {
 		return 0, errNoLeader
 	}
 	var out api.CommitIndex
-	cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.plainHTTP}
+	cl := &api.Client{BaseURL: p.PeerScheme() + "://" + addr, HTTP: p.peerHTTP}
 	if err := cl.Do(ctx, http.MethodGet, CommitIndexPath, nil, &out); err != nil {
 		return 0, fmt.Errorf("ask the leader for its applied index: %w", err)
 	}

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"slices"
@@ -114,34 +115,31 @@ func TestCluster_forwarding_from_each_follower(t *testing.T) {
 	}
 }
 
-// A request a peer forwarded (proven by its peer token) is never forwarded
-// again; a client cannot pass one off as forwarded to change its routing.
+// A request a peer forwarded (proven by its certificate, over the fabric)
+// is never forwarded again; a client cannot pass one off as forwarded to
+// change its routing, on the API port or over HTTPS.
 func TestCluster_forwarded_request_is_not_forwarded_again(t *testing.T) {
 	c := testcluster.New(t, 3, testcluster.Options{})
 	c.WaitLeader()
 	f := c.Followers()[0]
-	peerTok, err := c.Followers()[1].Peer.PeerToken()
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := c.Followers()[1]
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	cases := []struct {
-		name      string
-		peerToken string
-		want      int
+		name string
+		url  string
+		cl   *http.Client
+		want int
 	}{
-		{name: "forwarded by a peer", peerToken: peerTok, want: http.StatusServiceUnavailable},
-		{name: "a client's header is ignored", want: http.StatusOK},
-		{name: "a client's header with a user token as peer token", peerToken: c.Client(f).Token, want: http.StatusOK},
+		{name: "forwarded by a peer over the fabric", url: "https://" + f.Peer.PeerAddr(f.Name), cl: &http.Client{Transport: other.Peer.PeerTransport()}, want: http.StatusServiceUnavailable},
+		{name: "a client's header on the API port is ignored", url: "http://" + f.Peer.APIAddr(), cl: http.DefaultClient, want: http.StatusOK},
+		{name: "a client's header over HTTPS is ignored", url: "https://" + f.Peer.TLSAddr(), cl: insecure, want: http.StatusOK},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, "http://"+f.Peer.APIAddr()+"/api/v1/namespaces/svc-default/nodes/"+f.Name+"/tag", strings.NewReader(`{"tag":"x"}`))
+			req, _ := http.NewRequest(http.MethodPost, tc.url+"/api/v1/namespaces/svc-default/nodes/"+f.Name+"/tag", strings.NewReader(`{"tag":"x"}`))
 			req.Header.Set(api.HeaderForwardedBy, "peer-9")
-			if tc.peerToken != "" {
-				req.Header.Set(api.HeaderPeerToken, tc.peerToken)
-			}
 			req.Header.Set("Authorization", "Bearer "+c.Client(f).Token)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := tc.cl.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -317,7 +315,7 @@ func TestCluster_partitioned_leader_steps_down(t *testing.T) {
 }
 
 func TestCluster_nonvoter_promoted_when_voter_gone(t *testing.T) {
-	c := testcluster.New(t, 4, testcluster.Options{BootstrapExpect: 3, ReapAfter: 2 * time.Second})
+	c := testcluster.New(t, 4, testcluster.Options{ReapAfter: 2 * time.Second})
 	leader := c.WaitLeader()
 	roles := func() (map[string]string, error) {
 		info, err := c.Client(c.Leader()).ClusterInfo(ctx(t))

@@ -29,10 +29,20 @@ type Config struct {
 	// Ports; 0 picks a free port (tests). TLSPort serves the API over HTTPS
 	// once a certificate is uploaded.
 	APIPort, TLSPort, RaftPort, GossipPort int
-	// BootstrapExpect forms a new cluster once this many peers have met.
+	// BootstrapExpect 1 forms a new cluster on a host that is not a peer
+	// yet (its CA, keys and first member); 0 joins one. A cluster forms on
+	// one peer; the others join it with a join token.
 	BootstrapExpect int
 	// Join lists gossip addresses (host:port) of running peers.
 	Join []string
+	// JoinToken admits a host that is not a peer yet (svc cluster
+	// join-token create); a peer restarted with its data dir needs none.
+	JoinToken string
+	// PlainPeers runs Raft, gossip and the peers' calls to each other
+	// without TLS or encryption, peers naming themselves in a header. It
+	// exists only so that benchmarks can state what the fabric costs; svc
+	// agent never sets it.
+	PlainPeers bool
 	// Capacity is what the peer offers to VMs; its CPUs are multiplied by
 	// CPUOvercommit (vCPUs per CPU, default 1) in what the peer reports.
 	Capacity      raftfsm.Capacity
@@ -121,8 +131,8 @@ func (c *Config) setDefaults() error {
 	if net.ParseIP(c.Bind) == nil {
 		return fmt.Errorf("bind address %q is not an IP address", c.Bind)
 	}
-	if c.BootstrapExpect < 0 {
-		return fmt.Errorf("bootstrap-expect must not be negative")
+	if c.BootstrapExpect < 0 || c.BootstrapExpect > 1 {
+		return errors.New("bootstrap-expect is 0 (join a cluster) or 1 (form one): a cluster forms on one peer and the others join it with a join token")
 	}
 	if c.Arch == "" {
 		c.Arch = runtime.GOARCH

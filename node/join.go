@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/gossip"
-	"github.com/svc-project/svc/node/leader"
+	"github.com/svc-project/svc/node/membership"
 	"github.com/svc-project/svc/raftstore"
 )
 
@@ -48,7 +48,7 @@ func (p *Peer) fail(err error) {
 // with backoff until one answers or JoinTimeout passes.
 func (p *Peer) joinLoop() {
 	addrs := append([]string(nil), p.cfg.Join...)
-	for _, a := range p.loadPeers() {
+	for _, a := range append(p.seedPeers, p.loadPeers()...) {
 		if !slices.Contains(addrs, a) {
 			addrs = append(addrs, a)
 		}
@@ -89,49 +89,25 @@ func (p *Peer) joinLoop() {
 	}
 }
 
-// bootstrapLoop forms a new cluster once BootstrapExpect peers without Raft
-// state have met. Every one of them computes the same configuration from the
-// same members, so they may all bootstrap it.
+// bootstrapLoop starts the Raft group of a cluster this peer formed (its
+// Init still pending and no Raft state yet): a group of one, which the
+// others join with tokens.
 func (p *Peer) bootstrapLoop() {
-	if p.store.HadState() || p.cfg.BootstrapExpect == 0 {
+	if p.store.HadState() {
 		return
 	}
-	for {
-		if p.inConfiguration() {
-			return // an existing cluster added this peer
-		}
-		var alive []gossip.Member
-		for _, m := range p.gossip.Members() {
-			if m.State == gossip.StateAlive && m.Report.RaftAddr != "" {
-				alive = append(alive, m)
-			}
-		}
-		for _, m := range alive {
-			if m.Report.HasState {
-				p.cfg.Log.Info("met a peer of an existing cluster; waiting to be added instead of bootstrapping", "peer", m.Name)
-				return
-			}
-		}
-		if len(alive) >= p.cfg.BootstrapExpect {
-			servers := make([]raftstore.Server, 0, len(alive))
-			for i, m := range alive { // sorted by name
-				servers = append(servers, raftstore.Server{ID: m.Name, Address: m.Report.RaftAddr, Voter: i < leader.VoterTarget(len(alive))})
-			}
-			if err := p.store.BootstrapCluster(servers); err != nil {
-				p.cfg.Log.Error("bootstrap failed", "err", err)
-				p.fail(err)
-				return
-			}
-			p.cfg.Log.Info("bootstrapped a new cluster", "peers", len(servers))
-			return
-		}
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-p.gossip.Changed():
-		case <-time.After(time.Second):
-		}
+	if _, pending := membership.PendingInit(p.id.Dir); !pending {
+		return
 	}
+	if p.inConfiguration() {
+		return
+	}
+	if err := p.store.BootstrapCluster([]raftstore.Server{{ID: p.cfg.Name, Address: p.store.Addr(), Voter: true}}); err != nil {
+		p.cfg.Log.Error("bootstrap failed", "err", err)
+		p.fail(err)
+		return
+	}
+	p.cfg.Log.Info("bootstrapped a new cluster")
 }
 
 func (p *Peer) inConfiguration() bool {

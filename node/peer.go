@@ -21,11 +21,12 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
-	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/node/audit"
+	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/node/leader"
+	"github.com/svc-project/svc/node/membership"
 	"github.com/svc-project/svc/node/templates"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
@@ -39,10 +40,18 @@ type Peer struct {
 	api    *httpapi.Server
 	apiL   net.Listener
 	tlsL   net.Listener
-	tokens peerTokens
+	raftL  net.Listener
 	reg    *prometheus.Registry
 	images *imagestore.Store
 	driver hypervisor.Driver
+	// id is this peer's identity in the cluster's fabric, trust who it
+	// talks to; member keeps both in step with the state (package
+	// membership).
+	id     *fabric.Identity
+	trust  *fabric.Trust
+	member *membership.Membership
+	// joinL receives the TLS streams of the gossip port: the join service.
+	joinL *connListener
 	// host is the VM host agent (package host), jobs the registry jobs
 	// (package jobs).
 	host *host.Host
@@ -54,12 +63,14 @@ type Peer struct {
 	leader    *leader.Leader
 	// egress is the registries this peer may contact (RegistryAllow).
 	egress *ocidisk.Egress
-	// peerHTTP talks to other peers (blob transfers, applies via the leader)
-	// with this peer's token; plainHTTP without one.
-	peerHTTP, plainHTTP *http.Client
-	caught              caughtUp
-	metrics             *peerMetrics
-	sync                indexSync
+	// peerHTTP talks to other peers (blob transfers, applies via the
+	// leader) over the fabric: TLS with this peer's certificate.
+	peerHTTP *http.Client
+	caught   caughtUp
+	metrics  *peerMetrics
+	sync     indexSync
+	// seedPeers are gossip addresses a join answered with.
+	seedPeers []string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -74,7 +85,9 @@ type Peer struct {
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins
-// joining or bootstrapping the cluster in the background.
+// joining or bootstrapping the cluster in the background. A host that is
+// not a peer yet forms a cluster (BootstrapExpect 1) or joins one with a
+// join token first; without either it does not start.
 func Start(cfg Config) (*Peer, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -93,8 +106,6 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, err
 	}
 	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, egress: &egress}
-	p.plainHTTP = &http.Client{Transport: p.peerTransport()}
-	p.peerHTTP = &http.Client{Transport: peerAuth{base: p.peerTransport(), p: p}}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -103,21 +114,34 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	}()
 
+	listen := func(what string, port int) (net.Listener, error) {
+		l, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("%s listen: %w", what, err)
+		}
+		return l, nil
+	}
+	if p.apiL, err = listen("API", cfg.APIPort); err != nil {
+		return nil, err
+	}
+	if p.tlsL, err = listen("HTTPS", cfg.TLSPort); err != nil {
+		return nil, err
+	}
+	if p.raftL, err = listen("raft", cfg.RaftPort); err != nil {
+		return nil, err
+	}
+	if err := p.openIdentity(); err != nil {
+		return nil, err
+	}
+	p.peerHTTP = &http.Client{Transport: p.peerTransport()}
 	p.images, err = imagestore.Open(storeDir(cfg.DataDir))
 	if err != nil {
 		return nil, err
 	}
-	p.apiL, err = net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.APIPort)))
-	if err != nil {
-		return nil, fmt.Errorf("API listen: %w", err)
-	}
-	p.tlsL, err = net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.TLSPort)))
-	if err != nil {
-		return nil, fmt.Errorf("HTTPS listen: %w", err)
-	}
-	raftBind := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.RaftPort))
+	raftL := p.raftL
+	p.raftL = nil // the store owns it now
 	p.store, err = raftstore.OpenStore(raftstore.StoreConfig{
-		ID: cfg.Name, DataDir: cfg.DataDir, Bind: raftBind, Advertise: raftBind,
+		ID: cfg.Name, DataDir: cfg.DataDir, Listener: raftL, Advertise: raftL.Addr().String(), TLS: p.raftTLS(),
 		Gate: cfg.Gate, Timing: cfg.RaftTiming, Log: cfg.Log.With("part", "raft"),
 	}, raftfsm.NewFSM(cfg.Log.With("part", "fsm")))
 	if err != nil {
@@ -126,13 +150,31 @@ func Start(cfg Config) (*Peer, error) {
 	// The first report others see is true: a report corrected right after
 	// the join has to travel by gossip, which can take a push/pull round.
 	p.problem = p.probeHypervisor()
-	p.gossip, err = gossip.New(gossip.Config{
+	p.joinL = newConnListener(&net.TCPAddr{IP: net.ParseIP(cfg.Bind)})
+	gcfg := gossip.Config{
 		Name: cfg.Name, Bind: cfg.Bind, Port: cfg.GossipPort, Local: cfg.Local, Gate: cfg.Gate,
+		Label: "svc/" + p.id.ClusterID, Divert: p.joinL.put,
 		Report: p.report(), Log: cfg.Log.With("part", "gossip"),
-	})
+	}
+	if !cfg.PlainPeers {
+		keys, err := fabric.LoadGossipKeys(p.id.Dir)
+		if err != nil {
+			return nil, err
+		}
+		gcfg.Keys = &gossip.Keys{Keys: keys.Keys, Primary: keys.Primary}
+	}
+	p.gossip, err = gossip.New(gcfg)
 	if err != nil {
 		return nil, err
 	}
+	var pool membership.Pool
+	if !cfg.PlainPeers {
+		pool = p.gossip
+	}
+	p.member = membership.New(membership.Config{
+		Host: p.netHost(), Identity: p.id, Trust: p.trust, FSM: p.FSM(), Proposer: p, Pool: pool,
+		KeysInstalled: func(uint64) { p.announce() }, Log: cfg.Log.With("part", "membership"),
+	})
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
 	hc := host.Config{
@@ -152,17 +194,19 @@ func Start(cfg Config) (*Peer, error) {
 	disks, _ := p.driver.(hypervisor.Disks)
 	p.jobs = jobs.New(jobs.Config{
 		Name: cfg.Name, Arch: cfg.Arch, ChunkMiB: cfg.ChunkMiB, MaxJobs: cfg.MaxJobs, Interval: cfg.ReconcileInterval,
-		FSM: p.FSM(), Images: p.images, Disks: disks, Proposer: p, Blobs: p, Ready: p, Egress: p.egress, Gate: cfg.Gate,
+		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p, Ready: p, Egress: p.egress, Gate: cfg.Gate,
 		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
 	})
 	p.leader = leader.New(leader.Config{
 		Name: cfg.Name, FSM: p.FSM(), Raft: p.store, Pool: p.gossip, Jobs: p.jobs, OnInit: p.handOutAdminToken,
+		Init:     func() (raftfsm.Init, bool) { return membership.PendingInit(p.id.Dir) },
 		Interval: cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
 		Log: cfg.Log.With("part", "leader"),
 	})
 	p.audit = audit.New(p, cfg.AuditEntries, cfg.Log.With("part", "audit"), p.reg)
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Readiness: p, Peers: p, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs, Guests: p.host, Images: p.images, Audit: p.audit,
+		Replica: p, Consensus: p, Readiness: p, Peers: p, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
+		Guests: p.host, Images: p.images, Audit: p.audit,
 		Log: cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
@@ -172,13 +216,20 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	})
 	p.wg.Go(func() {
-		if err := p.api.Serve(p.ctx, p.tlsL, p.tlsConfig()); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := p.api.Serve(p.ctx, p.tlsL, p.httpsConfig()); err != nil && !errors.Is(err, net.ErrClosed) {
 			cfg.Log.Error("HTTPS API stopped", "err", err)
 		}
 	})
+	p.serveJoins()
 	if err := p.serveAdminSocket(); err != nil {
 		return nil, err
 	}
+	p.wg.Go(func() {
+		if err := p.member.Run(p.ctx); err != nil {
+			cfg.Log.Error("stopping", "err", err)
+			p.fail(err)
+		}
+	})
 	p.wg.Go(p.catchUpLoop)
 	p.wg.Go(p.joinLoop)
 	p.wg.Go(p.bootstrapLoop)
@@ -194,7 +245,7 @@ func Start(cfg Config) (*Peer, error) {
 	p.wg.Go(func() { p.audit.Run(p.ctx) })
 	p.wg.Go(func() { p.api.RunWatches(p.ctx, filepath.Join(cfg.DataDir, "watch.json")) })
 	ok = true
-	cfg.Log.Info("peer started", "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
+	cfg.Log.Info("peer started", "cluster", p.id.ClusterID, "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)
 	return p, nil
 }
@@ -204,22 +255,12 @@ func (p *Peer) IsPeer(ip string) bool {
 	return ip == p.cfg.Bind || p.FSM().IsNodeAddr(ip)
 }
 
-// peerTransport dials other peers (through the gate, in tests).
-func (p *Peer) peerTransport() *http.Transport {
-	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		DialContext:         netgate.DialContext(p.cfg.Gate, dialer),
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-	}
-}
-
 // report is what this peer gossips about itself.
 func (p *Peer) report() gossip.Report {
 	return gossip.Report{
 		Addr:        p.cfg.Bind,
 		APIAddr:     p.apiL.Addr().String(),
-		RaftAddr:    p.store.Addr(),
+		RaftAddr:    p.raftAddr(),
 		TLSPort:     p.tlsL.Addr().(*net.TCPAddr).Port,
 		Arch:        p.cfg.Arch,
 		Hypervisor:  p.cfg.Hypervisor,
@@ -228,8 +269,26 @@ func (p *Peer) report() gossip.Report {
 		Overcommit:  p.cfg.CPUOvercommit,
 		MemoryBytes: p.cfg.Capacity.MemoryBytes,
 		GPU:         p.cfg.Capacity.GPU,
-		HasState:    p.store.HadState(),
+		HasState:    p.store != nil && p.store.HadState(),
 		Problem:     p.currentProblem(),
+		KeyEpoch:    p.keyEpoch(),
+	}
+}
+
+func (p *Peer) keyEpoch() uint64 {
+	if p.member == nil {
+		return 0
+	}
+	return p.member.KeyEpoch()
+}
+
+// announce gossips this peer's report again (its keyring changed).
+func (p *Peer) announce() {
+	if p.gossip == nil {
+		return
+	}
+	if err := p.gossip.SetReport(p.report()); err != nil {
+		p.cfg.Log.Warn("gossip report", "err", err)
 	}
 }
 
@@ -274,6 +333,12 @@ func (p *Peer) closeParts() error {
 	if p.tlsL != nil {
 		_ = p.tlsL.Close()
 	}
+	if p.raftL != nil {
+		_ = p.raftL.Close()
+	}
+	if p.joinL != nil {
+		_ = p.joinL.Close()
+	}
 	if p.gossip != nil {
 		errs = append(errs, p.gossip.Shutdown())
 	}
@@ -298,6 +363,9 @@ func (p *Peer) GossipAddr() string { return p.gossip.Addr() }
 // RaftAddr returns the Raft transport's host:port.
 func (p *Peer) RaftAddr() string { return p.store.Addr() }
 
+// Membership returns this peer's part in who belongs to the cluster.
+func (p *Peer) Membership() *membership.Membership { return p.member }
+
 // Images returns this peer's blob store.
 func (p *Peer) Images() *imagestore.Store { return p.images }
 
@@ -319,21 +387,22 @@ func (p *Peer) API() *httpapi.Server { return p.api }
 // IsLeader reports whether this peer leads the cluster.
 func (p *Peer) IsLeader() bool { return p.store.IsLeader() }
 
-// LeaderAPI returns the leader's name and API address, empty when unknown.
+// LeaderAPI returns the leader's name and the address peers call it at
+// (PeerAddr), empty when unknown.
 func (p *Peer) LeaderAPI() (string, string) {
 	_, id := p.store.Leader()
 	if id == "" {
 		return "", ""
 	}
-	return id, p.apiAddrOf(id)
+	return id, p.PeerAddr(id)
 }
 
 // ErrNoLeader is wrapped when no leader was known within LeaderWait.
 var ErrNoLeader = fmt.Errorf("%w: no leader", raftfsm.ErrNotLeader)
 
-// WaitLeader returns the leader's name and API address, waiting up to
-// LeaderWait for a leader (and its address) to be known. The address is
-// empty when this peer leads.
+// WaitLeader returns the leader's name and the address peers call it at
+// (PeerAddr), waiting up to LeaderWait for a leader (and its address) to be
+// known. The address is empty when this peer leads.
 func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
 	timer := time.NewTimer(p.cfg.LeaderWait)
 	defer timer.Stop()
@@ -357,8 +426,6 @@ func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
 	}
 }
 
-// PeerAPI returns the API address of peer name, "" when unknown.
-func (p *Peer) PeerAPI(name string) string { return p.apiAddrOf(name) }
 
 func (p *Peer) apiAddrOf(name string) string {
 	if name == p.cfg.Name {

@@ -34,13 +34,20 @@ func (p *Peer) WaitPeersApplied(ctx context.Context, index uint64) []string {
 		wg      sync.WaitGroup
 	)
 	for _, m := range p.gossip.Members() {
-		if m.Name == p.cfg.Name || m.State != gossip.StateAlive || m.Report.APIAddr == "" {
+		if m.Name == p.cfg.Name || m.State != gossip.StateAlive {
+			continue
+		}
+		if _, ok := p.FSM().PeerIdentity(m.Name); !ok {
+			continue // not a peer of the cluster (removed)
+		}
+		url := p.peerURL(m.Name)
+		if url == "" {
 			continue
 		}
 		wg.Add(1)
 		go func(m gossip.Member) {
 			defer wg.Done()
-			if !p.peerApplied(ctx, m.Report.APIAddr, index) {
+			if !p.peerApplied(ctx, url, index) {
 				mu.Lock()
 				lagging = append(lagging, m.Name)
 				mu.Unlock()
@@ -54,8 +61,8 @@ func (p *Peer) WaitPeersApplied(ctx context.Context, index uint64) []string {
 
 // peerApplied polls a peer's applied index until it reaches index (true)
 // or ctx ends (false).
-func (p *Peer) peerApplied(ctx context.Context, addr string, index uint64) bool {
-	cl := &api.Client{BaseURL: "http://" + addr, HTTP: p.peerHTTP}
+func (p *Peer) peerApplied(ctx context.Context, url string, index uint64) bool {
+	cl := &api.Client{BaseURL: url, HTTP: p.peerHTTP}
 	for {
 		var got api.CommitIndex
 		if err := cl.Do(ctx, http.MethodGet, api.AppliedIndexPath, nil, &got); err == nil && got.Index >= index {

@@ -2,16 +2,13 @@ package node
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
+	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -30,7 +27,7 @@ func (p *Peer) MintUserToken(ctx context.Context, user string, admin bool, ttl t
 	if ttl <= 0 {
 		ttl = auth.PersonalTTL
 	}
-	if _, err := p.Apply(ctx, raftfsm.TypeUserUpsert, raftfsm.UserUpsert{Name: user, Admin: admin, Time: time.Now().UTC().Truncate(time.Second)}); err != nil {
+	if err := p.applyHostUser(ctx, api.HostUserRequest{User: user, Admin: admin}); err != nil {
 		return "", nil, err
 	}
 	// The user's record must be in this replica before its token is used here.
@@ -47,17 +44,51 @@ func (p *Peer) MintUserToken(ctx context.Context, user string, admin bool, ttl t
 		role = auth.RoleAdmin
 	}
 	_, clusterID := p.FSM().Initialized()
-	return auth.Sign(p.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindUser, Name: user, Role: role, UID: rec.UID}, ttl, time.Now())
+	return auth.Sign(p.member.SigningKey(), clusterID, auth.Principal{Kind: auth.KindUser, Name: user, Role: role, UID: rec.UID}, ttl, time.Now())
 }
 
 // RemoveUser removes a user through the leader; its tokens stop working.
 // It returns once every live peer's replica has applied the removal (its
 // tokens are refused everywhere), or names the peers that did not in time.
 func (p *Peer) RemoveUser(ctx context.Context, user string) (lagging []string, err error) {
-	if _, err := p.Apply(ctx, raftfsm.TypeUserRemove, raftfsm.UserRemove{Name: user}); err != nil {
+	if err := p.applyHostUser(ctx, api.HostUserRequest{User: user, Remove: true}); err != nil {
 		return nil, err
 	}
 	return p.WaitPeersApplied(ctx, p.FSM().Index()), nil
+}
+
+// applyHostUser records or removes a user that root on this host named:
+// on the leader through Raft, else through the leader's route for it (a
+// peer may not propose user commands through the generic apply).
+func (p *Peer) applyHostUser(ctx context.Context, req api.HostUserRequest) error {
+	t, body := hostUserCommand(req, p.cfg.Name)
+	if p.IsLeader() {
+		_, err := p.store.ApplyCommand(ctx, t, body)
+		return err
+	}
+	name, addr, err := p.WaitLeader(ctx)
+	if err != nil {
+		return err
+	}
+	if name == p.cfg.Name {
+		_, err := p.store.ApplyCommand(ctx, t, body)
+		return err
+	}
+	cl := &api.Client{BaseURL: p.PeerScheme() + "://" + addr, HTTP: p.peerHTTP}
+	h, err := cl.DoHeader(ctx, http.MethodPost, api.HostUserPath, req, nil)
+	if err != nil {
+		return fromStatus(err)
+	}
+	p.waitAppliedHeader(ctx, t, h)
+	return nil
+}
+
+// hostUserCommand is the command of a host's user request.
+func hostUserCommand(req api.HostUserRequest, _ string) (raftfsm.Type, any) {
+	if req.Remove {
+		return raftfsm.TypeUserRemove, raftfsm.UserRemove{Name: req.User}
+	}
+	return raftfsm.TypeUserUpsert, raftfsm.UserUpsert{Name: req.User, Admin: req.Admin, Time: time.Now().UTC().Truncate(time.Second)}
 }
 
 // waitFor waits for the replica to satisfy cond, bounded by ctx and 10 s.
@@ -84,80 +115,6 @@ func (p *Peer) writeAdminToken(ctx context.Context) error {
 	}
 	p.cfg.Log.Info("wrote an admin token", "path", path, "valid_for", BootstrapTokenTTL)
 	return nil
-}
-
-// peerTokens keeps this peer's short-lived token for internal calls.
-type peerTokens struct {
-	mu  sync.Mutex
-	tok string
-	exp time.Time
-}
-
-// PeerToken returns a token that proves to other peers that this peer holds
-// the cluster key, renewed before it expires.
-func (p *Peer) PeerToken() (string, error) {
-	p.tokens.mu.Lock()
-	defer p.tokens.mu.Unlock()
-	if p.tokens.tok != "" && time.Until(p.tokens.exp) > auth.PeerTTL/2 {
-		return p.tokens.tok, nil
-	}
-	ok, clusterID := p.FSM().Initialized()
-	if !ok {
-		return "", errors.New("the cluster is not initialised yet")
-	}
-	tok, exp, err := auth.Sign(p.FSM().SigningKey(), clusterID, auth.Principal{Kind: auth.KindPeer, Name: p.cfg.Name}, auth.PeerTTL, time.Now())
-	if err != nil {
-		return "", err
-	}
-	p.tokens.tok, p.tokens.exp = tok, *exp
-	return tok, nil
-}
-
-// peerAuth adds this peer's token to requests to other peers.
-type peerAuth struct {
-	base http.RoundTripper
-	p    *Peer
-}
-
-func (a peerAuth) RoundTrip(r *http.Request) (*http.Response, error) {
-	tok, err := a.p.PeerToken()
-	if err != nil {
-		return nil, fmt.Errorf("peer token: %w", err)
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+tok)
-	return a.base.RoundTrip(r)
-}
-
-// tlsConfig serves the cluster's uploaded certificate, read from the replica
-// at each handshake (parsed once per certificate), so a new one takes effect
-// on every peer without a restart.
-func (p *Peer) tlsConfig() *tls.Config {
-	var mu sync.Mutex
-	var cachedPEM string
-	var cached *tls.Certificate
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			c, ok := p.FSM().Cert()
-			if !ok {
-				return nil, errors.New("no certificate uploaded yet (POST /api/v1/upload/cert)")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if c.CertPEM != cachedPEM {
-				pair, err := tls.X509KeyPair([]byte(c.CertPEM), []byte(c.KeyPEM))
-				if err != nil {
-					return nil, fmt.Errorf("the uploaded certificate: %w", err)
-				}
-				if len(pair.Certificate) > 0 {
-					pair.Leaf, _ = x509.ParseCertificate(pair.Certificate[0])
-				}
-				cachedPEM, cached = c.CertPEM, &pair
-			}
-			return cached, nil
-		},
-	}
 }
 
 // handOutAdminToken writes the first admin token, once this peer has made

@@ -34,8 +34,8 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 		if h == p.cfg.Name {
 			continue
 		}
-		if addr := p.apiAddrOf(h); addr != "" {
-			sources = append(sources, "http://"+addr)
+		if url := p.peerURL(h); url != "" {
+			sources = append(sources, url)
 		}
 	}
 	fromRegistry := digest == vm.ImageDigest && vm.ImageSource != ""

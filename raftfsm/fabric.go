@@ -368,3 +368,15 @@ func (f *FSM) JoinTokens() []JoinToken {
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
 	return out
 }
+
+// FabricVersion returns, cheaply, the index of the last change of the
+// admitted or removed peers and the gossip keyring's epoch (ok false
+// before Init).
+func (f *FSM) FabricVersion() (trustIndex, gossipEpoch uint64, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.state.Fabric == nil {
+		return 0, 0, false
+	}
+	return f.state.Fabric.TrustIndex, f.state.Fabric.GossipEpoch, true
+}

@@ -35,6 +35,7 @@ type agentFlags struct {
 	gossipPort         int
 	bootstrapExpect    int
 	join               []string
+	joinToken          string
 	cpu                int
 	memory             string
 	gpu                int
@@ -84,11 +85,15 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 		Example: `  # try it out: a single-peer cluster on loopback
   svc agent --dev
 
-  # first three hosts of a new cluster
-  svc agent --bind 10.0.0.11 --data-dir /var/lib/svc --bootstrap-expect 3 --join 10.0.0.12:7946,10.0.0.13:7946
+  # the first host of a new cluster: it makes the cluster's CA and keys
+  svc agent --bind 10.0.0.11 --data-dir /var/lib/svc --bootstrap-expect 1
 
-  # a further host
-  svc agent --bind 10.0.0.14 --data-dir /var/lib/svc --join 10.0.0.11:7946`,
+  # every further host joins with a token an admin made
+  # (svc cluster join-token create --uses 2)
+  svc agent --bind 10.0.0.12 --data-dir /var/lib/svc --join 10.0.0.11:7946 --join-token svcjt1....
+
+  # a peer restarted with its data dir needs no token
+  svc agent --bind 10.0.0.12 --data-dir /var/lib/svc`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyConfigFile(cmd.Flags(), a.config); err != nil {
@@ -106,8 +111,9 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.tlsPort, "tls-port", defaultTLSPort, "API port over HTTPS, once a certificate is uploaded")
 	f.IntVar(&a.raftPort, "raft-port", defaultRaftPort, "Raft port")
 	f.IntVar(&a.gossipPort, "gossip-port", defaultGossipPort, "gossip port (TCP and UDP)")
-	f.IntVar(&a.bootstrapExpect, "bootstrap-expect", 0, "form a new cluster once this many peers have met (1 with --dev)")
+	f.IntVar(&a.bootstrapExpect, "bootstrap-expect", 0, "1: form a new cluster on this host (its CA and keys; 1 with --dev); 0: join one with --join-token")
 	f.StringSliceVar(&a.join, "join", nil, "gossip addresses host:port of running peers, retried until one answers")
+	f.StringVar(&a.joinToken, "join-token", "", "the token that admits this host to a cluster (svc cluster join-token create); a peer restarted with its data dir needs none (default $SVC_JOIN_TOKEN)")
 	f.IntVar(&a.cpu, "cpu", 0, "CPUs offered to VMs (default: the host's minus 1)")
 	f.Float64Var(&a.cpuOvercommit, "cpu-overcommit", 1, "vCPUs offered per CPU (1 to 64; default 4 with --dev, so that a small machine runs the default 3-CPU VM)")
 	f.StringVar(&a.memory, "memory", "", "memory offered to VMs, e.g. 16G; a bare number is GiB (default: the host's minus 10% or 1 GiB)")
@@ -211,10 +217,22 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	cfg := node.Config{
 		Name: a.name, DataDir: a.dataDir, Bind: a.bind,
 		APIPort: a.apiPort, TLSPort: a.tlsPort, RaftPort: a.raftPort, GossipPort: a.gossipPort,
-		BootstrapExpect: a.bootstrapExpect, Join: a.join, Version: version, ReapAfter: a.reapAfter,
+		BootstrapExpect: a.bootstrapExpect, Join: a.join, JoinToken: a.joinToken, Version: version, ReapAfter: a.reapAfter,
 		APILimits: httpapi.Limits{MaxConns: a.maxConns, MaxConnsPerClient: a.maxConnsClient},
 		ChunkMiB:  a.chunkMiB,
 		MaxJobs:   a.maxJobs, RegistryAllow: a.registryAllow,
+	}
+	if cfg.JoinToken == "" {
+		cfg.JoinToken = os.Getenv("SVC_JOIN_TOKEN")
+	}
+	if a.bootstrapExpect < 0 || a.bootstrapExpect > 1 {
+		return cfg, errors.New("--bootstrap-expect is 1 (form a cluster on this host) or 0: a cluster forms on one peer and every other host joins it with --join and --join-token")
+	}
+	if a.bootstrapExpect == 1 && cfg.JoinToken != "" {
+		return cfg, errors.New("give --bootstrap-expect 1 (form a cluster) or --join-token (join one), not both")
+	}
+	if cfg.JoinToken != "" && len(cfg.Join) == 0 {
+		return cfg, errors.New("--join-token needs --join: the gossip address of a peer of the cluster")
 	}
 	if a.chunkMiB < 1 || a.chunkMiB > 512 {
 		return cfg, errors.New("--chunk-mib must be between 1 and 512")
@@ -245,7 +263,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		if cfg.Bind == "" {
 			cfg.Bind = "127.0.0.1"
 		}
-		if !fs.Changed("bootstrap-expect") {
+		if !fs.Changed("bootstrap-expect") && cfg.JoinToken == "" {
 			cfg.BootstrapExpect = 1
 		}
 		if !fs.Changed("cpu-overcommit") {

@@ -19,6 +19,7 @@ type fakeState struct {
 
 func (f *fakeState) Initialized() (bool, string) { return true, "c1" }
 func (f *fakeState) SigningKey() []byte          { return f.seed }
+func (f *fakeState) SealKey() []byte             { return f.seed }
 func (f *fakeState) User(n string) (raftfsm.User, bool) {
 	u, ok := f.users[n]
 	return u, ok
@@ -93,9 +94,10 @@ func TestAuthenticate_cases(t *testing.T) {
 		{name: "service account's earlier incarnation in the same second", header: "Bearer " + sign(t, st.seed, cd(11), 0, t0), at: t0, wantErr: ErrRevoked},
 		{name: "deleted service account", header: "Bearer " + sign(t, st.seed, Principal{Kind: KindServiceAccount, Name: "gone", Namespace: "team-a"}, 0, t0), at: t0, wantErr: ErrRevoked},
 		{name: "peer token without expiry", header: "Bearer " + sign(t, st.seed, Principal{Kind: KindPeer, Name: "p1"}, 0, t0), at: t0, wantErr: ErrMalformed},
+		{name: "peer token: peers are their certificates", header: "Bearer " + sign(t, st.seed, Principal{Kind: KindPeer, Name: "p1"}, time.Minute, t0), at: t0, wantErr: ErrMalformed},
 		{name: "unknown kind", header: "Bearer " + sign(t, st.seed, Principal{Kind: "robot", Name: "r"}, time.Hour, t0), at: t0, wantErr: ErrMalformed},
 	}
-	a := NewAuthenticator(st)
+	a := NewAuthenticator(st, st)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := a.Authenticate(c.header, c.at)
@@ -114,7 +116,7 @@ func TestAuthenticate_cases(t *testing.T) {
 
 func TestAuthenticate_other_issuer(t *testing.T) {
 	st := newState()
-	a := NewAuthenticator(st)
+	a := NewAuthenticator(st, st)
 	a.AddIssuer("https://idp.example", verifierFunc(func(string, time.Time) (Principal, error) {
 		return Principal{Kind: KindUser, Name: "oidc-user", Role: RoleUser}, nil
 	}))
@@ -145,7 +147,7 @@ func FuzzAuthenticate(f *testing.F) {
 	for _, s := range []string{"Bearer " + tok, "", "Bearer ", "Bearer a.b.c", "Basic x", "Bearer " + tok[:len(tok)-3] + "abc", "Bearer eyJhbGciOiJub25lIn0.e30."} {
 		f.Add(s)
 	}
-	a := NewAuthenticator(st)
+	a := NewAuthenticator(st, st)
 	pub := ed25519.NewKeyFromSeed(st.seed).Public()
 	f.Fuzz(func(t *testing.T, header string) {
 		p, err := a.Authenticate(header, t0)

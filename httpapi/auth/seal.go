@@ -4,28 +4,16 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
-
-	"golang.org/x/crypto/hkdf"
 )
-
-// sealInfo names what the sealing key is for, so that it is never the same
-// key as one derived for anything else from the cluster's seed.
-const sealInfo = "svc registry credentials v1"
 
 // ErrUnseal is wrapped when sealed bytes do not open with the cluster's key.
 var ErrUnseal = errors.New("sealed secret does not open with this cluster's key")
 
-func sealer(clusterSeed []byte) (cipher.AEAD, error) {
-	if len(clusterSeed) == 0 {
-		return nil, errors.New("the cluster has no signing key yet")
-	}
-	key := make([]byte, 32)
-	if _, err := io.ReadFull(hkdf.New(sha256.New, clusterSeed, nil, []byte(sealInfo)), key); err != nil {
-		return nil, err
+func sealer(key []byte) (cipher.AEAD, error) {
+	if len(key) != 32 {
+		return nil, errors.New("the cluster has no sealing key")
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
@@ -38,12 +26,12 @@ func sealer(clusterSeed []byte) (cipher.AEAD, error) {
 // and server: what Seal and Unseal of one are given.
 func RegistryCredentialAAD(ns, server string) []byte { return []byte(ns + "/" + server) }
 
-// Seal encrypts a secret (a registry password) with a key derived from the
-// cluster's signing seed (AES-256-GCM, HKDF-SHA256); aad binds it to where
-// it belongs (namespace and server), so a sealed value moved elsewhere does
-// not open.
-func Seal(clusterSeed, secret, aad []byte) ([]byte, error) {
-	g, err := sealer(clusterSeed)
+// Seal encrypts a secret (a registry password) with the cluster's sealing
+// key (AES-256-GCM; Keys.SealKey, derived from the cluster secret, which
+// the replicated state never holds); aad binds it to where it belongs
+// (namespace and server), so a sealed value moved elsewhere does not open.
+func Seal(key, secret, aad []byte) ([]byte, error) {
+	g, err := sealer(key)
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
@@ -54,9 +42,9 @@ func Seal(clusterSeed, secret, aad []byte) ([]byte, error) {
 	return g.Seal(nonce, nonce, secret, aad), nil
 }
 
-// Unseal opens what Seal sealed with the same seed and aad.
-func Unseal(clusterSeed, sealed, aad []byte) ([]byte, error) {
-	g, err := sealer(clusterSeed)
+// Unseal opens what Seal sealed with the same key and aad.
+func Unseal(key, sealed, aad []byte) ([]byte, error) {
+	g, err := sealer(key)
 	if err != nil {
 		return nil, fmt.Errorf("unseal: %w", err)
 	}

@@ -16,9 +16,19 @@ import (
 // State is what verification reads from the local replica.
 type State interface {
 	Initialized() (bool, string)
-	SigningKey() []byte
 	User(name string) (raftfsm.User, bool)
 	ServiceAccount(ns, name string) (raftfsm.ServiceAccount, bool)
+}
+
+// Keys are the cluster's secret keys, which the replicated state keeps
+// wrapped under the cluster secret and the peer unwraps.
+type Keys interface {
+	// SigningKey is the Ed25519 seed tokens are signed with (nil until
+	// the state has it).
+	SigningKey() []byte
+	// SealKey is the 32-byte key secrets kept in the state (registry
+	// passwords) are sealed with.
+	SealKey() []byte
 }
 
 // Verifier checks the tokens of one issuer.
@@ -34,8 +44,8 @@ type Authenticator struct {
 }
 
 // NewAuthenticator returns an authenticator of the cluster's tokens.
-func NewAuthenticator(st State) *Authenticator {
-	return &Authenticator{cluster: &ClusterVerifier{State: st}, others: map[string]Verifier{}}
+func NewAuthenticator(st State, keys Keys) *Authenticator {
+	return &Authenticator{cluster: &ClusterVerifier{State: st, Keys: keys}, others: map[string]Verifier{}}
 }
 
 // AddIssuer trusts the tokens of another issuer (e.g. an OpenID Connect provider).
@@ -62,6 +72,7 @@ func (a *Authenticator) Authenticate(header string, now time.Time) (Principal, e
 // ClusterVerifier checks tokens the cluster signed.
 type ClusterVerifier struct {
 	State State
+	Keys  Keys
 
 	mu   sync.Mutex
 	seed []byte
@@ -145,7 +156,7 @@ func checkTimes(c Claims, now time.Time) error {
 // Verify checks signature, issuer, times and that the subject still exists.
 func (v *ClusterVerifier) Verify(tok string, now time.Time) (Principal, error) {
 	ok, clusterID := v.State.Initialized()
-	seed := v.State.SigningKey()
+	seed := v.Keys.SigningKey()
 	if !ok || len(seed) != ed25519.SeedSize {
 		return Principal{}, fmt.Errorf("%w: the cluster has no signing key yet", ErrUnknownIssuer)
 	}
@@ -181,9 +192,8 @@ func (v *ClusterVerifier) Verify(tok string, now time.Time) (Principal, error) {
 			return Principal{}, fmt.Errorf("%w: service account %q was deleted", ErrRevoked, c.Namespace+":"+c.Subject)
 		}
 	case KindPeer:
-		if c.ExpiresAt == nil {
-			return Principal{}, fmt.Errorf("%w: a peer token must expire", ErrMalformed)
-		}
+		// Peers are their certificates: no token makes a peer.
+		return Principal{}, fmt.Errorf("%w: peers authenticate with their certificates, not with tokens", ErrMalformed)
 	default:
 		return Principal{}, fmt.Errorf("%w: unknown kind %q", ErrMalformed, c.Kind)
 	}

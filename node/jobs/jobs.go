@@ -272,7 +272,7 @@ func (m *Manager) registryFor(ctx context.Context, ns, reference string, latest 
 	if !ok {
 		return reg, nil
 	}
-	pw, err := auth.Unseal(m.cfg.FSM.SigningKey(), c.SealedPassword, auth.RegistryCredentialAAD(ns, server))
+	pw, err := auth.Unseal(m.cfg.Keys.SealKey(), c.SealedPassword, auth.RegistryCredentialAAD(ns, server))
 	if err != nil {
 		return ocidisk.Registry{}, fmt.Errorf("the credential for %s: %w", server, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/internal/netgate"
@@ -44,7 +45,9 @@ type Config struct {
 	// Interval is the longest time between looks for queued jobs.
 	Interval time.Duration
 	FSM      *raftfsm.FSM
-	Images   *imagestore.Store
+	// Keys unseal the namespaces' registry passwords.
+	Keys   auth.Keys
+	Images *imagestore.Store
 	// Disks exports VMs' disks; nil where the hypervisor cannot (a push
 	// of a VM then fails, saying so).
 	Disks    Disks

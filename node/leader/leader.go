@@ -2,8 +2,7 @@ package leader
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,31 +12,20 @@ import (
 	"github.com/svc-project/svc/raftstore"
 )
 
+// ensureInit proposes the Init of the cluster this peer formed, once; a
+// leader that did not form the cluster has none to propose (its cluster
+// was initialised before it joined).
 func (l *Leader) ensureInit(ctx context.Context) error {
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	if ok, _ := l.cfg.FSM.Initialized(); ok {
-		if len(l.cfg.FSM.SigningKey()) > 0 {
-			return nil
-		}
-		key, err := newSigningKey()
-		if err != nil {
-			return err
-		}
-		if _, err := l.cfg.Raft.ApplyCommand(actx, raftfsm.TypeSigningKeySet, raftfsm.SigningKeySet{SigningKey: key}); err != nil {
-			return fmt.Errorf("signing key: %w", err)
-		}
 		return nil
 	}
-	id := make([]byte, 8)
-	if _, err := rand.Read(id); err != nil {
-		return fmt.Errorf("cluster id: %w", err)
+	init, ok := l.cfg.Init()
+	if !ok {
+		return errors.New("the cluster is not initialised, and this peer did not form it")
 	}
-	key, err := newSigningKey()
-	if err != nil {
-		return err
-	}
-	if _, err := l.cfg.Raft.ApplyCommand(actx, raftfsm.TypeInit, raftfsm.Init{ClusterID: hex.EncodeToString(id), Time: time.Now().UTC(), SigningKey: key}); err != nil {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := l.cfg.Raft.ApplyCommand(actx, raftfsm.TypeInit, init); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	// This peer made the cluster: it hands out the first admin token.
@@ -47,10 +35,16 @@ func (l *Leader) ensureInit(ctx context.Context) error {
 	return nil
 }
 
-// reconcileMembership adds live members to Raft (voters while there are
-// fewer than the target, non-voters beyond), removes members that are gone
-// for good, and promotes non-voters to fill the voters they leave.
+// reconcileMembership keeps the Raft configuration to the peers the
+// cluster admitted: live admitted members are added (voters while there
+// are fewer than the target, non-voters beyond) at the Raft address they
+// proved, never one gossip claims; servers the cluster removed (or never
+// admitted) go at once, members gone for good after ReapAfter; non-voters
+// are promoted to fill the voters that left.
 func (l *Leader) reconcileMembership(ctx context.Context) error {
+	if ok, _ := l.cfg.FSM.Initialized(); !ok {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	servers, err := l.cfg.Raft.Servers(ctx)
@@ -61,6 +55,9 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 	byName := map[string]gossip.Member{}
 	alive := 0
 	for _, m := range members {
+		if _, ok := l.cfg.FSM.PeerIdentity(m.Name); !ok {
+			continue // not a peer of the cluster: nothing it gossips counts
+		}
 		byName[m.Name] = m
 		if m.State == gossip.StateAlive {
 			alive++
@@ -77,38 +74,56 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 	target := VoterTarget(alive)
 	log := l.cfg.Log.With("part", "leader")
 
-	for _, m := range members {
-		if m.State != gossip.StateAlive || m.Report.RaftAddr == "" {
+	for _, s := range servers {
+		if _, ok := l.cfg.FSM.PeerIdentity(s.ID); ok {
 			continue
 		}
+		if err := l.cfg.Raft.RemoveServer(ctx, s.ID); err != nil {
+			return fmt.Errorf("remove %s: %w", s.ID, err)
+		}
+		delete(inConfig, s.ID)
+		if s.Voter {
+			voters--
+		}
+		log.Info("removed a server the cluster does not admit", "peer", s.ID)
+	}
+
+	for _, m := range byName {
+		if m.State != gossip.StateAlive {
+			continue
+		}
+		id, _ := l.cfg.FSM.PeerIdentity(m.Name)
 		s, ok := inConfig[m.Name]
 		switch {
 		case !ok && voters < target:
-			if err := l.cfg.Raft.AddVoter(ctx, m.Name, m.Report.RaftAddr); err != nil {
+			if err := l.cfg.Raft.AddVoter(ctx, m.Name, id.RaftAddr); err != nil {
 				return fmt.Errorf("add voter %s: %w", m.Name, err)
 			}
 			voters++
 			log.Info("added voter", "peer", m.Name)
 		case !ok:
-			if err := l.cfg.Raft.AddNonvoter(ctx, m.Name, m.Report.RaftAddr); err != nil {
+			if err := l.cfg.Raft.AddNonvoter(ctx, m.Name, id.RaftAddr); err != nil {
 				return fmt.Errorf("add non-voter %s: %w", m.Name, err)
 			}
 			log.Info("added non-voter", "peer", m.Name)
-		case s.Address != m.Report.RaftAddr:
+		case s.Address != id.RaftAddr:
 			add := l.cfg.Raft.AddNonvoter
 			if s.Voter {
 				add = l.cfg.Raft.AddVoter
 			}
-			if err := add(ctx, m.Name, m.Report.RaftAddr); err != nil {
+			if err := add(ctx, m.Name, id.RaftAddr); err != nil {
 				return fmt.Errorf("update address of %s: %w", m.Name, err)
 			}
-			log.Info("updated peer address", "peer", m.Name, "raft", m.Report.RaftAddr)
+			log.Info("updated peer address", "peer", m.Name, "raft", id.RaftAddr)
 		}
 	}
 
 	for _, s := range servers {
 		if s.ID == l.cfg.Name {
 			continue
+		}
+		if _, ok := inConfig[s.ID]; !ok {
+			continue // removed above
 		}
 		m, ok := byName[s.ID]
 		gone := (ok && m.State == gossip.StateLeft) ||
@@ -134,7 +149,7 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 		if !ok || s.Voter || m.State != gossip.StateAlive {
 			continue
 		}
-		if err := l.cfg.Raft.AddVoter(ctx, m.Name, m.Report.RaftAddr); err != nil {
+		if err := l.cfg.Raft.AddVoter(ctx, m.Name, s.Address); err != nil {
 			return fmt.Errorf("promote %s: %w", m.Name, err)
 		}
 		voters++
@@ -177,6 +192,9 @@ func (l *Leader) reconcileNodes(ctx context.Context) error {
 	now := time.Now().UTC()
 	seen := map[string]bool{}
 	for _, m := range l.cfg.Pool.Members() {
+		if _, ok := l.cfg.FSM.PeerIdentity(m.Name); !ok {
+			continue // not a peer of the cluster
+		}
 		seen[m.Name] = true
 		phase, reason := wantPhase(m)
 		n, ok := l.cfg.FSM.Node(m.Name)

@@ -2,8 +2,6 @@ package leader
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -46,8 +44,10 @@ type Config struct {
 	Raft Raft
 	Pool Pool
 	Jobs Jobs
-	// OnInit runs (on a goroutine of its own) once this leader has made a
-	// new cluster: the peer hands out the first admin token.
+	// Init is the Init of the cluster this peer formed (false when it has
+	// none to propose); OnInit runs (on a goroutine of its own) once this
+	// leader has applied it: the peer hands out the first admin token.
+	Init   func() (raftfsm.Init, bool)
 	OnInit func()
 	// Interval is the longest time between the leader's passes.
 	Interval time.Duration
@@ -137,13 +137,4 @@ func VoterTarget(n int) int {
 		return 5
 	}
 	return 3
-}
-
-// newSigningKey returns a fresh Ed25519 seed for a new cluster.
-func newSigningKey() ([]byte, error) {
-	seed := make([]byte, 32)
-	if _, err := rand.Read(seed); err != nil {
-		return nil, fmt.Errorf("signing key: %w", err)
-	}
-	return seed, nil
 }

@@ -22,8 +22,9 @@ import (
 
 // Options tune a test cluster.
 type Options struct {
-	// BootstrapExpect defaults to the number of peers (at most 3).
-	BootstrapExpect int
+	// PlainPeers runs the peers without the fabric's TLS (benchmarks that
+	// state its cost).
+	PlainPeers bool
 	// ReapAfter is how long a dead peer stays in the Raft configuration.
 	ReapAfter time.Duration
 	// Capacity offered by every peer (default 4 CPUs, 8 GiB, 0 GPU).
@@ -132,9 +133,6 @@ func Timing() raftstore.Timing {
 // for every node to be READY. The cluster is stopped when the test ends.
 func New(tb testing.TB, n int, opts Options) *Cluster {
 	tb.Helper()
-	if opts.BootstrapExpect == 0 {
-		opts.BootstrapExpect = min(n, 3)
-	}
 	if opts.Capacity == (raftfsm.Capacity{}) {
 		opts.Capacity = raftfsm.Capacity{CPU: 4, MemoryBytes: 8 << 30}
 	}
@@ -195,6 +193,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 			VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
 			BlobGCInterval: 200 * time.Millisecond, BlobReleaseGrace: time.Second, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
 			RegistryAllow: opts.RegistryAllow, Templates: opts.Templates, AuditEntries: opts.AuditEntries,
+			PlainPeers: opts.PlainPeers,
 		}
 		if !opts.Libvirt {
 			m.cfg.TemplateGuestReady = func(context.Context, string) error { return nil } // a fake guest has nothing to wait for
@@ -202,11 +201,13 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 		if opts.ProductionTiming {
 			m.cfg.RaftTiming, m.cfg.Local = raftstore.Timing{}, false
 		}
-		if i < opts.BootstrapExpect {
-			m.cfg.BootstrapExpect = opts.BootstrapExpect
-		}
-		if i > 0 {
+		// The first peer forms the cluster; the others join it with a
+		// token, as hosts do.
+		if i == 0 {
+			m.cfg.BootstrapExpect = 1
+		} else {
 			m.cfg.Join = []string{c.Members[0].Peer.GossipAddr()}
+			m.cfg.JoinToken = c.JoinToken()
 		}
 		c.Members = append(c.Members, m)
 		c.start(m)
@@ -220,6 +221,26 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	// The admin token is made while the cluster is whole: tests cut it up later.
 	c.adminToken = c.Token("admin", true)
 	return c
+}
+
+// JoinToken makes a join token of the cluster for one host, through a
+// running peer (as an admin would with 'svc cluster join-token create').
+func (c *Cluster) JoinToken() string {
+	c.tb.Helper()
+	var tok string
+	c.WaitFor("a join token", 20*time.Second, func() error {
+		for _, m := range c.Running() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			t, _, err := m.Peer.Membership().CreateJoinToken(ctx, time.Hour, 1, "test")
+			cancel()
+			if err == nil {
+				tok = t
+				return nil
+			}
+		}
+		return fmt.Errorf("no running peer made a join token")
+	})
+	return tok
 }
 
 func (c *Cluster) logger() *slog.Logger {
@@ -304,7 +325,7 @@ func (c *Cluster) Crash(m *Member) {
 func (c *Cluster) Restart(m *Member) {
 	c.tb.Helper()
 	cfg := m.cfg
-	cfg.Join, cfg.BootstrapExpect = nil, 0 // it must find the cluster from its data dir
+	cfg.Join, cfg.BootstrapExpect, cfg.JoinToken = nil, 0, "" // it must find the cluster from its data dir
 	m.cfg = cfg
 	c.start(m)
 }

@@ -77,7 +77,7 @@ type Gossip struct {
 	ml      *memberlist.Memberlist
 	keyring *memberlist.Keyring // nil: no encryption
 	log     *slog.Logger
-	addr string // fixed at start: memberlist's LocalNode may not be read while it updates
+	addr    string // fixed at start: memberlist's LocalNode may not be read while it updates
 
 	mu      sync.Mutex
 	report  Report

@@ -426,7 +426,6 @@ func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
 	}
 }
 
-
 func (p *Peer) apiAddrOf(name string) string {
 	if name == p.cfg.Name {
 		return p.APIAddr()

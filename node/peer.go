@@ -231,6 +231,7 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	})
 	p.wg.Go(p.catchUpLoop)
+	p.wg.Go(p.standingLoop)
 	p.wg.Go(p.joinLoop)
 	p.wg.Go(p.bootstrapLoop)
 	p.wg.Go(p.leaderLoop)

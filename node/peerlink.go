@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -109,6 +110,13 @@ func (p *Peer) checkStanding() error {
 			addrs = append(addrs, a)
 		}
 	}
+	if p.gossip != nil {
+		for _, m := range p.gossip.Members() {
+			if m.Name != p.cfg.Name && !slices.Contains(addrs, m.GossipAddr) {
+				addrs = append(addrs, m.GossipAddr)
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, standingWait)
 	defer cancel()
 	for _, a := range addrs {
@@ -125,6 +133,33 @@ func (p *Peer) checkStanding() error {
 		}
 	}
 	return nil
+}
+
+// standingEvery is how often a peer that knows no leader asks the others
+// whether it still belongs to the cluster.
+const standingEvery = 10 * time.Second
+
+// standingLoop stops a peer the cluster removed while it ran: the leader
+// drops its connections at once, so its replica may never apply its own
+// removal; once it knows no leader it asks the others, who say why.
+func (p *Peer) standingLoop() {
+	tick := time.NewTicker(standingEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if name, _ := p.LeaderAPI(); name != "" {
+			continue
+		}
+		if err := p.checkStanding(); err != nil {
+			p.cfg.Log.Error("stopping", "err", err)
+			p.fail(err)
+			return
+		}
+	}
 }
 
 // raftTLS is the Raft transport's authentication (nil: plain TCP).
@@ -272,10 +307,13 @@ func (p *Peer) httpsConfig() *tls.Config {
 
 // serveJoins answers the join service on the gossip port's TLS streams.
 func (p *Peer) serveJoins() {
+	log := p.cfg.Log.With("part", "join")
 	srv := &http.Server{
-		Handler:           http.MaxBytesHandler(fabric.JoinHandler(p.member, p.cfg.Log.With("part", "join")), 64<<10),
+		Handler:           http.MaxBytesHandler(fabric.JoinHandler(p.member, log), 64<<10),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second,
-		ErrorLog: nil,
+		// A host whose token names another cluster ends the handshake (it
+		// checks the CA first): the log says so.
+		ErrorLog: slog.NewLogLogger(log.With("hint", "a failed handshake is a host with another cluster's token, or not a join").Handler(), slog.LevelWarn),
 	}
 	l := tls.NewListener(p.joinL, p.id.JoinServerConfig())
 	p.wg.Go(func() {

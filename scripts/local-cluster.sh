@@ -42,23 +42,29 @@ down() {
     ip link delete "$link" 2>/dev/null || true
   done
   ip link show "$bridge" >/dev/null 2>&1 && ip link delete "$bridge"
-  rm -rf "$dir"/peer-* "$dir"/peer-*.pid "$dir/admin.token" "$dir/size"
+  rm -rf "$dir"/peer-* "$dir"/peer-*.pid "$dir/admin.token" "$dir/join.token" "$dir/size"
   return 0
 }
 
-# start_peer I N: launch peer I of an N-peer cluster in its namespace (its
-# data dir is kept across starts, so a restart rejoins as itself).
+# start_peer I: launch peer I in its namespace. Peer 1 forms the cluster;
+# every other peer joins it with the join token in $dir/join.token the first
+# time. Its data dir is kept across starts, so a restart rejoins as itself,
+# with no token.
 start_peer() {
-  local i=$1 n=$2 expect ip
+  local i=$1 ip
   ip=$(addr "$i")
-  expect=$(( n < 3 ? n : 3 ))
-  local args=(agent --name "peer-$i" --bind "$ip" --data-dir "$dir/peer-$i/data" --cpu 2 --memory 4 --gpu 0)
-  if [ "$i" -le "$expect" ]; then args+=(--bootstrap-expect "$expect"); fi
-  if [ "$i" -gt 1 ]; then args+=(--join "$(addr 1):7946"); fi
+  local args=(agent --name "peer-$i" --bind "$ip" --data-dir "$dir/peer-$i/data" --cpu 2 --memory 4 --gpu 0) token=""
+  if [ "$i" -eq 1 ]; then
+    args+=(--bootstrap-expect 1)
+  else
+    args+=(--join "$(addr 1):7946")
+    # The token goes in the environment, not on the command line (ps shows that).
+    if [ ! -f "$dir/peer-$i/data/fabric/cluster.json" ]; then token=$(cat "$dir/join.token"); fi
+  fi
   # shellcheck disable=SC2206 # SVC_AGENT_ARGS is split into flags on purpose
   args+=(${SVC_AGENT_ARGS:-})
   mkdir -p "$dir/peer-$i"
-  ip netns exec "svc-peer-$i" setsid "$bin" "${args[@]}" >>"$dir/peer-$i.log" 2>&1 </dev/null &
+  SVC_JOIN_TOKEN=$token ip netns exec "svc-peer-$i" setsid "$bin" "${args[@]}" >>"$dir/peer-$i.log" 2>&1 </dev/null &
   echo $! >"$dir/peer-$i.pid"
 }
 
@@ -82,10 +88,10 @@ up() {
     ip -n "$ns" addr add "$ip/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
-    start_peer "$i" "$n"
   done
-  # Wait (bounded) until peer 1 hands out an admin token (through its admin
-  # socket, as root on its host would) and lists every node READY.
+  # Peer 1 forms the cluster. Root on its host takes an admin token from its
+  # admin socket, then a join token for the other peers (bounded waits).
+  start_peer 1
   local api=http://$(addr 1):8080 out=""
   for _ in $(seq 1 240); do
     if [ -z "${SVC_TOKEN:-}" ]; then
@@ -93,6 +99,15 @@ up() {
       export SVC_TOKEN
       echo "$SVC_TOKEN" >"$dir/admin.token"
     fi
+    if [ -n "$SVC_TOKEN" ] && "$bin" --api-url "$api" cluster join-token create --uses "$n" --ttl 1h >"$dir/join.token" 2>/dev/null; then
+      break
+    fi
+    sleep 0.5
+  done
+  [ -s "$dir/join.token" ] || { echo "peer 1 formed no cluster in 120 s; logs are in $dir" >&2; exit 1; }
+  chmod 600 "$dir/join.token"
+  for i in $(seq 2 "$n"); do start_peer "$i"; done
+  for _ in $(seq 1 240); do
     out=$("$bin" --api-url "$api" node list 2>/dev/null || true)
     if [ "$(ready_count <<<"$out")" -eq "$n" ]; then
       break
@@ -118,7 +133,7 @@ up) up "${2:-3}" ;;
 start)
   [ -f "$dir/size" ] || { echo "no local cluster is up" >&2; exit 1; }
   [ "${2:-0}" -ge 1 ] 2>/dev/null && [ "$2" -le "$(cat "$dir/size")" ] || { echo "usage: $0 start I (1..$(cat "$dir/size"))" >&2; exit 2; }
-  start_peer "$2" "$(cat "$dir/size")"
+  start_peer "$2"
   ;;
 down) down; echo "local cluster removed" ;;
 *) echo "usage: $0 up [N] | start I | down" >&2; exit 2 ;;

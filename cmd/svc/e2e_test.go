@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,9 +50,11 @@ func freePortsOn(t *testing.T, ip string, n int) []int {
 
 type agentProc struct {
 	name    string
+	host    string
 	api     string
 	cmd     *exec.Cmd
 	logFile string
+	exited  chan struct{}
 }
 
 // cli runs the svc client against an API address and returns its stdout.
@@ -87,29 +88,13 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	ports := freePortsOn(t, ip, 12)
 	gossip1 := ip + ":" + strconv.Itoa(ports[2])
 	tls := func(i int) string { return strconv.Itoa(ports[9+i]) }
-	for i := range 3 {
-		a := &agentProc{name: fmt.Sprintf("e2e-%d", i+1), api: "http://" + ip + ":" + strconv.Itoa(ports[3*i])}
-		args := []string{"agent", "--name", a.name, "--bind", ip,
-			"--data-dir", filepath.Join(dir, a.name),
+	start := func(i int, env []string, args ...string) *agentProc {
+		name := fmt.Sprintf("e2e-%d", i+1)
+		a := runAgent(t, bin, dir, name, env, append([]string{"--bind", ip, "--data-dir", filepath.Join(dir, name),
 			"--api-port", strconv.Itoa(ports[3*i]), "--raft-port", strconv.Itoa(ports[3*i+1]), "--gossip-port", strconv.Itoa(ports[3*i+2]),
-			"--bootstrap-expect", "3", "--cpu", "2", "--memory", "4", "--gpu", "0", "--tls-port", tls(i)}
-		if i > 0 {
-			args = append(args, "--join", gossip1)
-		}
-		a.logFile = filepath.Join(dir, a.name+".log")
-		lf, err := os.Create(a.logFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.cmd = exec.Command(bin, args...)
-		a.cmd.Stdout, a.cmd.Stderr = lf, lf
-		// The agents die with the test process, even when it is killed.
-		a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := a.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		_ = lf.Close()
-		agents = append(agents, a)
+			"--cpu", "2", "--memory", "4", "--gpu", "0", "--tls-port", tls(i)}, args...)...)
+		a.api = "http://" + ip + ":" + strconv.Itoa(ports[3*i])
+		return a
 	}
 	poll := func(what string, timeout time.Duration, cond func() error) {
 		t.Helper()
@@ -117,20 +102,23 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 	}
-	t.Cleanup(func() {
-		for _, a := range agents {
-			if a.cmd.ProcessState == nil {
-				_ = a.cmd.Process.Signal(syscall.SIGTERM)
-				_ = a.cmd.Wait()
-			}
+	// The first host forms the cluster; the others join it with a token an
+	// admin made (in the environment, as bootstrap-cluster.sh hands it).
+	agents = append(agents, start(0, nil, "--bootstrap-expect", "1"))
+	var joinToken string
+	poll("a join token from e2e-1", 60*time.Second, func() error {
+		tok, err := os.ReadFile(filepath.Join(dir, "e2e-1", "admin.token"))
+		if err != nil {
+			return err
 		}
-		if t.Failed() {
-			for _, a := range agents {
-				b, _ := os.ReadFile(a.logFile)
-				t.Logf("--- %s log:\n%s", a.name, b)
-			}
-		}
+		t.Setenv("SVC_TOKEN", strings.TrimSpace(string(tok)))
+		out, err := cli(t, bin, agents[0].api, "cluster", "join-token", "create", "--uses", "2")
+		joinToken = strings.TrimSpace(out)
+		return err
 	})
+	for i := 1; i < 3; i++ {
+		agents = append(agents, start(i, []string{"SVC_JOIN_TOKEN=" + joinToken}, "--join", gossip1))
+	}
 
 	// Root on peer-1's host takes an admin token from its admin socket.
 	var token string
@@ -238,10 +226,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	}
 
 	// Kill the leader outright.
-	if err := leaderProc.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = leaderProc.cmd.Wait()
+	leaderProc.kill()
 
 	for _, a := range []*agentProc{follower, other} {
 		poll(a.name+" to answer with a new leader", 60*time.Second, func() error {
@@ -295,29 +280,11 @@ func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
 	dir := guest.TempDir(t)  // QEMU's user reaches the data dir
 	const ip = "127.0.250.2" // this test's own address and peer name on the shared libvirtd
 	ports := freePortsOn(t, ip, 4)
-	a := &agentProc{name: "e2e-dev", api: "http://" + ip + ":" + strconv.Itoa(ports[0]), logFile: filepath.Join(dir, "agent.log")}
-	lf, err := os.Create(a.logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.cmd = exec.Command(bin, "agent", "--dev", "--name", a.name, "--bind", ip, "--data-dir", filepath.Join(dir, "data"),
+	a := runAgent(t, bin, dir, "e2e-dev", nil, "--dev", "--bind", ip, "--data-dir", filepath.Join(dir, "data"),
 		"--api-port", strconv.Itoa(ports[0]), "--raft-port", strconv.Itoa(ports[1]), "--gossip-port", strconv.Itoa(ports[2]), "--tls-port", strconv.Itoa(ports[3]))
-	a.cmd.Stdout, a.cmd.Stderr = lf, lf
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = lf.Close()
-	t.Cleanup(func() {
-		_ = a.cmd.Process.Signal(syscall.SIGTERM)
-		_ = a.cmd.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(a.logFile)
-			t.Logf("--- agent log:\n%s", b)
-		}
-	})
+	a.api = "http://" + ip + ":" + strconv.Itoa(ports[0])
 	var token []byte
-	if err := testcluster.Poll(context.Background(), 60*time.Second, func() error {
+	if err := testcluster.Poll(context.Background(), 60*time.Second, func() (err error) {
 		token, err = os.ReadFile(filepath.Join(dir, "data", "admin.token"))
 		return err
 	}); err != nil {

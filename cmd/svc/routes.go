@@ -6,13 +6,19 @@ package main
 // does not exist, or an entry for a route that is gone.
 func routeCommands() map[string]string {
 	return map[string]string{
-		"GET /api/v1/cluster-info":   "cluster info",
-		"GET /api/v1/openapi.json":   "cluster openapi",
-		"GET /api/v1/swagger":        "cluster explorer",
-		"GET /metrics":               "cluster metrics",
-		"POST /api/v1/upload/cert":   "cluster cert",
-		"GET /api/v1/remotecatalogs": "remote catalogs",
-		"PUT /api/v1/remotecatalogs": "remote catalogs",
+		"GET /api/v1/cluster-info":                           "cluster info",
+		"GET /api/v1/openapi.json":                           "cluster openapi",
+		"GET /api/v1/swagger":                                "cluster explorer",
+		"GET /metrics":                                       "cluster metrics",
+		"POST /api/v1/upload/cert":                           "cluster cert",
+		"GET /api/v1/cluster/ca":                             "cluster ca",
+		"GET /api/v1/cluster/join-tokens":                    "cluster join-token list",
+		"POST /api/v1/cluster/join-tokens":                   "cluster join-token create",
+		"DELETE /api/v1/cluster/join-tokens/{id}":            "cluster join-token revoke",
+		"POST /api/v1/cluster/rotate-gossip-key":             "cluster rotate-gossip-key",
+		"DELETE /api/v1/namespaces/{namespace}/nodes/{name}": "node remove",
+		"GET /api/v1/remotecatalogs":                         "remote catalogs",
+		"PUT /api/v1/remotecatalogs":                         "remote catalogs",
 
 		"GET /api/v1/namespaces":                                                     "namespace list",
 		"POST /api/v1/namespaces":                                                    "namespace create",

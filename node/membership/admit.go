@@ -120,8 +120,8 @@ func (m *Membership) CreateJoinToken(ctx context.Context, ttl time.Duration, use
 	if ttl <= 0 {
 		ttl = DefaultJoinTokenTTL
 	}
-	if ttl > MaxJoinTokenTTL || ttl < time.Minute {
-		return "", raftfsm.JoinToken{}, raftfsm.NewRuleError(raftfsm.ErrInvalid, fmt.Sprintf("a join token lives 1m to %s", MaxJoinTokenTTL))
+	if ttl > MaxJoinTokenTTL || ttl < time.Second {
+		return "", raftfsm.JoinToken{}, raftfsm.NewRuleError(raftfsm.ErrInvalid, fmt.Sprintf("a join token lives 1s to %s", MaxJoinTokenTTL))
 	}
 	if uses == 0 {
 		uses = 1

@@ -121,8 +121,15 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: 3,
-		Timeout: 5 * time.Second,
-		Logger:  hl,
+		// No pipelining: raft's pipeline deadlocks when a follower answers
+		// an AppendEntries with Success=false (its decoder returns, the
+		// sender parks on a full channel, and the follower never gets
+		// another entry while heartbeats keep it from an election); seen
+		// here with a peer that joins behind the log. Raft's own analysis
+		// (hashicorp/raft#541) finds pipelining of little benefit anyway.
+		MaxRPCsInFlight: 1,
+		Timeout:         5 * time.Second,
+		Logger:          hl,
 	})
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -361,11 +368,17 @@ func (s *Store) Close(snapshot bool) error {
 			s.log.Warn("snapshot on close", "err", err)
 		}
 	}
-	err := s.raft.Shutdown().Error()
+	// Shut down, then close the transport before waiting for raft's
+	// goroutines: one blocked in an RPC to a peer that stopped answering
+	// would otherwise hold the shutdown until that RPC's deadline (or for
+	// ever, where it waits on the transport itself).
+	shutdown := s.raft.Shutdown()
+	terr := s.trans.Close()
+	err := shutdown.Error()
 	s.raft.DeregisterObserver(s.obs)
 	close(s.obsCh)
-	if cerr := s.trans.Close(); cerr != nil && err == nil {
-		err = cerr
+	if terr != nil && err == nil {
+		err = terr
 	}
 	if cerr := s.bolt.Close(); cerr != nil && err == nil {
 		err = cerr

@@ -85,7 +85,7 @@ func waitFor(t *testing.T, what string, cond func() error) {
 // pass counted is one a change woke.
 func TestHost_passes_only_for_its_own_vms(t *testing.T) {
 	r := &replica{fsm: raftfsm.NewFSM(nil)}
-	r.must(t, raftfsm.TypeInit, raftfsm.Init{ClusterID: "c1", Time: time.Now().UTC()})
+	r.must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC()))
 	for _, n := range []string{"n1", "n2"} {
 		r.must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: n, Phase: api.PhaseReady, Time: time.Now().UTC(),
 			NodeFacts: raftfsm.NodeFacts{Addr: "10.0.0.1", Arch: "amd64", Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}}})

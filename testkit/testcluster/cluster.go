@@ -291,6 +291,10 @@ func (c *Cluster) Close() {
 	}
 }
 
+// Config is the configuration m last started with (a test may start it
+// itself, e.g. to see a start refused).
+func (m *Member) Config() node.Config { return m.cfg }
+
 // Stop stops a peer without leaving the cluster (as a crash or restart would).
 func (c *Cluster) Stop(m *Member) {
 	c.tb.Helper()

@@ -200,6 +200,7 @@ func Start(cfg Config) (*Peer, error) {
 	p.leader = leader.New(leader.Config{
 		Name: cfg.Name, FSM: p.FSM(), Raft: p.store, Pool: p.gossip, Jobs: p.jobs, OnInit: p.handOutAdminToken,
 		Init:     func() (raftfsm.Init, bool) { return membership.PendingInit(p.id.Dir) },
+		Remove:   func(ctx context.Context, name, by string) error { return p.member.RemoveNode(ctx, name, by) },
 		Interval: cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
 		Log: cfg.Log.With("part", "leader"),
 	})

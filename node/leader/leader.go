@@ -139,6 +139,7 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 			voters--
 		}
 		log.Info("removed peer that is gone for good", "peer", s.ID)
+		l.reap(ctx, s.ID)
 	}
 
 	for _, m := range members {
@@ -156,6 +157,26 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 		log.Info("promoted non-voter", "peer", m.Name)
 	}
 	return nil
+}
+
+// reap removes for good a peer gone for ReapAfter: it is no longer
+// admitted, and can never connect again. A node that still has VMs keeps
+// its identity (its VMs are the admin's to delete, after which 'svc node
+// remove' or the next pass removes it).
+func (l *Leader) reap(ctx context.Context, name string) {
+	if l.cfg.Remove == nil {
+		return
+	}
+	if _, ok := l.cfg.FSM.PeerIdentity(name); !ok {
+		return
+	}
+	if n, ok := l.cfg.FSM.Node(name); ok && n.Used != (raftfsm.Usage{}) {
+		l.cfg.Log.Warn("a peer gone for good keeps its identity while VMs are placed on it", "peer", name)
+		return
+	}
+	if err := l.cfg.Remove(ctx, name, "reaped after --reap-after"); err != nil {
+		l.cfg.Log.Warn("remove a peer gone for good", "peer", name, "err", err)
+	}
 }
 
 // wantPhase is the phase a member's node should have, with the reason.

@@ -49,6 +49,9 @@ type Config struct {
 	// leader has applied it: the peer hands out the first admin token.
 	Init   func() (raftfsm.Init, bool)
 	OnInit func()
+	// Remove removes a peer for good (the membership's RemoveNode): the
+	// leader calls it for a peer gone for ReapAfter.
+	Remove func(ctx context.Context, name, by string) error
 	// Interval is the longest time between the leader's passes.
 	Interval time.Duration
 	// ReapAfter is how long a peer may be dead before it leaves the Raft

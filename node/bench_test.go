@@ -29,12 +29,26 @@ func benchClient(c *testcluster.Cluster, m *testcluster.Member) *api.Client {
 	return cl
 }
 
+// fabrics are the two ways peers talk in the benchmarks that state what
+// the fabric costs: TLS with certificates (what svc runs) and the plain
+// baseline (node.Config.PlainPeers), in the same run.
+var fabrics = []struct {
+	name  string
+	plain bool
+}{{"fabric=tls", false}, {"fabric=plain", true}}
+
 // BenchmarkTagWrite sends tag writes one at a time, alternately to the leader
 // and to a follower (which forwards them), over the real HTTP API of a
 // 3-peer cluster with production Raft timings, and reports the latency of
-// each path and their ratio.
+// each path and their ratio; once over the fabric's TLS and once without.
 func BenchmarkTagWrite(b *testing.B) {
-	c := testcluster.New(b, 3, testcluster.Options{ProductionTiming: true})
+	for _, f := range fabrics {
+		b.Run(f.name, func(b *testing.B) { benchTagWrite(b, f.plain) })
+	}
+}
+
+func benchTagWrite(b *testing.B, plain bool) {
+	c := testcluster.New(b, 3, testcluster.Options{ProductionTiming: true, PlainPeers: plain})
 	leader := c.WaitLeader()
 	follower := c.Followers()[0]
 	lc, fc := benchClient(c, leader), benchClient(c, follower)
@@ -73,8 +87,15 @@ func BenchmarkTagWrite(b *testing.B) {
 
 // BenchmarkTagWriteParallel sends tag writes from 16 concurrent clients to a
 // follower; Raft batches them, so throughput exceeds the serial figure.
+// Once over the fabric's TLS and once without.
 func BenchmarkTagWriteParallel(b *testing.B) {
-	c := testcluster.New(b, 3, testcluster.Options{})
+	for _, f := range fabrics {
+		b.Run(f.name, func(b *testing.B) { benchTagWriteParallel(b, f.plain) })
+	}
+}
+
+func benchTagWriteParallel(b *testing.B, plain bool) {
+	c := testcluster.New(b, 3, testcluster.Options{PlainPeers: plain})
 	leader := c.WaitLeader()
 	fc := benchClient(c, c.Followers()[0])
 	var n atomic.Int64
@@ -130,43 +151,47 @@ func BenchmarkNodeList(b *testing.B) {
 // write. A crash leaves the others to elect a leader; a graceful stop hands
 // leadership over first.
 func BenchmarkFailover(b *testing.B) {
-	for _, how := range []string{"crash", "graceful"} {
-		b.Run(how, func(b *testing.B) {
-			var took []time.Duration
-			for range b.N {
-				b.StopTimer()
-				c := testcluster.New(b, 3, testcluster.Options{ProductionTiming: true})
-				old := c.WaitLeader()
-				survivor := benchClient(c, c.Followers()[0])
-				b.StartTimer()
-				start := time.Now()
-				if how == "crash" {
-					c.Crash(old)
-				} else {
-					c.Stop(old)
-				}
-				deadline := start.Add(60 * time.Second)
-				for {
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					_, err := survivor.TagNode(ctx, api.DefaultNamespace, c.Followers()[0].Name, "failover")
-					cancel()
-					if err == nil {
-						break
-					}
-					if time.Now().After(deadline) {
-						b.Fatalf("no write accepted 60 s after the leader stopped: %v", err)
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				took = append(took, time.Since(start))
-				b.StopTimer()
-				c.Close()
-			}
-			b.ReportMetric(ms(percentile(took, 0.5)), "failover-p50-ms")
-			b.ReportMetric(ms(slices.Max(took)), "failover-max-ms")
-			b.ReportMetric(0, "ns/op")
-		})
+	for _, f := range fabrics {
+		for _, how := range []string{"crash", "graceful"} {
+			b.Run(f.name+"/"+how, func(b *testing.B) { benchFailover(b, how, f.plain) })
+		}
 	}
+}
+
+func benchFailover(b *testing.B, how string, plain bool) {
+	var took []time.Duration
+	for range b.N {
+		b.StopTimer()
+		c := testcluster.New(b, 3, testcluster.Options{ProductionTiming: true, PlainPeers: plain})
+		old := c.WaitLeader()
+		survivor := benchClient(c, c.Followers()[0])
+		b.StartTimer()
+		start := time.Now()
+		if how == "crash" {
+			c.Crash(old)
+		} else {
+			c.Stop(old)
+		}
+		deadline := start.Add(60 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := survivor.TagNode(ctx, api.DefaultNamespace, c.Followers()[0].Name, "failover")
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("no write accepted 60 s after the leader stopped: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		took = append(took, time.Since(start))
+		b.StopTimer()
+		c.Close()
+	}
+	b.ReportMetric(ms(percentile(took, 0.5)), "failover-p50-ms")
+	b.ReportMetric(ms(slices.Max(took)), "failover-max-ms")
+	b.ReportMetric(0, "ns/op")
 }
 
 // peerHTTP is a client that calls other peers' internal routes as peer m

@@ -71,6 +71,8 @@ type Peer struct {
 	sync     indexSync
 	// seedPeers are gossip addresses a join answered with.
 	seedPeers []string
+	// announceCh asks announceLoop to gossip this peer's report again.
+	announceCh chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -105,7 +107,7 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, egress: &egress}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, egress: &egress, announceCh: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -173,7 +175,7 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.member = membership.New(membership.Config{
 		Host: p.netHost(), Identity: p.id, Trust: p.trust, FSM: p.FSM(), Proposer: p, Pool: pool,
-		KeysInstalled: func(uint64) { p.announce() }, Log: cfg.Log.With("part", "membership"),
+		KeysInstalled: func(uint64) { p.announceSoon() }, Log: cfg.Log.With("part", "membership"),
 	})
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
@@ -232,6 +234,7 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	})
 	p.wg.Go(p.catchUpLoop)
+	p.wg.Go(p.announceLoop)
 	p.wg.Go(p.standingLoop)
 	p.wg.Go(p.joinLoop)
 	p.wg.Go(p.bootstrapLoop)
@@ -284,13 +287,26 @@ func (p *Peer) keyEpoch() uint64 {
 	return p.member.KeyEpoch()
 }
 
-// announce gossips this peer's report again (its keyring changed).
-func (p *Peer) announce() {
-	if p.gossip == nil {
-		return
+// announceSoon has this peer's report gossiped again (its keyring
+// changed), without waiting for it: spreading a report can take seconds.
+func (p *Peer) announceSoon() {
+	select {
+	case p.announceCh <- struct{}{}:
+	default: // one is due already
 	}
-	if err := p.gossip.SetReport(p.report()); err != nil {
-		p.cfg.Log.Warn("gossip report", "err", err)
+}
+
+// announceLoop gossips this peer's report whenever announceSoon asks.
+func (p *Peer) announceLoop() {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.announceCh:
+		}
+		if err := p.gossip.SetReport(p.report()); err != nil {
+			p.cfg.Log.Warn("gossip report", "err", err)
+		}
 	}
 }
 

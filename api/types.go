@@ -131,6 +131,26 @@ type HostUserRequest struct {
 	Remove bool   `json:"remove,omitempty"`
 }
 
+// TrustPath is a peer's own route that tells which peers its replica
+// admits (PeerTrust): a peer restarted after others joined asks it when it
+// meets a peer it does not know.
+const TrustPath = "/api/v1/internal/trust"
+
+// PeerTrust is the admitted peers (name to key id) and removed keys (key id
+// to the removal) as of a Raft index.
+type PeerTrust struct {
+	Index   uint64                 `json:"index"`
+	Members map[string]string      `json:"members"`
+	Removed map[string]PeerRemoval `json:"removed,omitempty"`
+}
+
+// PeerRemoval is a removed peer's key: name, when and by whom.
+type PeerRemoval struct {
+	Name string    `json:"name"`
+	At   time.Time `json:"at"`
+	By   string    `json:"by,omitempty"`
+}
+
 // AppliedIndexPath is a peer's own route that tells the index of the last
 // command its replica applied (a CommitIndex).
 const AppliedIndexPath = "/api/v1/internal/applied-index"

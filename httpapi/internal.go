@@ -53,3 +53,20 @@ func (s *Server) appliedIndex(w http.ResponseWriter, _ *http.Request, _ httprout
 	writeJSON(w, http.StatusOK, api.CommitIndex{Index: s.replica.FSM().Index()})
 	return nil
 }
+
+// trust tells another peer which peers this replica admits.
+func (s *Server) trust(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	fb, ok := s.replica.FSM().Fabric()
+	if !ok {
+		return unavailable("1", "this replica has no fabric yet")
+	}
+	out := api.PeerTrust{Index: fb.TrustIndex, Members: map[string]string{}, Removed: map[string]api.PeerRemoval{}}
+	for name, p := range fb.Peers {
+		out.Members[name] = p.KeyID
+	}
+	for kid, r := range fb.Removed {
+		out.Removed[kid] = api.PeerRemoval{Name: r.Name, At: r.At, By: r.By}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -426,3 +426,38 @@ func TestFabric_secrets_stay_out_of_the_state(t *testing.T) {
 		t.Fatalf("token %s not listed: %+v", jt.ID, list)
 	}
 }
+
+// TestFabric_a_peer_back_learns_who_joined_meanwhile: a peer that was down
+// while another joined, and comes back when the newcomer leads, learns of
+// it from the peers it knows (its replica cannot tell it: it refuses the
+// newcomer's connections until then) and catches up.
+func TestFabric_a_peer_back_learns_who_joined_meanwhile(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	away := c.Members[2]
+	c.Crash(away)
+	newcomer := c.Add()
+	ctx := context.Background()
+	c.WaitFor("the newcomer a voter, and leading", 30*time.Second, func() error {
+		l := c.Leader()
+		if l == nil {
+			return errors.New("no leader")
+		}
+		if l == newcomer {
+			return nil
+		}
+		if err := l.Peer.Store().AddVoter(ctx, newcomer.Name, newcomer.Peer.RaftAddr()); err != nil {
+			return err
+		}
+		hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		return errors.Join(errors.New("not yet"), l.Peer.Store().HandOverTo(hctx, newcomer.Name, newcomer.Peer.RaftAddr()))
+	})
+	c.Restart(away)
+	c.WaitCaughtUp(away)
+	if err := away.Peer.Membership().Trust().Check(newcomer.Name, identityOf(t, newcomer).KeyID()); err != nil {
+		t.Fatalf("the peer that was away does not know the newcomer: %v", err)
+	}
+	if _, err := c.Client(away).TagNode(ctx, api.DefaultNamespace, away.Name, "back"); err != nil {
+		t.Fatalf("a write through the peer that was away: %v", err)
+	}
+}

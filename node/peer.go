@@ -71,8 +71,9 @@ type Peer struct {
 	sync     indexSync
 	// seedPeers are gossip addresses a join answered with.
 	seedPeers []string
-	// announceCh asks announceLoop to gossip this peer's report again.
-	announceCh chan struct{}
+	// announceCh asks announceLoop to gossip this peer's report again;
+	// trustRefresh asks trustRefreshLoop to learn of peers from others.
+	announceCh, trustRefresh chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -107,7 +108,7 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, egress: &egress, announceCh: make(chan struct{}, 1)}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, egress: &egress, announceCh: make(chan struct{}, 1), trustRefresh: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -235,6 +236,7 @@ func Start(cfg Config) (*Peer, error) {
 	})
 	p.wg.Go(p.catchUpLoop)
 	p.wg.Go(p.announceLoop)
+	p.wg.Go(p.trustRefreshLoop)
 	p.wg.Go(p.standingLoop)
 	p.wg.Go(p.joinLoop)
 	p.wg.Go(p.bootstrapLoop)

@@ -174,7 +174,80 @@ func (p *Peer) raftTLS() *raftstore.PeerTLS {
 			return err
 		},
 		Changed: p.trust.Changed,
+		Refused: func(err error) {
+			if errors.Is(err, fabric.ErrNotMember) {
+				p.refreshTrustSoon()
+			}
+		},
 	}
+}
+
+// refreshTrustSoon asks the trust refresh to run (at most every
+// trustRefreshEvery).
+func (p *Peer) refreshTrustSoon() {
+	select {
+	case p.trustRefresh <- struct{}{}:
+	default:
+	}
+}
+
+// trustRefreshEvery spaces the asks of trustRefreshLoop.
+const trustRefreshEvery = 5 * time.Second
+
+// trustRefreshLoop learns of peers admitted while this one was down: when a
+// certificate of the cluster's CA names a peer this peer does not know, it
+// asks the peers it knows for their trust set and takes a newer one. (Its
+// replica would tell it, but the leader may be one of those new peers,
+// whose connections it refuses.)
+func (p *Peer) trustRefreshLoop() {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.trustRefresh:
+		}
+		if !p.refreshTrust() {
+			continue // no peer's address known yet (just restarted): the next refusal asks again
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-time.After(trustRefreshEvery):
+		}
+	}
+}
+
+// refreshTrust asks the peers this one knows for their trust set and takes
+// the first newer one; it reports whether it could ask any.
+func (p *Peer) refreshTrust() bool {
+	have := p.trust.Set()
+	asked := false
+	for name := range have.Members {
+		url := p.peerURL(name)
+		if name == p.cfg.Name || url == "" {
+			continue
+		}
+		asked = true
+		ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
+		var got api.PeerTrust
+		err := (&api.Client{BaseURL: url, HTTP: p.peerHTTP}).Do(ctx, http.MethodGet, api.TrustPath, nil, &got)
+		cancel()
+		if err != nil || got.Index <= have.Index {
+			p.cfg.Log.Debug("asked a peer for the cluster's peers", "peer", name, "index", got.Index, "have", have.Index, "err", err)
+			continue
+		}
+		set := fabric.TrustSet{Index: got.Index, Members: got.Members, Removed: map[string]fabric.Removal{}}
+		for kid, r := range got.Removed {
+			set.Removed[kid] = fabric.Removal{Name: r.Name, KeyID: kid, At: r.At, By: r.By}
+		}
+		if ok, err := p.trust.Update(set); err != nil {
+			p.cfg.Log.Warn("cannot keep the trust set", "err", err)
+		} else if ok {
+			p.cfg.Log.Info("learned the cluster's peers from a peer", "from", name, "index", got.Index, "peers", len(got.Members))
+		}
+		return true
+	}
+	return asked
 }
 
 // peerTransport calls other peers over the fabric: TLS 1.3 to their HTTPS

@@ -359,6 +359,14 @@ func (s *Store) HandOver(ctx context.Context) error {
 	return s.wait(ctx, s.raft.LeadershipTransfer())
 }
 
+// HandOverTo passes leadership to the voter id at addr, if this peer leads.
+func (s *Store) HandOverTo(ctx context.Context, id, addr string) error {
+	if s.raft.State() != raft.Leader {
+		return nil
+	}
+	return s.wait(ctx, s.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr)))
+}
+
 // Close stops Raft and closes the log, after a snapshot of the state when
 // snapshot is set (so that a restart replays little). It does not leave the
 // cluster.

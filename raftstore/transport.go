@@ -26,6 +26,9 @@ type PeerTLS struct {
 	// and then every connection Check refuses is closed.
 	Check   func(cs *tls.ConnectionState) error
 	Changed func() <-chan struct{}
+	// Refused, when set, hears of every handshake that failed (in or out):
+	// a peer this one does not know may be one admitted while it was down.
+	Refused func(err error)
 }
 
 // handshakeTimeout bounds a TLS handshake on the Raft port; maxHandshakes
@@ -156,6 +159,9 @@ func (s *streamLayer) handshake(tc *tls.Conn, remote string) (net.Conn, error) {
 	if err := tc.HandshakeContext(ctx); err != nil {
 		_ = tc.Close()
 		s.refused(remote, err)
+		if s.tls.Refused != nil {
+			s.tls.Refused(err)
+		}
 		return nil, fmt.Errorf("raft TLS handshake with %s: %w", remote, err)
 	}
 	return s.track(tc), nil

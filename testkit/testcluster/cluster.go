@@ -71,6 +71,7 @@ type Options struct {
 type Cluster struct {
 	tb      testing.TB
 	opts    Options
+	dir     string
 	Members []*Member
 
 	mu         sync.Mutex
@@ -151,68 +152,14 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	if opts.RegistryAllow == nil {
 		opts.RegistryAllow = []string{"127.0.0.0/8"}
 	}
-	c := &Cluster{tb: tb, opts: opts}
-	dir := tb.TempDir()
+	c := &Cluster{tb: tb, opts: opts, dir: tb.TempDir()}
 	if opts.Libvirt {
-		dir = guest.TempDir(tb) // QEMU's user reaches the data dirs
-	}
-	for i := range n {
-		name := fmt.Sprintf("%s-%d", opts.Prefix, i+1)
-		m := &Member{Name: name, DataDir: filepath.Join(dir, name), gate: &gate{blocked: map[string]bool{}}}
-		var drv hypervisor.Driver
-		if opts.Libvirt {
-			lv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			m.Libvirt, drv = lv, lv
-		} else {
-			m.Fake = hypervisor.NewFake(hypervisor.DomainPrefix(name))
-			if err := os.MkdirAll(node.VMDir(m.DataDir), 0o700); err != nil {
-				tb.Fatal(err)
-			}
-			m.Fake.SetMemoryDir(node.VMDir(m.DataDir))
-			drv = m.Fake
-			if opts.LifecycleOnly {
-				drv = struct{ hypervisor.Driver }{m.Fake}
-			}
-			if opts.GuestAgent {
-				drv = hypervisor.NewFakeAgent(m.Fake)
-			}
-		}
-		bind := "127.0.0.1"
-		if opts.DistinctIPs {
-			bind = fmt.Sprintf("127.0.%d.%d", opts.Subnet, i+1)
-		}
-		m.cfg = node.Config{
-			Name: name, DataDir: m.DataDir, Bind: bind,
-			Capacity: opts.Capacity, Version: "test", Local: true, RaftTiming: Timing(),
-			ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
-			NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
-			Gate: m.gate, Log: c.logger(), Driver: drv,
-			VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
-			BlobGCInterval: 200 * time.Millisecond, BlobReleaseGrace: time.Second, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
-			RegistryAllow: opts.RegistryAllow, Templates: opts.Templates, AuditEntries: opts.AuditEntries,
-			PlainPeers: opts.PlainPeers,
-		}
-		if !opts.Libvirt {
-			m.cfg.TemplateGuestReady = func(context.Context, string) error { return nil } // a fake guest has nothing to wait for
-		}
-		if opts.ProductionTiming {
-			m.cfg.RaftTiming, m.cfg.Local = raftstore.Timing{}, false
-		}
-		// The first peer forms the cluster; the others join it with a
-		// token, as hosts do.
-		if i == 0 {
-			m.cfg.BootstrapExpect = 1
-		} else {
-			m.cfg.Join = []string{c.Members[0].Peer.GossipAddr()}
-			m.cfg.JoinToken = c.JoinToken()
-		}
-		c.Members = append(c.Members, m)
-		c.start(m)
+		c.dir = guest.TempDir(tb) // QEMU's user reaches the data dirs
 	}
 	tb.Cleanup(c.Close)
+	for range n {
+		c.addMember()
+	}
 	c.WaitLeader()
 	c.WaitFor("every node READY", 30*time.Second, func() error { return c.allReady() })
 	for _, m := range c.Members {
@@ -221,6 +168,84 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	// The admin token is made while the cluster is whole: tests cut it up later.
 	c.adminToken = c.Token("admin", true)
 	return c
+}
+
+// addMember starts the next peer: the first forms the cluster, the others
+// join it with a token, as hosts do.
+func (c *Cluster) addMember() *Member {
+	tb, opts, i := c.tb, c.opts, len(c.Members)
+	name := fmt.Sprintf("%s-%d", opts.Prefix, i+1)
+	m := &Member{Name: name, DataDir: filepath.Join(c.dir, name), gate: &gate{blocked: map[string]bool{}}}
+	var drv hypervisor.Driver
+	if opts.Libvirt {
+		lv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m.Libvirt, drv = lv, lv
+	} else {
+		m.Fake = hypervisor.NewFake(hypervisor.DomainPrefix(name))
+		if err := os.MkdirAll(node.VMDir(m.DataDir), 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		m.Fake.SetMemoryDir(node.VMDir(m.DataDir))
+		drv = m.Fake
+		if opts.LifecycleOnly {
+			drv = struct{ hypervisor.Driver }{m.Fake}
+		}
+		if opts.GuestAgent {
+			drv = hypervisor.NewFakeAgent(m.Fake)
+		}
+	}
+	bind := "127.0.0.1"
+	if opts.DistinctIPs {
+		bind = fmt.Sprintf("127.0.%d.%d", opts.Subnet, i+1)
+	}
+	m.cfg = node.Config{
+		Name: name, DataDir: m.DataDir, Bind: bind,
+		Capacity: opts.Capacity, Version: "test", Local: true, RaftTiming: Timing(),
+		ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
+		NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
+		Gate: m.gate, Log: c.logger(), Driver: drv,
+		VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
+		BlobGCInterval: 200 * time.Millisecond, BlobReleaseGrace: time.Second, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
+		RegistryAllow: opts.RegistryAllow, Templates: opts.Templates, AuditEntries: opts.AuditEntries,
+		PlainPeers: opts.PlainPeers,
+	}
+	if !opts.Libvirt {
+		m.cfg.TemplateGuestReady = func(context.Context, string) error { return nil } // a fake guest has nothing to wait for
+	}
+	if opts.ProductionTiming {
+		m.cfg.RaftTiming, m.cfg.Local = raftstore.Timing{}, false
+	}
+	if i == 0 {
+		m.cfg.BootstrapExpect = 1
+	} else {
+		for _, r := range c.Running() {
+			m.cfg.Join = append(m.cfg.Join, r.Peer.GossipAddr())
+		}
+		m.cfg.JoinToken = c.JoinToken()
+	}
+	c.Members = append(c.Members, m)
+	c.start(m)
+	return m
+}
+
+// Add starts one more peer, joined with a token, and waits until its node
+// is READY and its replica caught up.
+func (c *Cluster) Add() *Member {
+	c.tb.Helper()
+	m := c.addMember()
+	c.WaitFor(m.Name+" READY", 30*time.Second, func() error {
+		for _, r := range c.Running() {
+			if NodePhase(r, m.Name) != api.PhaseReady {
+				return fmt.Errorf("%s sees %s %q", r.Name, m.Name, NodePhase(r, m.Name))
+			}
+		}
+		return nil
+	})
+	c.WaitCaughtUp(m)
+	return m
 }
 
 // JoinToken makes a join token of the cluster for one host, through a

@@ -21,6 +21,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/gossip"
+	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/raftfsm"
@@ -283,18 +285,27 @@ func TestFabric_remove_a_peer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "was removed from the cluster") {
 		t.Fatalf("the removed peer restarted: %v", err)
 	}
-	// A new host may take the name, with a token.
+	// A new host may take the name, with a token (gossip knows the old
+	// one dead: its address is taken back after memberlist's reclaim time).
+	c.WaitFor("gossip to see the old "+gone.Name+" dead", 30*time.Second, func() error {
+		if m, ok := leader.Peer.Gossip().Member(gone.Name); ok && m.State != gossip.StateDead {
+			return fmt.Errorf("%s is %s", gone.Name, m.State)
+		}
+		return nil
+	})
 	p, err := node.Start(node.Config{
 		Name: gone.Name, DataDir: t.TempDir(), Bind: "127.0.0.1", Join: []string{leader.Peer.GossipAddr()}, JoinToken: c.JoinToken(),
 		Capacity: raftfsm.Capacity{CPU: 4, MemoryBytes: 8 << 30}, Local: true, RaftTiming: testcluster.Timing(), JoinTimeout: 10 * time.Second,
+		Driver: hypervisor.NewFake(hypervisor.DomainPrefix(gone.Name + "-new")),
 	})
 	if err != nil {
 		t.Fatalf("a new host under the freed name: %v", err)
 	}
 	defer p.Close()
 	c.WaitFor("the new "+gone.Name+" READY", 30*time.Second, func() error {
-		if phase := testcluster.NodePhase(leader, gone.Name); phase != api.PhaseReady {
-			return fmt.Errorf("phase %q", phase)
+		n, ok := leader.Peer.FSM().Node(gone.Name)
+		if !ok || n.Phase != api.PhaseReady || n.RaftAddr != p.RaftAddr() {
+			return fmt.Errorf("node %+v", n)
 		}
 		return nil
 	})

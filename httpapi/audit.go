@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -56,12 +55,8 @@ func (s *Server) auditRecord(r *http.Request, subject, ns string, code int, star
 	if s.cfg.Audit == nil {
 		return
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
 	e := raftfsm.AuditEntry{
-		Time: start.UTC(), Peer: s.replica.Name(), RemoteAddr: host, Subject: subject,
+		Time: start.UTC(), Peer: s.replica.Name(), RemoteAddr: clientIP(r), Subject: subject,
 		Namespace: ns, Method: r.Method, Path: r.URL.Path, Code: code,
 	}
 	if code >= 300 {

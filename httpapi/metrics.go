@@ -16,6 +16,7 @@ type httpMetrics struct {
 	forwardErrors prometheus.Counter
 	leaderRetries prometheus.Counter
 	subjectSyncs  prometheus.Counter
+	authThrottled prometheus.Counter
 	connsRefused  prometheus.Counter
 	consoles      prometheus.Gauge
 	watches       prometheus.Gauge
@@ -42,6 +43,10 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 		leaderRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_leader_retries_total", Help: "Forwarded requests a former leader refused unrun, sent again to the new leader.",
 		}),
+		authThrottled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_http_auth_throttled_total",
+			Help: "Calls refused (429) before any token check: their client had failed authentication too often; they are not in the audit log one by one.",
+		}),
 		subjectSyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_subject_syncs_total", Help: "Well-signed tokens of a subject this replica did not know, checked again after catching up with the leader.",
 		}),
@@ -58,7 +63,7 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "svc_http_connections_open", Help: "Open API connections (HTTP and HTTPS).",
 	}, func() float64 { return float64(conns.open()) })
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.leaderRetries, m.subjectSyncs, m.connsRefused, m.consoles, m.watches, open)
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.leaderRetries, m.subjectSyncs, m.authThrottled, m.connsRefused, m.consoles, m.watches, open)
 	return m
 }
 

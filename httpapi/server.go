@@ -81,6 +81,7 @@ type Server struct {
 	authn      *auth.Authenticator
 	metrics    *httpMetrics
 	conns      *connLimiter
+	fails      *authFails
 	hubMu      sync.Mutex
 	hub        *watchHub // nil until RunWatches
 }
@@ -123,7 +124,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, placer: cfg.Placer,
 		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership,
-		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys),
+		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(),
 	}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
 	s.metrics = newHTTPMetrics(cfg.Registry, s.conns)
@@ -265,6 +266,18 @@ func (s *Server) handle(rt Route, h handler) {
 		mode = bodyProgress
 	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		// A client that failed authentication too often is slowed down
+		// before its token is read, and not audited call by call.
+		ip := clientIP(r)
+		_, fromPeer := s.peers.PeerOf(r)
+		checked := rt.Rule != RuleOpen && rt.Rule != RulePeer && !fromPeer
+		if checked && s.fails.blocked(ip, time.Now()) {
+			s.metrics.authThrottled.Inc()
+			e := errorf(http.StatusTooManyRequests, api.ReasonTooManyRequests, "too many calls without a valid token from %s; slow down", ip)
+			e.retryAfter = "1"
+			writeError(w, s.log, e)
+			return
+		}
 		if !rt.Stream && s.cfg.Audit != nil && audited(r) {
 			sw, start := &statusRecorder{ResponseWriter: w}, time.Now()
 			w = sw
@@ -292,6 +305,9 @@ func (s *Server) handle(rt Route, h handler) {
 		pr, err := s.authorize(r, rt.Rule, p)
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr)) // a refusal names who was refused too
 		if err != nil {
+			if checked && toAPIError(err).code == http.StatusUnauthorized {
+				s.fails.failed(ip, time.Now())
+			}
 			writeError(w, s.log, err)
 			return
 		}

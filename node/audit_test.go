@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,4 +116,70 @@ func TestAudit_writes_subjects_outcomes_no_secrets(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAudit_anonymous_flood_evicts_nothing: 11,000 writes with no token
+// against one peer leave the admin's earlier entries in the audit log, keep
+// at most MaxAnonymousAudit of the anonymous ones, and are slowed down per
+// client (429 once the client has failed too often).
+func TestAudit_anonymous_flood_evicts_nothing(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{AuditEntries: raftfsm.MinAuditKeep})
+	m := c.Members[0]
+	admin := c.Client(m)
+	ctx := context.Background()
+	if _, err := admin.TagNode(ctx, api.DefaultNamespace, m.Name, "before-the-flood"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the admin's write audited", 10*time.Second, func() error {
+		if got, _ := admin.ListAudit(ctx, api.AuditFilter{Subject: "admin"}); len(got) == 0 {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	codes := map[int]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < 11000; i += 8 {
+				resp, err := hc.Post("http://"+m.Peer.APIAddr()+"/api/v1/namespaces/svc-default/vms", "application/json", bytes.NewReader([]byte(`{"image":"x"}`)))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = resp.Body.Close()
+				mu.Lock()
+				codes[resp.StatusCode]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if codes[http.StatusTooManyRequests] == 0 || codes[http.StatusUnauthorized] == 0 || codes[http.StatusUnauthorized]+codes[http.StatusTooManyRequests] != 11000 {
+		t.Fatalf("answers %v", codes)
+	}
+	c.WaitFor("the flood's entries written", 10*time.Second, func() error {
+		if seen := m.Peer.FSM().AuditAnonymousSeen(); seen != uint64(codes[http.StatusUnauthorized]) {
+			return fmt.Errorf("%d anonymous entries seen, %d refused with 401", seen, codes[http.StatusUnauthorized])
+		}
+		return nil
+	})
+	got, err := admin.ListAudit(ctx, api.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admins, anonymous := 0, 0
+	for _, e := range got {
+		switch e.Subject {
+		case "admin":
+			admins++
+		case "":
+			anonymous++
+		}
+	}
+	if admins == 0 || anonymous > raftfsm.MaxAnonymousAudit {
+		t.Fatalf("after the flood: %d of the admin's entries, %d anonymous ones (%v)", admins, anonymous, codes)
+	}
+	t.Logf("11,000 calls without a token: %v; the log keeps the admin's %d and %d anonymous entries", codes, admins, anonymous)
 }

@@ -24,6 +24,10 @@ const (
 	MaxAuditKeep = 1_000_000
 	// maxAuditField bounds each text field of an entry.
 	maxAuditField = 512
+	// MaxAnonymousAudit bounds the entries of calls that carried no valid
+	// token: they are kept apart, so that a flood of them never evicts the
+	// record of what users did (AuditAnonymousSeen counts them all).
+	MaxAnonymousAudit = 1000
 )
 
 // AuditAppend adds entries to the audit log, which then keeps the last
@@ -46,10 +50,18 @@ func (s *State) applyAuditAppend(c AuditAppend) (any, error) {
 				*f = (*f)[:maxAuditField]
 			}
 		}
+		if e.Subject == "" {
+			s.AuditAnonymous = append(s.AuditAnonymous, e)
+			s.AuditAnonymousSeen++
+			continue
+		}
 		s.Audit = append(s.Audit, e)
 	}
 	if over := len(s.Audit) - keep; over > 0 {
 		s.Audit = append([]AuditEntry(nil), s.Audit[over:]...)
+	}
+	if over := len(s.AuditAnonymous) - min(keep, MaxAnonymousAudit); over > 0 {
+		s.AuditAnonymous = append([]AuditEntry(nil), s.AuditAnonymous[over:]...)
 	}
 	return len(c.Entries), nil
 }
@@ -67,8 +79,22 @@ func (f *FSM) Audit(flt AuditFilter) []AuditEntry {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := []AuditEntry{}
-	for _, e := range f.state.Audit {
-		if (flt.Namespace == "" || e.Namespace == flt.Namespace) && (flt.Subject == "" || e.Subject == flt.Subject) && !e.Time.Before(flt.Since) {
+	match := func(e AuditEntry) bool {
+		return (flt.Namespace == "" || e.Namespace == flt.Namespace) && (flt.Subject == "" || e.Subject == flt.Subject) && !e.Time.Before(flt.Since)
+	}
+	// Both logs are in Seq order: merge them.
+	users, anon := f.state.Audit, f.state.AuditAnonymous
+	if flt.Subject != "" {
+		anon = nil
+	}
+	for len(users) > 0 || len(anon) > 0 {
+		var e AuditEntry
+		if len(anon) == 0 || (len(users) > 0 && users[0].Seq < anon[0].Seq) {
+			e, users = users[0], users[1:]
+		} else {
+			e, anon = anon[0], anon[1:]
+		}
+		if match(e) {
 			out = append(out, e)
 		}
 	}
@@ -76,4 +102,12 @@ func (f *FSM) Audit(flt AuditFilter) []AuditEntry {
 		out = out[len(out)-flt.Limit:]
 	}
 	return out
+}
+
+// AuditAnonymousSeen is how many entries of calls without a valid token
+// the log took (it keeps only the last MaxAnonymousAudit of them).
+func (f *FSM) AuditAnonymousSeen() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.AuditAnonymousSeen
 }

@@ -56,6 +56,34 @@ func TestAudit_append_bound_and_filter(t *testing.T) {
 			}
 		}},
 		{name: "too large a batch", cmd: batch(0, MaxAuditBatch+1, "alice"), wantErr: ErrInvalid},
+		{
+			name: "calls without a token never evict users' entries",
+			// alice's 10, then 11 batches of anonymous refusals (11,000).
+			setup: append([][]byte{batch(0, 10, "alice")}, func() (out [][]byte) {
+				for i := range 11 {
+					out = append(out, batch(10+i*MaxAuditBatch, MaxAuditBatch, ""))
+				}
+				return
+			}()...),
+			cmd: batch(20000, 1, "bob"),
+			check: func(t *testing.T, f *FSM) {
+				if got := f.Audit(AuditFilter{Subject: "alice"}); len(got) != 10 || got[0].Seq != 1 {
+					t.Fatalf("alice's entries: %d", len(got))
+				}
+				all := f.Audit(AuditFilter{})
+				if len(all) != 10+MinAuditKeep+1 || all[len(all)-1].Subject != "bob" {
+					t.Fatalf("%d entries", len(all))
+				}
+				for i := 1; i < len(all); i++ {
+					if all[i].Seq <= all[i-1].Seq {
+						t.Fatalf("out of order at %d", i)
+					}
+				}
+				if f.AuditAnonymousSeen() != 11*MaxAuditBatch {
+					t.Fatalf("anonymous seen %d", f.AuditAnonymousSeen())
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runCommandCase(t, tc.setup, tc.cmd, tc.wantErr, tc.check) })
 	}

@@ -43,6 +43,11 @@ type State struct {
 	// number of the last entry it took.
 	Audit    []AuditEntry `json:"audit,omitempty"`
 	AuditSeq uint64       `json:"auditSeq,omitempty"`
+	// AuditAnonymous are the entries of calls without a valid token, kept
+	// apart and bounded (MaxAnonymousAudit); AuditAnonymousSeen counts all
+	// it took.
+	AuditAnonymous     []AuditEntry `json:"auditAnonymous,omitempty"`
+	AuditAnonymousSeen uint64       `json:"auditAnonymousSeen,omitempty"`
 
 	// idx is derived from the above (see index); never serialized.
 	idx *index

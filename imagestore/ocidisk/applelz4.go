@@ -1,9 +1,11 @@
 package ocidisk
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/pierrec/lz4/v4"
 )
@@ -17,55 +19,87 @@ const (
 	appleLZ4Compressed   = "bv41"
 	appleLZ4Uncompressed = "bv4-"
 	appleLZ4End          = "bv4$"
+	// maxAppleLZ4Block bounds one block, compressed or decoded (Apple's
+	// encoder writes 64 KiB blocks): what a decoder holds at once.
+	maxAppleLZ4Block = 4 << 20
+	// maxLZ4Ratio bounds how much an LZ4 block can expand (each byte of
+	// input yields at most 255 of output, and a little header slack).
+	maxLZ4Ratio = 255
 )
 
 // errAppleLZ4 is wrapped by every malformed stream.
 var errAppleLZ4 = errors.New("not an Apple LZ4 stream")
 
-// decodeAppleLZ4 decodes src into dst, which must be exactly the decoded
-// size (from the layer's uncompressed-size annotation).
-func decodeAppleLZ4(dst, src []byte) error {
-	out := 0
+// appleLZ4Decoder decodes Apple LZ4 streams block by block: its memory is
+// two buffers of the largest block it has read (at most maxAppleLZ4Block
+// each), never the size a stream announces.
+type appleLZ4Decoder struct {
+	src, dst []byte
+}
+
+// decode reads a stream from r and hands each decoded block to emit, in
+// order; the stream must decode to exactly want bytes.
+func (d *appleLZ4Decoder) decode(r io.Reader, want int64, emit func([]byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var out int64
+	var hdr [8]byte
 	for {
-		if len(src) < 4 {
-			return fmt.Errorf("%w: cut short at %d bytes of output", errAppleLZ4, out)
+		if _, err := io.ReadFull(br, hdr[:4]); err != nil {
+			return fmt.Errorf("%w: cut short at %d bytes of output: %v", errAppleLZ4, out, err)
 		}
-		magic := string(src[:4])
-		src = src[4:]
-		switch magic {
+		switch magic := string(hdr[:4]); magic {
 		case appleLZ4End:
-			if out != len(dst) {
-				return fmt.Errorf("%w: %d bytes decoded, %d expected", errAppleLZ4, out, len(dst))
+			if out != want {
+				return fmt.Errorf("%w: %d bytes decoded, %d expected", errAppleLZ4, out, want)
 			}
 			return nil
 		case appleLZ4Uncompressed:
-			if len(src) < 4 {
+			if _, err := io.ReadFull(br, hdr[:4]); err != nil {
 				return fmt.Errorf("%w: block header cut short", errAppleLZ4)
 			}
-			n := int(binary.LittleEndian.Uint32(src))
-			src = src[4:]
-			if n > len(src) || n > len(dst)-out {
+			n := int64(binary.LittleEndian.Uint32(hdr[:4]))
+			if n > maxAppleLZ4Block || n > want-out {
 				return fmt.Errorf("%w: a stored block of %d bytes overruns", errAppleLZ4, n)
 			}
-			out += copy(dst[out:], src[:n])
-			src = src[n:]
+			b := grow(&d.dst, int(n))
+			if _, err := io.ReadFull(br, b); err != nil {
+				return fmt.Errorf("%w: a stored block cut short: %v", errAppleLZ4, err)
+			}
+			if err := emit(b); err != nil {
+				return err
+			}
+			out += n
 		case appleLZ4Compressed:
-			if len(src) < 8 {
+			if _, err := io.ReadFull(br, hdr[:8]); err != nil {
 				return fmt.Errorf("%w: block header cut short", errAppleLZ4)
 			}
-			dn, en := int(binary.LittleEndian.Uint32(src)), int(binary.LittleEndian.Uint32(src[4:]))
-			src = src[8:]
-			if en > len(src) || dn > len(dst)-out {
+			dn, en := int64(binary.LittleEndian.Uint32(hdr[:4])), int64(binary.LittleEndian.Uint32(hdr[4:]))
+			if en > maxAppleLZ4Block || dn > maxAppleLZ4Block || dn > want-out || dn > en*maxLZ4Ratio+16 {
 				return fmt.Errorf("%w: a block of %d→%d bytes overruns", errAppleLZ4, en, dn)
 			}
-			n, err := lz4.UncompressBlock(src[:en], dst[out:out+dn])
-			if err != nil || n != dn {
+			z := grow(&d.src, int(en))
+			if _, err := io.ReadFull(br, z); err != nil {
+				return fmt.Errorf("%w: a block cut short: %v", errAppleLZ4, err)
+			}
+			b := grow(&d.dst, int(dn))
+			n, err := lz4.UncompressBlock(z, b)
+			if err != nil || int64(n) != dn {
 				return fmt.Errorf("%w: a block decodes to %d bytes, not %d: %v", errAppleLZ4, n, dn, err)
 			}
+			if err := emit(b); err != nil {
+				return err
+			}
 			out += dn
-			src = src[en:]
 		default:
 			return fmt.Errorf("%w: block magic %q", errAppleLZ4, magic)
 		}
 	}
+}
+
+// grow returns (*buf)[:n], growing the buffer when it is smaller.
+func grow(buf *[]byte, n int) []byte {
+	if cap(*buf) < n {
+		*buf = make([]byte, n)
+	}
+	return (*buf)[:n]
 }

@@ -140,6 +140,43 @@ func resolveTart(ctx context.Context, puller *remote.Puller, ref name.Reference,
 	return t, nil
 }
 
+// pullTartLayer streams one disk layer from the registry, decodes it block
+// by block into f at the layer's offset (sparse) and checks it against its
+// uncompressed digest: memory bounded by a block, whatever the layer's
+// annotation says of its size (the digest of the compressed bytes is
+// checked as the stream ends).
+func pullTartLayer(ctx context.Context, puller *remote.Puller, repo name.Repository, dec *appleLZ4Decoder, l TartLayer, f *os.File) error {
+	layer, err := puller.Layer(ctx, repo.Digest(l.Layer.Digest.String()))
+	if err != nil {
+		return err
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	sum := sha256.New()
+	off := l.Offset
+	err = dec.decode(io.LimitReader(rc, l.Layer.Size), l.Size, func(b []byte) error {
+		sum.Write(b)
+		if err := writeSparse(f, b, off); err != nil {
+			return err
+		}
+		off += int64(len(b))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, rc); err != nil { // the compressed digest is checked at the end
+		return err
+	}
+	if got := "sha256:" + hex.EncodeToString(sum.Sum(nil)); got != l.UncompressedHash {
+		return fmt.Errorf("decodes to %s, not %s", got, l.UncompressedHash)
+	}
+	return nil
+}
+
 // fetchBlob reads a small blob whole (checked against its digest).
 func fetchBlob(ctx context.Context, puller *remote.Puller, repo name.Repository, d v1.Descriptor, limit int64) ([]byte, error) {
 	if d.Size > limit {
@@ -201,25 +238,14 @@ func PullTart(ctx context.Context, r Resolved, reg Registry, dst, nvram string, 
 	var done atomic.Int64
 	report := progress.serial()
 	err = parallel(ctx, tartWorkers, len(t.Disk), func(ctx context.Context, next <-chan int) error {
+		var dec appleLZ4Decoder // its buffers are this worker's, bounded by a block
 		for i := range next {
 			l := t.Disk[i]
 			if l.Layer.Size > l.Size+l.Size/64+4096 {
 				return fmt.Errorf("disk layer %d: %d compressed bytes for %d", i, l.Layer.Size, l.Size)
 			}
-			z, err := fetchBlob(ctx, puller, repo, l.Layer, l.Layer.Size)
-			if err != nil {
+			if err := pullTartLayer(ctx, puller, repo, &dec, l, f); err != nil {
 				return fmt.Errorf("disk layer %d: %w", i, err)
-			}
-			b := make([]byte, l.Size)
-			if err := decodeAppleLZ4(b, z); err != nil {
-				return fmt.Errorf("disk layer %d: %w", i, err)
-			}
-			sum := sha256.Sum256(b)
-			if got := "sha256:" + hex.EncodeToString(sum[:]); got != l.UncompressedHash {
-				return fmt.Errorf("disk layer %d decodes to %s, not %s", i, got, l.UncompressedHash)
-			}
-			if err := writeSparse(f, b, l.Offset); err != nil {
-				return err
 			}
 			report(done.Add(l.Size), t.DiskSize)
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -29,17 +30,23 @@ func TestAppleLZ4_round_trip(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			z := registrytest.AppleLZ4(tc.data)
-			out := make([]byte, len(tc.data))
-			if err := decodeAppleLZ4(out, z); err != nil {
+			decode := func(z []byte, want int) ([]byte, error) {
+				var dec appleLZ4Decoder
+				var out []byte
+				err := dec.decode(bytes.NewReader(z), int64(want), func(b []byte) error { out = append(out, b...); return nil })
+				return out, err
+			}
+			out, err := decode(z, len(tc.data))
+			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(out, tc.data) {
 				t.Fatal("decoded bytes differ")
 			}
-			if err := decodeAppleLZ4(make([]byte, len(tc.data)+1), z); !errors.Is(err, errAppleLZ4) {
+			if _, err := decode(z, len(tc.data)+1); !errors.Is(err, errAppleLZ4) {
 				t.Fatalf("a stream shorter than announced: %v", err)
 			}
-			if err := decodeAppleLZ4(out, z[:len(z)-4]); !errors.Is(err, errAppleLZ4) {
+			if _, err := decode(z[:len(z)-4], len(tc.data)); !errors.Is(err, errAppleLZ4) {
 				t.Fatalf("a stream without its end: %v", err)
 			}
 		})
@@ -91,5 +98,25 @@ func TestPullTart_round_trip(t *testing.T) {
 	}
 	if _, err := os.Stat(dst2); !os.IsNotExist(err) {
 		t.Fatal("a failed pull left its disk")
+	}
+
+	// A layer whose annotation says 512 MiB (its bytes are the small layer
+	// they are): refused, with memory bounded by what was read, not by what
+	// the annotation says (the whole layer was once allocated up front).
+	lie := res
+	lt := *res.Tart
+	lt.Disk = append([]TartLayer(nil), lt.Disk[0])
+	lt.Disk[0].Size, lt.DiskSize = 512<<20, 512<<20
+	lie.Tart = &lt
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	err = PullTart(ctx, lie, creds, filepath.Join(dir, "disk3"), filepath.Join(dir, "nvram3"), nil)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "decoded") {
+		t.Fatalf("a layer that lies about its size: %v", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+		t.Fatalf("pulling a layer that claims 512 MiB allocated %d MiB", alloc>>20)
 	}
 }

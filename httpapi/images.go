@@ -39,10 +39,12 @@ func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httproute
 func (s *Server) uploadISO(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	return s.upload(w, r, p, isoArtifact().kind, func(_ context.Context, st *imagestore.Staged, img *raftfsm.Image) error {
 		info, err := diskcheck.ISO(st.Path())
-		if errors.Is(err, diskcheck.ErrRefused) {
-			// a macOS restore image installs macOS as an ISO installs Linux
-			if ipsw, ierr := diskcheck.IPSW(st.Path()); ierr == nil {
-				info, err, img.OS = ipsw, nil, raftfsm.OSMacOS
+		if errors.Is(err, diskcheck.ErrRefused) && diskcheck.IsZip(st.Path()) {
+			// a macOS restore image installs macOS as an ISO installs
+			// Linux; a zip is answered with what is wrong with it as one
+			var ipsw diskcheck.Info
+			if ipsw, err = diskcheck.IPSW(st.Path()); err == nil {
+				info, img.OS = ipsw, raftfsm.OSMacOS
 			}
 		}
 		if err != nil {

@@ -406,16 +406,29 @@ func TestISO_restore_image_is_a_macos_install(t *testing.T) {
 	c := testcluster.New(t, 1, testcluster.Options{})
 	cl := c.Client(c.WaitLeader())
 	upload(t, cl, "tiny", tinyImage(t))
-	var zb bytes.Buffer
-	zw := zip.NewWriter(&zb)
-	for _, n := range []string{"BuildManifest.plist", "Restore.plist"} {
-		w, _ := zw.Create(n)
-		_, _ = w.Write([]byte(n))
+	archive := func(files map[string]string) []byte {
+		var zb bytes.Buffer
+		zw := zip.NewWriter(&zb)
+		for n, content := range files {
+			w, _ := zw.Create(n)
+			_, _ = w.Write([]byte(content))
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return zb.Bytes()
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
+	// A zip that is not a restore image is told what it lacks, not that it
+	// is no ISO 9660 image.
+	bad := archive(map[string]string{"Restore.plist": "<plist/>"})
+	if _, err := cl.UploadISO(ctx(t), ns, "broken.ipsw", bytes.NewReader(bad), int64(len(bad))); api.CodeOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "no BuildManifest.plist") {
+		t.Fatalf("a zip without a manifest: %v", err)
 	}
-	iso, err := cl.UploadISO(ctx(t), ns, "sequoia.ipsw", bytes.NewReader(zb.Bytes()), int64(zb.Len()))
+	zb := archive(map[string]string{
+		"BuildManifest.plist": `<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>ProductVersion</key><string>15.1</string></dict></plist>`,
+		"Restore.plist":       "<plist/>",
+	})
+	iso, err := cl.UploadISO(ctx(t), ns, "sequoia.ipsw", bytes.NewReader(zb), int64(len(zb)))
 	if err != nil {
 		t.Fatal(err)
 	}

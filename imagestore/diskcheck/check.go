@@ -1,7 +1,6 @@
 package diskcheck
 
 import (
-	"archive/zip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -250,37 +249,4 @@ func qemuImg(ctx context.Context, path string, args ...string) ([]byte, error) {
 		return out, fmt.Errorf("qemu-img %s: %w: %s", args[0], err, printable([]byte(msg)))
 	}
 	return out, nil
-}
-
-// FormatIPSW is a macOS restore image (an IPSW: a zip archive with a
-// BuildManifest.plist), taken as an ISO is: what a macOS install starts
-// from on a vz host.
-const FormatIPSW = "ipsw"
-
-// maxIPSWEntries bounds the archive's directory read.
-const maxIPSWEntries = 1 << 16
-
-// IPSW checks that path is a macOS restore image.
-func IPSW(path string) (Info, error) {
-	head, size, err := readHead(path, 4)
-	if err != nil {
-		return Info{}, err
-	}
-	if string(head) != "PK\x03\x04" {
-		return Info{}, refused("not a macOS restore image (IPSW): not a zip archive")
-	}
-	zr, err := zip.OpenReader(path)
-	if err != nil {
-		return Info{}, refused("not a macOS restore image (IPSW): %v", err)
-	}
-	defer zr.Close()
-	if len(zr.File) > maxIPSWEntries {
-		return Info{}, refused("an IPSW of %d files is over %d", len(zr.File), maxIPSWEntries)
-	}
-	for _, f := range zr.File {
-		if f.Name == "BuildManifest.plist" {
-			return Info{Format: FormatIPSW, VirtualSize: size, Size: size}, nil
-		}
-	}
-	return Info{}, refused("not a macOS restore image (IPSW): no BuildManifest.plist")
 }

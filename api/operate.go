@@ -14,6 +14,9 @@ type Quota struct {
 	CPU    int     `json:"cpu"`
 	Memory float64 `json:"memory"`
 	VMs    int     `json:"vms"`
+	// Disk is GiB of the VMs' disks as their guests see them (a resize
+	// counts).
+	Disk float64 `json:"disk"`
 }
 
 // NamespaceQuota is a namespace's quota and what its VMs take against it

@@ -50,6 +50,12 @@ func toAPIError(err error) *apiError {
 	if errors.As(err, &re) {
 		err = re // answer with the rule's own words, not the layers around it
 	}
+	var se *api.StatusError
+	if errors.As(err, &se) && se.Status.Code >= 400 && se.Status.Code < 500 {
+		// another peer's refusal (the leader's, on a write this peer
+		// proposed) is answered as that peer answered it
+		return errorf(se.Status.Code, se.Status.Reason, "%s", se.Status.Message)
+	}
 	switch {
 	case errors.Is(err, raftfsm.ErrNotFound):
 		return notFound("%s", err.Error())

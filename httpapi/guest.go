@@ -253,8 +253,10 @@ func (s *Server) resizeVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	switch {
 	case errors.Is(err, hypervisor.ErrShrink):
 		return badRequest("vm %q has a disk of %s; a disk never shrinks (asked for %s)", vm.Name, api.FormatSize(cur), api.FormatSize(size))
-	case errors.Is(err, hypervisor.ErrUnsupported):
+	case errors.Is(err, hypervisor.ErrUnsupported), errors.Is(err, hypervisor.ErrNoSpace):
 		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q: %v", vm.Name, err)
+	case errors.Is(err, raftfsm.ErrQuota):
+		return err // 403, naming the quota
 	case err != nil:
 		return errorf(http.StatusInternalServerError, api.ReasonInternalError, "resize vm %q: %v", vm.Name, err)
 	}

@@ -36,9 +36,9 @@ func (s *Server) cordonNode(cordoned bool) handler {
 // namespaceQuota is a namespace's quota and use as answers show them.
 func (s *Server) namespaceQuota(ns raftfsm.Namespace) api.NamespaceQuota {
 	u := s.replica.FSM().QuotaUse(ns.Name)
-	out := api.NamespaceQuota{Namespace: ns.Name, Used: api.Quota{CPU: u.CPU, Memory: gibOf(u.MemoryBytes), VMs: u.VMs}}
+	out := api.NamespaceQuota{Namespace: ns.Name, Used: api.Quota{CPU: u.CPU, Memory: gibOf(u.MemoryBytes), VMs: u.VMs, Disk: gibOf(u.DiskBytes)}}
 	if q := ns.Quota; q != nil {
-		out.Quota = &api.Quota{CPU: q.CPU, Memory: gibOf(q.MemoryBytes), VMs: q.VMs}
+		out.Quota = &api.Quota{CPU: q.CPU, Memory: gibOf(q.MemoryBytes), VMs: q.VMs, Disk: gibOf(q.DiskBytes)}
 	}
 	return out
 }
@@ -60,6 +60,7 @@ const (
 	maxQuotaCPU    = 1 << 20
 	maxQuotaMemory = 1 << 30 // GiB
 	maxQuotaVMs    = 1 << 20
+	maxQuotaDisk   = 1 << 30 // GiB
 )
 
 func (s *Server) setQuota(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -74,12 +75,14 @@ func (s *Server) setQuota(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return badRequest("field \"memory\": %g GiB is out of range (0, no bound, to %d)", req.Memory, maxQuotaMemory)
 	case req.VMs < 0 || req.VMs > maxQuotaVMs:
 		return badRequest("field \"vms\": %d is out of range (0, no bound, to %d)", req.VMs, maxQuotaVMs)
+	case req.Disk < 0 || req.Disk > maxQuotaDisk || math.IsNaN(req.Disk):
+		return badRequest("field \"disk\": %g GiB is out of range (0, no bound, to %d)", req.Disk, maxQuotaDisk)
 	}
 	name := p.ByName("namespace")
 	if err := s.requireNamespace(name); err != nil {
 		return err
 	}
-	q := &raftfsm.Quota{CPU: req.CPU, MemoryBytes: int64(req.Memory * (1 << 30)), VMs: req.VMs}
+	q := &raftfsm.Quota{CPU: req.CPU, MemoryBytes: int64(req.Memory * (1 << 30)), VMs: req.VMs, DiskBytes: int64(req.Disk * (1 << 30))}
 	if *q == (raftfsm.Quota{}) {
 		q = nil
 	}
@@ -87,7 +90,7 @@ func (s *Server) setQuota(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return err
 	}
 	ns, _ := s.replica.FSM().Namespace(name)
-	s.log.Info("namespace quota set", "namespace", name, "cpu", req.CPU, "memoryGiB", req.Memory, "vms", req.VMs, "by", owner(r.Context()))
+	s.log.Info("namespace quota set", "namespace", name, "cpu", req.CPU, "memoryGiB", req.Memory, "vms", req.VMs, "diskGiB", req.Disk, "by", owner(r.Context()))
 	writeJSON(w, http.StatusOK, s.namespaceQuota(ns))
 	return nil
 }

@@ -130,6 +130,9 @@ type DiskResizer interface {
 // ErrShrink is returned for a resize below a disk's size.
 var ErrShrink = errors.New("a disk never shrinks")
 
+// ErrNoSpace is returned for a resize the host's disk has no room for.
+var ErrNoSpace = errors.New("not enough free disk space on the node")
+
 // GuestPorts reaches any TCP port of a guest from the host.
 type GuestPorts interface {
 	// OpenGuestPort makes a host address ("127.0.0.1:port") that reaches

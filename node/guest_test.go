@@ -128,6 +128,26 @@ func TestGuest_run_and_resize_through_another_peer(t *testing.T) {
 	if got, _ := admin.GetVM(ctx, ns, "vm1"); got.DiskBytes != 3<<30 {
 		t.Fatalf("after the refusals the disk is %d", got.DiskBytes)
 	}
+	// Growth beyond the host's free disk (64 TiB here) is refused (409)
+	// and the namespace's disk quota holds (403); neither leaves a trace.
+	if _, err := admin.ResizeVM(ctx, ns, "vm1", "64T"); api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), "free") {
+		t.Fatalf("resize past the host's free space: %v", err)
+	}
+	if _, err := admin.SetQuota(ctx, ns, api.Quota{Disk: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ResizeVM(ctx, ns, "vm1", "5G"); api.CodeOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "quota of disk") {
+		t.Fatalf("resize past the disk quota: %v", err)
+	}
+	if got, _ := admin.GetVM(ctx, ns, "vm1"); got.DiskBytes != 3<<30 {
+		t.Fatalf("after the refused growth the disk is %d", got.DiskBytes)
+	}
+	if vm, err := admin.ResizeVM(ctx, ns, "vm1", "4G"); err != nil || vm.DiskBytes != 4<<30 {
+		t.Fatalf("resize within the quota: %d %v", vm.DiskBytes, err)
+	}
+	if _, err := admin.SetQuota(ctx, ns, api.Quota{}); err != nil {
+		t.Fatal(err)
+	}
 
 	// A stopped VM runs nothing (409).
 	if _, err := admin.ExecVM(ctx, ns, "vm1", "stop"); err != nil {

@@ -8,6 +8,8 @@ type Quota struct {
 	CPU         int   `json:"cpu,omitempty"`
 	MemoryBytes int64 `json:"memoryBytes,omitempty"`
 	VMs         int   `json:"vms,omitempty"`
+	// DiskBytes bounds the VMs' disks as their guests see them.
+	DiskBytes int64 `json:"diskBytes,omitempty"`
 }
 
 // QuotaUse is what a namespace's VMs take, counted against its quota.
@@ -15,6 +17,7 @@ type QuotaUse struct {
 	CPU         int   `json:"cpu"`
 	MemoryBytes int64 `json:"memoryBytes"`
 	VMs         int   `json:"vms"`
+	DiskBytes   int64 `json:"diskBytes"`
 }
 
 // NamespaceQuotaSet sets (or, with a nil Quota, removes) a namespace's quota.
@@ -29,7 +32,7 @@ func (s *State) applyNamespaceQuotaSet(c NamespaceQuotaSet) (any, error) {
 		return nil, ruleErr(ErrNotFound, "namespace %q not found", c.Namespace)
 	}
 	if q := c.Quota; q != nil {
-		if q.CPU < 0 || q.MemoryBytes < 0 || q.VMs < 0 {
+		if q.CPU < 0 || q.MemoryBytes < 0 || q.VMs < 0 || q.DiskBytes < 0 {
 			return nil, ruleErr(ErrInvalid, "a quota is not negative")
 		}
 		if *q == (Quota{}) {
@@ -45,14 +48,20 @@ func (s *State) applyNamespaceQuotaSet(c NamespaceQuotaSet) (any, error) {
 	return ns.clone(), nil
 }
 
+// add counts a VM in the use.
+func (u *QuotaUse) add(vm *VM) {
+	u.CPU += vm.CPU
+	u.MemoryBytes += vm.MemoryBytes
+	u.VMs++
+	u.DiskBytes += vm.DiskBytes
+}
+
 // quotaUse adds up what the namespace's VMs take.
 func (s *State) quotaUse(namespace string) QuotaUse {
 	var u QuotaUse
 	for _, vm := range s.VMs {
 		if vm.Namespace == namespace {
-			u.CPU += vm.CPU
-			u.MemoryBytes += vm.MemoryBytes
-			u.VMs++
+			u.add(vm)
 		}
 	}
 	return u
@@ -77,6 +86,23 @@ func (s *State) checkQuota(vm *VM) error {
 		return over("CPU", u.CPU, vm.CPU, q.CPU)
 	case q.MemoryBytes > 0 && u.MemoryBytes+vm.MemoryBytes > q.MemoryBytes:
 		return over("memory", gib(u.MemoryBytes), gib(vm.MemoryBytes), gib(q.MemoryBytes))
+	case q.DiskBytes > 0 && u.DiskBytes+vm.DiskBytes > q.DiskBytes:
+		return over("disk", gib(u.DiskBytes), gib(vm.DiskBytes), gib(q.DiskBytes))
+	}
+	return nil
+}
+
+// checkDiskQuota refuses to grow a VM's disk from the size it has to bytes
+// past its namespace's disk quota.
+func (s *State) checkDiskQuota(vm *VM, bytes int64) error {
+	ns, ok := s.Namespaces[vm.Namespace]
+	if !ok || ns.Quota == nil || ns.Quota.DiskBytes == 0 || bytes <= vm.DiskBytes {
+		return nil
+	}
+	u := s.quotaUse(vm.Namespace)
+	if u.DiskBytes-vm.DiskBytes+bytes > ns.Quota.DiskBytes {
+		return ruleErr(ErrQuota, "namespace %q is at its quota of disk: %v in use, %v more asked, the quota is %v",
+			vm.Namespace, gib(u.DiskBytes), gib(bytes-vm.DiskBytes), gib(ns.Quota.DiskBytes))
 	}
 	return nil
 }
@@ -87,9 +113,7 @@ func gib(b int64) string { return fmt.Sprintf("%gGi", float64(b)/(1<<30)) }
 func (f *FSM) QuotaUse(namespace string) QuotaUse {
 	var u QuotaUse
 	for _, vm := range f.VMs(namespace) {
-		u.CPU += vm.CPU
-		u.MemoryBytes += vm.MemoryBytes
-		u.VMs++
+		u.add(&vm)
 	}
 	return u
 }

@@ -172,7 +172,7 @@ func newVMExtendCmd(g *globals) *cobra.Command {
 func newNamespaceQuotaCmd(g *globals) *cobra.Command {
 	var q api.Quota
 	cmd := &cobra.Command{
-		Use:   "quota NAMESPACE [--cpu N] [--memory GIB] [--vms N]",
+		Use:   "quota NAMESPACE [--cpu N] [--memory GIB] [--vms N] [--disk GIB]",
 		Short: "Show a namespace's quota and use; with flags, set it (an absent flag: no bound; all 0: none) (admin)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -182,7 +182,7 @@ func newNamespaceQuotaCmd(g *globals) *cobra.Command {
 			}
 			var nq api.NamespaceQuota
 			f := cmd.Flags()
-			if f.Changed("cpu") || f.Changed("memory") || f.Changed("vms") {
+			if f.Changed("cpu") || f.Changed("memory") || f.Changed("vms") || f.Changed("disk") {
 				nq, err = cl.SetQuota(cmd.Context(), args[0], q)
 			} else {
 				nq, err = cl.GetQuota(cmd.Context(), args[0])
@@ -196,6 +196,7 @@ func newNamespaceQuotaCmd(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&q.CPU, "cpu", 0, "CPUs the namespace's VMs may take together (0: no bound)")
 	cmd.Flags().Float64Var(&q.Memory, "memory", 0, "GiB of memory they may take (0: no bound)")
 	cmd.Flags().IntVar(&q.VMs, "vms", 0, "how many VMs the namespace may have (0: no bound)")
+	cmd.Flags().Float64Var(&q.Disk, "disk", 0, "GiB of disk their guests may see together, resizes included (0: no bound)")
 	addOutputFlag(cmd, g, "table")
 	return cmd
 }
@@ -216,6 +217,7 @@ func printQuota(w io.Writer, nq api.NamespaceQuota) error {
 		{"cpu", strconv.Itoa(nq.Used.CPU), bound(float64(q.CPU), has)},
 		{"memory (GiB)", strconv.FormatFloat(nq.Used.Memory, 'f', -1, 64), bound(q.Memory, has)},
 		{"vms", strconv.Itoa(nq.Used.VMs), bound(float64(q.VMs), has)},
+		{"disk (GiB)", strconv.FormatFloat(nq.Used.Disk, 'f', -1, 64), bound(q.Disk, has)},
 	}
 	return printTable(w, []string{"RESOURCE", "USED", "QUOTA"}, rows)
 }

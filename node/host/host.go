@@ -48,6 +48,10 @@ type Config struct {
 	Name, Bind string
 	FSM        *raftfsm.FSM
 	Driver     hypervisor.Driver
+	// DiskFree tells how many bytes the file system of the VMs' disks has
+	// free (a resize may grow a disk by at most that, less a reserve); nil
+	// sets no bound.
+	DiskFree func() (int64, error)
 	Images     *imagestore.Store
 	Proposer   Proposer
 	Blobs      Blobs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -72,15 +73,33 @@ func (h *Host) ResizeDisk(ctx context.Context, vm raftfsm.VM, bytes int64) (int6
 	if bytes < cur {
 		return cur, fmt.Errorf("vm %q has a disk of %d bytes, more than %d: %w", vm.Name, cur, bytes, hypervisor.ErrShrink)
 	}
+	if h.cfg.DiskFree != nil && bytes > cur {
+		free, err := h.cfg.DiskFree()
+		if err != nil {
+			return cur, fmt.Errorf("resize vm %q: %w", vm.Name, err)
+		}
+		if room := free - resizeReserve; bytes-cur > room {
+			return cur, fmt.Errorf("node %s has %s free (%s kept back): growing vm %q's disk by %s does not fit: %w",
+				h.cfg.Name, api.FormatSize(free), api.FormatSize(resizeReserve), vm.Name, api.FormatSize(bytes-cur), hypervisor.ErrNoSpace)
+		}
+	}
+	// The new size is recorded first: the namespace's disk quota is checked
+	// there, one resize after another; a resize that then fails on the
+	// host is undone in the record.
+	rec := raftfsm.VMDiskSize{Namespace: vm.Namespace, Name: vm.Name, Node: h.cfg.Name, UID: vm.UID, DiskBytes: bytes}
+	if _, err := h.cfg.Proposer.Apply(ctx, raftfsm.TypeVMDiskSize, rec); err != nil {
+		return cur, fmt.Errorf("record the new size: %w", err)
+	}
 	if err := dr.ResizeDisk(ctx, name, bytes); err != nil {
+		rec.DiskBytes, rec.Undo = max(vm.DiskBytes, vm.BaseDiskBytes), true
+		if _, uerr := h.cfg.Proposer.Apply(context.WithoutCancel(ctx), raftfsm.TypeVMDiskSize, rec); uerr != nil {
+			h.cfg.Log.Warn("undo a resize's record", "vm", vm.Namespace+"/"+vm.Name, "err", uerr)
+		}
 		return cur, err
 	}
 	h.cfg.Log.Info("disk resized", "vm", vm.Namespace+"/"+vm.Name, "from", cur, "to", bytes)
-	_, err = h.cfg.Proposer.Apply(ctx, raftfsm.TypeVMDiskSize, raftfsm.VMDiskSize{
-		Namespace: vm.Namespace, Name: vm.Name, Node: h.cfg.Name, UID: vm.UID, DiskBytes: bytes,
-	})
-	if err != nil {
-		return cur, fmt.Errorf("record the new size: %w", err)
-	}
 	return cur, nil
 }
+
+// resizeReserve is the free space a resize leaves on the node's disk.
+const resizeReserve = 1 << 30

@@ -183,7 +183,7 @@ func Start(cfg Config) (*Peer, error) {
 	hc := host.Config{
 		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
 		Proposer: p, Blobs: p, Ready: p, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
-		DiskFree: func() (int64, error) { return diskFree(VMDir(cfg.DataDir)) },
+		DiskFree:   func() (int64, error) { return diskFree(VMDir(cfg.DataDir)) },
 		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
 	}
 	if p.driver != nil {

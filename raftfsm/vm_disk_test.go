@@ -40,8 +40,8 @@ func TestVMDiskSize_commands(t *testing.T) {
 		{name: "smaller", setup: with(size("n1", uid, 8<<30)), cmd: size("n1", uid, 4<<30), wantErr: ErrInvalid},
 		{name: "a revert goes back to the image's", setup: with(size("n1", uid, 8<<30)), cmd: vmActionCmd(t, "a", ActionRevert), check: disk(0)},
 		{name: "an unknown VM", setup: vmSetup(t), cmd: size("n1", 1, 8<<30), wantErr: ErrNotFound},
-		{name: "past the namespace's disk quota", setup: with(quota(10<<30)), cmd: size("n1", uid, 11<<30), wantErr: ErrQuota},
-		{name: "within the disk quota", setup: with(quota(10<<30)), cmd: size("n1", uid, 10<<30), check: disk(10 << 30)},
+		{name: "past the namespace's disk quota", setup: with(quota(10 << 30)), cmd: size("n1", uid, 11<<30), wantErr: ErrQuota},
+		{name: "within the disk quota", setup: with(quota(10 << 30)), cmd: size("n1", uid, 10<<30), check: disk(10 << 30)},
 		{name: "a failed resize undone", setup: with(size("n1", uid, 8<<30)), cmd: undo(uid, 0), check: disk(0)},
 		{name: "an undo does not grow", setup: with(size("n1", uid, 8<<30)), cmd: undo(uid, 9<<30), wantErr: ErrInvalid},
 	} {

@@ -52,9 +52,9 @@ type Config struct {
 	// free (a resize may grow a disk by at most that, less a reserve); nil
 	// sets no bound.
 	DiskFree func() (int64, error)
-	Images     *imagestore.Store
-	Proposer   Proposer
-	Blobs      Blobs
+	Images   *imagestore.Store
+	Proposer Proposer
+	Blobs    Blobs
 	// Templates, when set, starts new VMs from booted templates.
 	Templates Templates
 	Ready     Readiness

@@ -146,7 +146,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request, p httprouter.Param
 	return nil
 }
 
-// registryError answers a registry's error: the reference is bad (400), the
+// registryError answers a registry's error: the reference or the image is bad (400), the
 // registry refused the credentials or this cluster may not reach it (403),
 // it has no such image (404), or it could not be read (503).
 func registryError(ref string, err error) error {
@@ -157,6 +157,8 @@ func registryError(ref string, err error) error {
 		return ae
 	case errors.Is(err, ocidisk.ErrBadReference), errors.Is(err, ocidisk.ErrPlainHTTP), errors.Is(err, ocidisk.ErrNoDisk):
 		return badRequest("field %q: %s", "image", reason)
+	case errors.Is(err, ocidisk.ErrBadImage):
+		return badRequest("field %q: %s is not an image svc can run: %s", "image", ref, reason)
 	case errors.Is(err, diskcheck.ErrRefused):
 		return badRequest("field %q: the disk of %s is refused: %s", "image", ref, reason)
 	case errors.Is(err, ocidisk.ErrUnreachable):

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/testkit/registrytest"
@@ -112,5 +116,42 @@ func TestPushImage_registry(t *testing.T) {
 	}
 	if err := admin.DeleteRegistryCredential(ctx, ns, reg.Host); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDeploy_malformed_registry_images_are_the_callers: a deploy from a
+// registry image that is not one svc runs (a Tart image of another guest
+// OS or arch, its VM config not JSON) is a 400 that says why, not a 503
+// that asks the caller to try again.
+func TestDeploy_malformed_registry_images_are_the_callers(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	c := testcluster.New(t, 1, testcluster.Options{})
+	admin := c.Client(c.WaitLeader())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := admin.SetRegistryCredential(ctx, ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: reg.Password, AllowInsecure: true}); err != nil {
+		t.Fatal(err)
+	}
+	good := registrytest.TartConfig{Version: 1, OS: "linux", Arch: "amd64", CPUCount: 1, MemorySize: 1 << 30, MACAddress: "7e:5f:00:00:00:02"}
+	for _, tc := range []struct {
+		name, want string
+		cfg        func(c registrytest.TartConfig) registrytest.TartConfig
+	}{
+		{"another guest OS", "guest OS", func(c registrytest.TartConfig) registrytest.TartConfig { c.OS = "windows"; return c }},
+		{"another arch", "arch", func(c registrytest.TartConfig) registrytest.TartConfig { c.Arch = "sparc"; return c }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref := reg.Host + "/bad/" + strings.ToLower(strings.ReplaceAll(tc.name, " ", "-")) + ":v1"
+			r, err := name.ParseReference(ref, name.Insecure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			registrytest.PushTart(t, r, registrytest.TartImage{Config: tc.cfg(good), Disk: make([]byte, 1<<20), NVRAM: []byte("nvram"), LayerSize: 1 << 20},
+				remote.WithAuth(&authn.Basic{Username: reg.Username, Password: reg.Password}), remote.WithTransport(reg.Transport()))
+			_, err = admin.DeployVM(ctx, ns, api.DeployRequest{Image: ref, Name: "bad"})
+			if api.CodeOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("deploy: %v", err)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package ocidisk
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 
@@ -27,8 +26,8 @@ const (
 	maxLZ4Ratio = 255
 )
 
-// errAppleLZ4 is wrapped by every malformed stream.
-var errAppleLZ4 = errors.New("not an Apple LZ4 stream")
+// errAppleLZ4 is wrapped by every malformed stream (a bad image).
+var errAppleLZ4 = fmt.Errorf("%w: not an Apple LZ4 stream", ErrBadImage)
 
 // appleLZ4Decoder decodes Apple LZ4 streams block by block: its memory is
 // two buffers of the largest block it has read (at most maxAppleLZ4Block

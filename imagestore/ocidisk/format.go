@@ -82,15 +82,15 @@ type Chunk struct {
 func (c Config) validate() error {
 	switch {
 	case c.Kind != KindImage && c.Kind != KindISO:
-		return fmt.Errorf("disk config: kind %q is neither %q nor %q", c.Kind, KindImage, KindISO)
+		return badImage("disk config: kind %q is neither %q nor %q", c.Kind, KindImage, KindISO)
 	case c.Format != "raw":
-		return fmt.Errorf("disk config: format %q is not raw", c.Format)
+		return badImage("disk config: format %q is not raw", c.Format)
 	case c.VirtualSize <= 0 || c.ChunkSize <= 0:
-		return fmt.Errorf("disk config: virtual size %d and chunk size %d must be positive", c.VirtualSize, c.ChunkSize)
+		return badImage("disk config: virtual size %d and chunk size %d must be positive", c.VirtualSize, c.ChunkSize)
 	case c.VirtualSize > MaxVirtualSize || c.ChunkSize > MaxChunkSize:
-		return fmt.Errorf("disk config: virtual size %d and chunk size %d must be at most %d and %d", c.VirtualSize, c.ChunkSize, int64(MaxVirtualSize), MaxChunkSize)
+		return badImage("disk config: virtual size %d and chunk size %d must be at most %d and %d", c.VirtualSize, c.ChunkSize, int64(MaxVirtualSize), MaxChunkSize)
 	case !validDigest(c.Digest):
-		return fmt.Errorf("disk config: digest %q is not sha256:<64 hex digits>", c.Digest)
+		return badImage("disk config: digest %q is not sha256:<64 hex digits>", c.Digest)
 	}
 	return nil
 }
@@ -104,19 +104,19 @@ func validDigest(d string) bool {
 // lie inside the disk, in order, without overlapping.
 func chunksOf(m *v1.Manifest, cfg Config) ([]Chunk, error) {
 	if len(m.Layers) > maxChunks {
-		return nil, fmt.Errorf("manifest has %d layers, over %d", len(m.Layers), maxChunks)
+		return nil, badImage("manifest has %d layers, over %d", len(m.Layers), maxChunks)
 	}
 	out := make([]Chunk, 0, len(m.Layers))
 	var end int64
 	for i, l := range m.Layers {
 		if l.MediaType != MediaTypeChunk {
-			return nil, fmt.Errorf("layer %d has media type %q, not %q", i, l.MediaType, MediaTypeChunk)
+			return nil, badImage("layer %d has media type %q, not %q", i, l.MediaType, MediaTypeChunk)
 		}
 		off, err1 := strconv.ParseInt(l.Annotations[AnnotationOffset], 10, 64)
 		size, err2 := strconv.ParseInt(l.Annotations[AnnotationSize], 10, 64)
 		d := l.Annotations[AnnotationDigest]
 		if err1 != nil || err2 != nil || !validDigest(d) || off < end || size <= 0 || size > cfg.ChunkSize || off+size > cfg.VirtualSize {
-			return nil, fmt.Errorf("layer %d: bad chunk annotations %v", i, l.Annotations)
+			return nil, badImage("layer %d: bad chunk annotations %v", i, l.Annotations)
 		}
 		end = off + size
 		out = append(out, Chunk{Offset: off, Size: size, Digest: d, Layer: l})

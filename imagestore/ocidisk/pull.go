@@ -57,7 +57,7 @@ func Resolve(ctx context.Context, ref name.Reference, reg Registry) (Resolved, e
 	}
 	var m v1.Manifest
 	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
-		return Resolved{}, fmt.Errorf("resolve %s: the manifest: %w", ref, err)
+		return Resolved{}, fmt.Errorf("resolve %s: %w", ref, badImage("the manifest: %v", err))
 	}
 	if isTart(&m) {
 		out.Tart, err = resolveTart(ctx, puller, ref, &m)
@@ -71,7 +71,7 @@ func Resolve(ctx context.Context, ref name.Reference, reg Registry) (Resolved, e
 		return out, nil
 	}
 	if m.Config.Size > maxConfig {
-		return Resolved{}, fmt.Errorf("resolve %s: the disk config is %d bytes, over %d", ref, m.Config.Size, maxConfig)
+		return Resolved{}, fmt.Errorf("resolve %s: %w", ref, badImage("the disk config is %d bytes, over %d", m.Config.Size, maxConfig))
 	}
 	l, err := puller.Layer(ctx, ref.Context().Digest(m.Config.Digest.String()))
 	if err != nil {
@@ -87,7 +87,7 @@ func Resolve(ctx context.Context, ref name.Reference, reg Registry) (Resolved, e
 		return Resolved{}, fmt.Errorf("resolve %s: the disk config: %w", ref, err)
 	}
 	if err := json.Unmarshal(body, &out.Config); err != nil {
-		return Resolved{}, fmt.Errorf("resolve %s: the disk config: %w", ref, err)
+		return Resolved{}, fmt.Errorf("resolve %s: %w", ref, badImage("the disk config: %v", err))
 	}
 	if err := out.Config.validate(); err != nil {
 		return Resolved{}, fmt.Errorf("resolve %s: %w", ref, err)

@@ -32,6 +32,15 @@ type Registry struct {
 // or digest.
 var ErrBadReference = errors.New("bad image reference")
 
+// ErrBadImage is wrapped when a registry's image is malformed (its
+// manifest, config or layers are not what they say): the caller's error,
+// not a registry to try again.
+var ErrBadImage = errors.New("malformed image")
+
+func badImage(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadImage}, args...)...)
+}
+
 // ParseReference reads "<registry>/<path>:<tag>" or "...@sha256:...". A
 // registry host is required (no implicit Docker Hub). A reference without a
 // tag or digest takes "latest" when latest is true (push) and is refused

@@ -88,7 +88,7 @@ func isTart(m *v1.Manifest) bool {
 // resolveTart reads a Tart manifest's layers and its VM config.
 func resolveTart(ctx context.Context, puller *remote.Puller, ref name.Reference, m *v1.Manifest) (*Tart, error) {
 	if len(m.Layers) > maxChunks {
-		return nil, fmt.Errorf("tart image: %d layers, over %d", len(m.Layers), maxChunks)
+		return nil, badImage("tart image: %d layers, over %d", len(m.Layers), maxChunks)
 	}
 	t := &Tart{}
 	var config *v1.Descriptor
@@ -103,39 +103,39 @@ func resolveTart(ctx context.Context, puller *remote.Puller, ref name.Reference,
 			size, err := strconv.ParseInt(l.Annotations[AnnotationTartUncompressedSize], 10, 64)
 			d := l.Annotations[AnnotationTartUncompressedDigest]
 			if err != nil || size <= 0 || size > maxTartLayer || !validDigest(d) {
-				return nil, fmt.Errorf("tart image: disk layer %d: bad annotations %v", i, l.Annotations)
+				return nil, badImage("tart image: disk layer %d: bad annotations %v", i, l.Annotations)
 			}
 			t.Disk = append(t.Disk, TartLayer{Layer: l, Offset: t.DiskSize, Size: size, UncompressedHash: d})
 			t.DiskSize += size
 		case MediaTypeTartDiskV1:
-			return nil, fmt.Errorf("tart image: the disk is in Tart's old format (%s); push it again with a current Tart", l.MediaType)
+			return nil, badImage("tart image: the disk is in Tart's old format (%s); push it again with a current Tart", l.MediaType)
 		}
 	}
 	switch {
 	case config == nil || config.Size > maxConfig:
-		return nil, fmt.Errorf("tart image: no VM config layer of at most %d bytes", maxConfig)
+		return nil, badImage("tart image: no VM config layer of at most %d bytes", maxConfig)
 	case len(t.Disk) == 0 || t.DiskSize > MaxVirtualSize:
-		return nil, fmt.Errorf("tart image: %d disk layers of %d bytes: at least one, at most %d bytes", len(t.Disk), t.DiskSize, int64(MaxVirtualSize))
+		return nil, badImage("tart image: %d disk layers of %d bytes: at least one, at most %d bytes", len(t.Disk), t.DiskSize, int64(MaxVirtualSize))
 	case nvrams != 1 || t.NVRAM.Size > maxTartNVRAM:
-		return nil, fmt.Errorf("tart image: %d NVRAM layers: want one of at most %d bytes", nvrams, maxTartNVRAM)
+		return nil, badImage("tart image: %d NVRAM layers: want one of at most %d bytes", nvrams, maxTartNVRAM)
 	}
 	body, err := fetchBlob(ctx, puller, ref.Context(), *config, maxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("tart image: the VM config: %w", err)
 	}
 	if err := json.Unmarshal(body, &t.Config); err != nil {
-		return nil, fmt.Errorf("tart image: the VM config: %w", err)
+		return nil, badImage("tart image: the VM config: %v", err)
 	}
 	c := t.Config
 	switch {
 	case c.OS != "darwin" && c.OS != "linux":
-		return nil, fmt.Errorf("tart image: guest OS %q is not darwin or linux", c.OS)
+		return nil, badImage("tart image: guest OS %q is not darwin or linux", c.OS)
 	case c.Arch != "arm64" && c.Arch != "amd64":
-		return nil, fmt.Errorf("tart image: arch %q is not arm64 or amd64", c.Arch)
+		return nil, badImage("tart image: arch %q is not arm64 or amd64", c.Arch)
 	case c.DiskFormat != "" && c.DiskFormat != "raw":
-		return nil, fmt.Errorf("tart image: disk format %q: svc takes raw disks (push with tart's --disk-format raw)", c.DiskFormat)
+		return nil, badImage("tart image: disk format %q: svc takes raw disks (push with tart's --disk-format raw)", c.DiskFormat)
 	case len(c.HardwareModel) > 4096:
-		return nil, fmt.Errorf("tart image: a hardware model of %d bytes", len(c.HardwareModel))
+		return nil, badImage("tart image: a hardware model of %d bytes", len(c.HardwareModel))
 	}
 	return t, nil
 }
@@ -172,7 +172,7 @@ func pullTartLayer(ctx context.Context, puller *remote.Puller, repo name.Reposit
 		return err
 	}
 	if got := "sha256:" + hex.EncodeToString(sum.Sum(nil)); got != l.UncompressedHash {
-		return fmt.Errorf("decodes to %s, not %s", got, l.UncompressedHash)
+		return badImage("decodes to %s, not %s", got, l.UncompressedHash)
 	}
 	return nil
 }
@@ -180,7 +180,7 @@ func pullTartLayer(ctx context.Context, puller *remote.Puller, repo name.Reposit
 // fetchBlob reads a small blob whole (checked against its digest).
 func fetchBlob(ctx context.Context, puller *remote.Puller, repo name.Repository, d v1.Descriptor, limit int64) ([]byte, error) {
 	if d.Size > limit {
-		return nil, fmt.Errorf("%d bytes, over %d", d.Size, limit)
+		return nil, badImage("%d bytes, over %d", d.Size, limit)
 	}
 	l, err := puller.Layer(ctx, repo.Digest(d.Digest.String()))
 	if err != nil {
@@ -242,7 +242,7 @@ func PullTart(ctx context.Context, r Resolved, reg Registry, dst, nvram string, 
 		for i := range next {
 			l := t.Disk[i]
 			if l.Layer.Size > l.Size+l.Size/64+4096 {
-				return fmt.Errorf("disk layer %d: %d compressed bytes for %d", i, l.Layer.Size, l.Size)
+				return badImage("disk layer %d: %d compressed bytes for %d", i, l.Layer.Size, l.Size)
 			}
 			if err := pullTartLayer(ctx, puller, repo, &dec, l, f); err != nil {
 				return fmt.Errorf("disk layer %d: %w", i, err)

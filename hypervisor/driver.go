@@ -138,6 +138,10 @@ type GuestPorts interface {
 	// OpenGuestPort makes a host address ("127.0.0.1:port") that reaches
 	// the running domain's guest port until release is called.
 	OpenGuestPort(ctx context.Context, name string, port int) (addr string, release func(), err error)
+	// CloseGuestPorts removes every forward OpenGuestPort made for the
+	// domain and did not release (its peer crashed holding them); it
+	// returns how many it removed.
+	CloseGuestPorts(ctx context.Context, name string) (int, error)
 }
 
 // Console is a hypervisor that serves a guest's screen itself, on a VNC

@@ -54,6 +54,11 @@ type Libvirt struct {
 	// deleting are the domains Delete is taking down: List reports them
 	// stopping without asking libvirt, which holds their lock meanwhile.
 	deleting map[string]bool
+	// fwdMu guards the files that record each domain's open port
+	// forwards (libvirt_ports.go); run tells this driver's forwards from
+	// those a previous run of the peer left.
+	fwdMu sync.Mutex
+	run   string
 }
 
 var _ Driver = (*Libvirt)(nil)
@@ -80,7 +85,7 @@ func NewLibvirt(cfg LibvirtConfig) (*Libvirt, error) {
 	if err := traversable(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("VM dir: %w", err)
 	}
-	return &Libvirt{cfg: cfg, user: u, deleting: map[string]bool{}}, nil
+	return &Libvirt{cfg: cfg, user: u, deleting: map[string]bool{}, run: newRunID()}, nil
 }
 
 // DetectDomainType returns TypeKVM when the host's KVM is backed by real
@@ -107,6 +112,9 @@ func DetectDomainType() string {
 
 // DomainType returns the domain type in use.
 func (d *Libvirt) DomainType() string { return d.cfg.DomainType }
+
+// Config returns the configuration the driver runs with, defaults filled.
+func (d *Libvirt) Config() LibvirtConfig { return d.cfg }
 
 // conn returns a connected client, dialling libvirtd if needed.
 func (d *Libvirt) conn() (*libvirt.Libvirt, error) {

@@ -101,6 +101,42 @@ func TestLibvirt_guest_exec(t *testing.T) {
 		c.Close()
 		t.Fatal("the forward outlived its release")
 	}
+	// Forwards a peer held when it crashed (never released) are closed by
+	// the next run's CloseGuestPorts; the domain's own forwards, and those
+	// the next run opened itself, stay.
+	held := make([]string, 2)
+	for i := range held {
+		if held[i], _, err = d.OpenGuestPort(ctx, spec.Name, 22); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, err := hypervisor.NewLibvirt(d.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	own, releaseOwn, err := next.OpenGuestPort(ctx, spec.Name, 22)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseOwn()
+	if n, err := next.CloseGuestPorts(ctx, spec.Name); err != nil || n != 2 {
+		t.Fatalf("closed %d stale forwards: %v", n, err)
+	}
+	for _, h := range held {
+		if c, err := net.DialTimeout("tcp", h, 2*time.Second); err == nil {
+			c.Close()
+			t.Fatalf("the forward at %s outlived its peer's crash", h)
+		}
+	}
+	for _, a := range []string{net.JoinHostPort(addr, strconv.Itoa(sshPort)), own} {
+		if banner := readBanner(t, a); !strings.HasPrefix(banner, "SSH-2.0-") {
+			t.Fatalf("the forward at %s after the clean-up: %q", a, banner)
+		}
+	}
+	if n, err := next.CloseGuestPorts(ctx, spec.Name); err != nil || n != 0 {
+		t.Fatalf("a second clean-up closed %d: %v", n, err)
+	}
 
 	// The disk grows while the guest runs, and the guest sees it; it never
 	// shrinks.

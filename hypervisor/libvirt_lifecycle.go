@@ -231,7 +231,7 @@ func (d *Libvirt) Delete(ctx context.Context, name string) error {
 	case !errors.Is(err, ErrNotFound):
 		return err
 	}
-	for _, p := range []string{d.DiskPath(name), d.consolePath(name), d.vncSecretPath(name), d.MemoryPath(name)} {
+	for _, p := range []string{d.DiskPath(name), d.consolePath(name), d.vncSecretPath(name), d.MemoryPath(name), d.forwardsFile(name)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("delete %s: %w", name, err)
 		}

@@ -30,8 +30,12 @@ func (h *Host) Run(ctx context.Context) {
 	tick := time.NewTicker(h.cfg.Interval)
 	defer tick.Stop()
 	caught := h.cfg.Ready.CaughtUpCh() // a pass as soon as the replica has caught up
+	forwardsClosed := false
 	for {
 		changed := h.cfg.FSM.Watch(raftfsm.NodeTopic(h.cfg.Name)) // this node's VMs only
+		if h.cfg.Healthy() && !forwardsClosed {
+			forwardsClosed = h.closeStaleForwards()
+		}
 		if h.cfg.Healthy() {
 			ctx, cancel := context.WithTimeout(h.ctx, 5*time.Minute)
 			result := "done"
@@ -54,6 +58,34 @@ func (h *Host) Run(ctx context.Context) {
 			caught = nil
 		}
 	}
+}
+
+// closeStaleForwards removes the port forwards a previous run of this peer
+// opened into its guests and never released (it crashed holding them), once
+// a run; the forwards this run opened stay. It reports whether it could look.
+func (h *Host) closeStaleForwards() bool {
+	gp, ok := h.cfg.Driver.(hypervisor.GuestPorts)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, time.Minute)
+	defer cancel()
+	doms, err := h.cfg.Driver.List(ctx)
+	if err != nil {
+		h.cfg.Log.Warn("list domains to close stale port forwards", "err", err)
+		return false
+	}
+	for _, d := range doms {
+		n, err := gp.CloseGuestPorts(ctx, d.Name)
+		if err != nil {
+			h.cfg.Log.Warn("close stale port forwards", "domain", d.Name, "err", err)
+			continue
+		}
+		if n > 0 {
+			h.cfg.Log.Info("closed port forwards a previous run left open", "domain", d.Name, "forwards", n)
+		}
+	}
+	return true
 }
 
 // errNotCaughtUp is returned by a pass that waited for the replica.

@@ -11,10 +11,10 @@ type RunRequest struct {
 	Command []string `json:"command"`
 	// Stdin is given to the program whole (at most MaxRunStdin bytes).
 	Stdin string `json:"stdin,omitempty"`
-	// TimeoutSeconds bounds the run (default DefaultRunTimeout; at most
-	// MaxRunTimeout): a program still running then is killed and the answer
-	// is a 504 Status.
-	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+	// TimeoutSeconds bounds the run, 1 to MaxRunTimeout (nil:
+	// DefaultRunTimeout): a program still running then is killed and the
+	// answer is a 504 Status.
+	TimeoutSeconds *int `json:"timeoutSeconds,omitempty"`
 }
 
 // RunResult is how the program ended. Each output is cut after

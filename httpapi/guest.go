@@ -52,14 +52,13 @@ func checkRun(req api.RunRequest) (time.Duration, error) {
 	if len(req.Stdin) > api.MaxRunStdin {
 		return 0, errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, `field "stdin": %d bytes, more than %d`, len(req.Stdin), api.MaxRunStdin)
 	}
-	switch t := req.TimeoutSeconds; {
-	case t == 0:
+	if req.TimeoutSeconds == nil {
 		return api.DefaultRunTimeout * time.Second, nil
-	case t < 0 || t > api.MaxRunTimeout:
-		return 0, badRequest(`field "timeoutSeconds": %d is out of range (1 to %d)`, t, api.MaxRunTimeout)
-	default:
-		return time.Duration(t) * time.Second, nil
 	}
+	if t := *req.TimeoutSeconds; t < 1 || t > api.MaxRunTimeout {
+		return 0, badRequest(`field "timeoutSeconds": %d is out of range (1 to %d; leave it out for %d)`, t, api.MaxRunTimeout, api.DefaultRunTimeout)
+	}
+	return time.Duration(*req.TimeoutSeconds) * time.Second, nil
 }
 
 // runnable returns the path's VM if it runs here and has a host to ask.

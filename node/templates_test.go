@@ -165,6 +165,10 @@ func TestTemplates_bad_input(t *testing.T) {
 			_, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "gpu", Image: "tiny", GPUPassthrough: true, Warm: true})
 			return err
 		}, http.StatusBadRequest},
+		{"warm bigger than every node", func() error {
+			_, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "huge", Image: "tiny", Memory: 4096, Warm: true})
+			return err
+		}, http.StatusBadRequest},
 		{"warm on an image not Ready", func() error {
 			_, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "early", Image: "saving", Warm: true})
 			return err

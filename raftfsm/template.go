@@ -136,14 +136,51 @@ func (s *State) checkWarm(cfg *VMConfig) error {
 	if !ok {
 		return ruleErr(ErrInvalid, "vmconfig %q: warm needs an image of the namespace; %q is read from its registry at each deploy", cfg.Name, cfg.Image)
 	}
-	if _, err := cfg.WarmShape(*img); err != nil {
+	sh, err := cfg.WarmShape(*img)
+	if err != nil {
 		reason := ErrInvalid
 		if !img.Usable() {
 			reason = ErrConflict
 		}
 		return ruleErr(reason, "vmconfig %q cannot be warm: %s", cfg.Name, err.Error())
 	}
-	return nil
+	return s.checkHoldable(cfg, sh)
+}
+
+// checkHoldable refuses a warm shape no node could hold: none of the
+// namespace's nodes (of the cluster's, while the namespace has none) has
+// the CPUs, the memory and the hypervisor its template boots with.
+func (s *State) checkHoldable(cfg *VMConfig, sh Shape) error {
+	var own, all []*Node
+	for _, n := range s.Nodes {
+		all = append(all, n)
+		if n.Namespace == cfg.Namespace {
+			own = append(own, n)
+		}
+	}
+	nodes := own
+	if len(nodes) == 0 {
+		nodes = all
+	}
+	var maxCPU int
+	var maxMem int64
+	for _, n := range nodes {
+		if sh.OS == OSMacOS && n.Hypervisor != "vz" {
+			continue
+		}
+		if n.Capacity.CPU >= sh.CPU && n.Capacity.MemoryBytes >= sh.MemoryBytes {
+			return nil
+		}
+		maxCPU, maxMem = max(maxCPU, n.Capacity.CPU), max(maxMem, n.Capacity.MemoryBytes)
+	}
+	if len(nodes) == 0 {
+		return nil // a cluster being formed: its first node is not reported yet
+	}
+	if sh.OS == OSMacOS && maxCPU == 0 {
+		return ruleErr(ErrInvalid, "vmconfig %q cannot be warm: no node runs macOS guests (vz)", cfg.Name)
+	}
+	return ruleErr(ErrInvalid, "vmconfig %q cannot be warm: no node could hold its template (%d CPUs, %d GiB of memory); the largest offer %d CPUs and %d GiB",
+		cfg.Name, sh.CPU, sh.MemoryBytes>>30, maxCPU, maxMem>>30)
 }
 
 // HasTemplate reports whether node n holds a ready template of key.

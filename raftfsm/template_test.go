@@ -36,6 +36,11 @@ func TestTemplates_commands(t *testing.T) {
 		}},
 		{name: "warm on an image not ready", setup: saving, cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.Image = true, "saving" }), wantErr: ErrConflict},
 		{name: "warm on a registry reference", setup: vmSetup(t), cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.Image = true, "r:5000/a/b:1" }), wantErr: ErrInvalid},
+		{name: "warm bigger than every node", setup: vmSetup(t), cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.MemoryGiB = true, 4096 }), wantErr: ErrInvalid},
+		{name: "warm with more CPUs than every node", setup: vmSetup(t), cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.CPU = true, 64 }), wantErr: ErrInvalid},
+		{name: "warm turned on bigger than every node", setup: append(vmSetup(t), cfg("ci", func(c *VMConfig) { c.MemoryGiB = 4096 })),
+			cmd: mustEncode(t, TypeVMConfigSetWarm, VMConfigSetWarm{Namespace: api.DefaultNamespace, Name: "ci", Warm: true}), wantErr: ErrInvalid},
+		{name: "warm as big as a node", setup: vmSetup(t), cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.MemoryGiB, c.CPU = true, 16, 8 })},
 		{name: "warm with gpu", setup: vmSetup(t), cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.GPUPassthrough = true, true }), wantErr: ErrInvalid},
 		{name: "warm turned on", setup: append(vmSetup(t), cfg("ci", nil)), cmd: mustEncode(t, TypeVMConfigSetWarm, VMConfigSetWarm{Namespace: api.DefaultNamespace, Name: "ci", Warm: true}),
 			check: func(t *testing.T, f *FSM) {

@@ -52,7 +52,10 @@ func newVMRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := api.RunRequest{Command: args[1:], Stdin: string(stdin), TimeoutSeconds: timeout}
+			req := api.RunRequest{Command: args[1:], Stdin: string(stdin)}
+			if cmd.Flags().Changed("timeout") {
+				req.TimeoutSeconds = &timeout
+			}
 			r, err := cl.RunVMStream(cmd.Context(), g.namespace, args[0], req, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err

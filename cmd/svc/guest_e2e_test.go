@@ -146,7 +146,8 @@ func TestBinary_guest_tools(t *testing.T) {
 	if bare.Status != "Running" || bare.GuestAgent {
 		t.Fatalf("bare %+v", bare)
 	}
-	_, err = cl.RunVM(ctx, api.DefaultNamespace, "bare", api.RunRequest{Command: []string{"true"}, TimeoutSeconds: 30})
+	thirty := 30
+	_, err = cl.RunVM(ctx, api.DefaultNamespace, "bare", api.RunRequest{Command: []string{"true"}, TimeoutSeconds: &thirty})
 	if api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), "guest agent") {
 		t.Fatalf("run without an agent: %v", err)
 	}

@@ -207,8 +207,10 @@ func (m *Manager) pass(ctx context.Context) bool {
 	return false
 }
 
-// desired returns the shapes of the warm configs whose image this node
-// holds and whose VMs it can run, by key.
+// desired returns the shapes of the warm configs whose VMs this node can
+// run (of its namespace, the only one placed here, and of a size it holds)
+// and whose image it holds, by key: another namespace's configs take none
+// of its template slots.
 func (m *Manager) desired() map[string]raftfsm.Shape {
 	fsm := m.cfg.FSM
 	node, ok := fsm.Node(m.cfg.Name)
@@ -217,6 +219,9 @@ func (m *Manager) desired() map[string]raftfsm.Shape {
 	}
 	want := map[string]raftfsm.Shape{}
 	for _, cfg := range fsm.WarmConfigs() {
+		if cfg.Namespace != node.Namespace {
+			continue
+		}
 		sh, ok := fsm.WarmShape(cfg)
 		if !ok {
 			continue

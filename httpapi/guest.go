@@ -190,9 +190,8 @@ func (s *Server) runVMStream(w http.ResponseWriter, r *http.Request, p httproute
 		return nil
 	}
 	var req api.RunRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
-		fail(badRequest("the run request: %v", err))
+	if _, err := parseJSONObject(body, &req); err != nil {
+		fail(err)
 		return nil
 	}
 	timeout, err := checkRun(req)

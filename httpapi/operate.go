@@ -65,7 +65,7 @@ const (
 
 func (s *Server) setQuota(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.Quota
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeJSONStrict(w, r, &req); err != nil {
 		return err
 	}
 	switch {

@@ -3,6 +3,7 @@ package node_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -89,6 +90,12 @@ func TestGuest_run_and_resize_through_another_peer(t *testing.T) {
 				t.Fatalf("stdout %d bytes, want the bound %d", len(r.Stdout), api.MaxRunOutput)
 			}
 		})
+	}
+
+	// A key given twice is refused, not read as its last value.
+	dup := json.RawMessage(`{"command":["echo"],"command":["id"]}`)
+	if err := admin.Do(ctx, http.MethodPost, "/api/v1/namespaces/"+ns+"/vms/vm1/run", dup, nil); api.CodeOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("a command given twice: %v", err)
 	}
 
 	// The websocket form streams the same outputs and ends with the result.

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -114,6 +115,16 @@ func TestOperate_quota_racing_deploys(t *testing.T) {
 		if _, err := admin.SetQuota(ctx, ns, bad); api.CodeOf(err) != http.StatusBadRequest {
 			t.Errorf("quota %+v: %v", bad, err)
 		}
+	}
+	// A body the quota does not know (a typo of a field, a key given
+	// twice) is refused, not read as "no bound".
+	for _, body := range []string{`{"x":1}`, `{"vms":3,"memroy":1}`, `{"vms":3,"vms":0}`} {
+		if err := admin.Do(ctx, http.MethodPut, "/api/v1/namespaces/"+ns+"/quota", json.RawMessage(body), nil); api.CodeOf(err) != http.StatusBadRequest {
+			t.Errorf("quota %s: %v", body, err)
+		}
+	}
+	if q, err := admin.GetQuota(ctx, ns); err != nil || q.Quota == nil || q.Quota.VMs != 3 {
+		t.Fatalf("the refused bodies changed the quota: %+v %v", q, err)
 	}
 	// No bound left: the next deploy passes.
 	if _, err := admin.SetQuota(ctx, ns, api.Quota{}); err != nil {

@@ -224,8 +224,11 @@ func (s *Server) resizeVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return err
 	}
 	size, err := api.ParseSize(req.Size)
-	if err != nil || size <= 0 {
-		return badRequest(`field "size": %q is not a size such as "20G" (%v)`, req.Size, err)
+	switch {
+	case err != nil:
+		return badRequest(`field "size": %v`, err)
+	case size <= 0:
+		return badRequest(`field "size": %q is no size: give the disk's new size, larger than it is now, e.g. "20G"`, req.Size)
 	}
 	if size > maxDiskBytes {
 		return badRequest(`field "size": %s is more than a disk may be (%d bytes)`, req.Size, int64(maxDiskBytes))

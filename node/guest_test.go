@@ -128,8 +128,9 @@ func TestGuest_run_and_resize_through_another_peer(t *testing.T) {
 	if err != nil || vm.DiskBytes != 3<<30 {
 		t.Fatalf("resize: %d %v", vm.DiskBytes, err)
 	}
-	for _, size := range []string{"2G", "", "lots", "-1G", "100T"} {
-		if _, err := admin.ResizeVM(ctx, ns, "vm1", size); api.CodeOf(err) != http.StatusBadRequest {
+	for _, size := range []string{"2G", "", "0", "lots", "-1G", "100T"} {
+		_, err := admin.ResizeVM(ctx, ns, "vm1", size)
+		if api.CodeOf(err) != http.StatusBadRequest || strings.Contains(err.Error(), "nil") {
 			t.Errorf("resize to %q: %v", size, err)
 		}
 	}

@@ -35,6 +35,9 @@ type GuestGuard interface {
 	// targets, to loopback (but DNS) and to link-local addresses,
 	// replacing the targets it had.
 	GuardGuests(ctx context.Context, targets []Target) error
+	// UnguardGuests removes the guard (when none of the peer's VMs runs
+	// any more); removing none is no error.
+	UnguardGuests(ctx context.Context) error
 }
 
 var _ GuestGuard = (*Libvirt)(nil)
@@ -103,6 +106,18 @@ func (d *Libvirt) GuardGuests(ctx context.Context, targets []Target) error {
 	}
 	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// UnguardGuests removes the guard's table with nft.
+func (d *Libvirt) UnguardGuests(ctx context.Context) error {
+	table := guardTable(d.cfg.Prefix)
+	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
+	// Declaring it first makes the deletion of a table that is not there no error.
+	cmd.Stdin = strings.NewReader("table inet " + table + "\ndelete table inet " + table + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("nft: %w: %s", err, strings.TrimSpace(string(out)))
 	}

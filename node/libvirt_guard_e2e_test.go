@@ -58,4 +58,34 @@ func TestLibvirtCluster_guests_kept_from_host_services(t *testing.T) {
 			t.Errorf("the guard lacks %q:\n%s", want, rules)
 		}
 	}
+	// A clean stop keeps the guard while the peer's VMs run on (they outlive
+	// it), and removes it from a peer that has none.
+	b := c.Members[1]
+	c.Stop(b)
+	if tables := nftTables(t); strings.Contains(tables, guardTableOf(b.Name)+"\n") {
+		t.Errorf("%s stopped with no VM and left its guard:\n%s", b.Name, tables)
+	}
+	c.Stop(a)
+	if tables := nftTables(t); !strings.Contains(tables, guardTableOf(a.Name)+"\n") {
+		t.Errorf("%s stopped with a VM running and took its guard away:\n%s", a.Name, tables)
+	}
+}
+
+func nftTables(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("nft", "list", "tables").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft: %v %s", err, out)
+	}
+	return string(out) + "\n"
+}
+
+// guardTableOf is the nftables table of peer's guard as nft lists it.
+func guardTableOf(peer string) string {
+	return "table inet svc_guard_" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, peer)
 }

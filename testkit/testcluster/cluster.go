@@ -277,6 +277,7 @@ func (c *Cluster) Close() {
 					_ = m.Libvirt.Delete(ctx, d.Name)
 				}
 			}
+			_ = m.Libvirt.UnguardGuests(ctx) // the guard a stopped peer left its running VMs
 			cancel()
 			_ = m.Libvirt.Close()
 		}

@@ -58,13 +58,17 @@ const execPoll = 100 * time.Millisecond
 // (QEMU's agent returns captured output only whole, at the end, and
 // libvirt drops an agent answer over 10 MiB and the agent with it): the
 // program's stdout and stderr go to files in a directory of its own, each
-// cut after its bound ($2, the bound plus one byte, so that a cut shows),
-// the rest drained; its pid and exit status go there too. The host reads
-// the files as they grow and removes the directory.
+// written as it comes (cat, not head -c: head's output is buffered, so a
+// short output showed only when the program ended) and cut by the shell's
+// file-size limit at about its bound ($2 bytes, the bound plus one, so
+// that a cut shows; the host passes on no more than the bound), the rest
+// drained so that the program runs on; its pid and exit status go there
+// too. The host reads the files as they grow and removes the directory.
 const execScript = `d=$1 n=$2; shift 2
 mkdir -m 700 "$d" || exit 125
 exec 4<&0
-{ { "$@" <&4 4<&- 2>&1 1>&3 3>&- & echo $! >"$d/pid"; wait $!; echo $? >"$d/rc"; } | { head -c "$n" >"$d/err"; cat >/dev/null; }; } 3>&1 | { head -c "$n" >"$d/out"; cat >/dev/null; }`
+k=$(( (n + 511) / 512 ))
+{ { "$@" <&4 4<&- 2>&1 1>&3 3>&- & echo $! >"$d/pid"; wait $!; echo $? >"$d/rc"; } | { (ulimit -f "$k"; trap '' XFSZ; exec cat >"$d/err" 2>/dev/null); cat >/dev/null; }; } 3>&1 | { (ulimit -f "$k"; trap '' XFSZ; exec cat >"$d/out" 2>/dev/null); cat >/dev/null; }`
 
 // Exec runs a program in the guest through QEMU's guest agent and its
 // shell (execScript), streaming its outputs as they grow.

@@ -78,6 +78,17 @@ func TestLibvirt_guest_exec(t *testing.T) {
 		})
 	}
 
+	// A short output is passed on as it is written, not when the program
+	// ends: the writer stops the run once it has seen it.
+	early := &stopAt{want: "early\n"}
+	ectx, cancel := context.WithCancel(ctx)
+	early.cancel = cancel
+	_, err := d.Exec(ectx, spec.Name, hypervisor.ExecCommand{Argv: []string{"sh", "-c", "echo early; sleep 120; echo late"}, Stdout: early})
+	cancel()
+	if !errors.Is(err, hypervisor.ErrExecTimeout) || early.got.String() != "early\n" {
+		t.Fatalf("the short output came %q (%v), not while the program ran", early.got.String(), err)
+	}
+
 	// A program that outlives its time is killed in the guest.
 	if _, _, _, err := run([]string{"sleep", "397"}, "", 2*time.Second); !errors.Is(err, hypervisor.ErrExecTimeout) {
 		t.Fatalf("sleep past its time: %v", err)
@@ -199,4 +210,19 @@ func readBanner(t *testing.T, addr string) string {
 		t.Fatalf("read from %s: %v", addr, err)
 	}
 	return line
+}
+
+// stopAt collects what is written and cancels once it holds want.
+type stopAt struct {
+	want   string
+	cancel context.CancelFunc
+	got    bytes.Buffer
+}
+
+func (s *stopAt) Write(b []byte) (int, error) {
+	s.got.Write(b)
+	if strings.Contains(s.got.String(), s.want) {
+		s.cancel()
+	}
+	return len(b), nil
 }

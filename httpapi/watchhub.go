@@ -93,7 +93,6 @@ func (h *watchHub) run(ctx context.Context) {
 		h.mu.Lock()
 		h.last, h.index, h.floor = v.Last, v.Index, v.Index
 		h.mu.Unlock()
-		h.refresh(watchKinds) // what changed while the peer was down
 	} else {
 		if !errors.Is(err, os.ErrNotExist) {
 			h.s.log.Warn("the watch view on disk is unreadable; starting from now", "err", err)
@@ -111,24 +110,29 @@ func (h *watchHub) run(ctx context.Context) {
 	h.mu.Unlock()
 	save := time.NewTicker(watchSaveEvery)
 	defer save.Stop()
+	kinds := watchKinds // first, what changed while the peer was down
 	for {
+		// The channels are taken before the views are compared: a change
+		// applied after the comparison closes them, and none is missed.
 		vm, node := f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceVM)), f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceNode))
 		image, blob := f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceImage)), f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceBlob))
 		job := f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceJob))
+		if len(kinds) > 0 {
+			h.refresh(kinds)
+		}
 		select {
 		case <-ctx.Done():
 			h.save()
 			return
 		case <-save.C:
 			h.save()
-			continue
 		case <-vm:
 		case <-node:
 		case <-image:
 		case <-blob:
 		case <-job:
 		}
-		h.refresh(touched(vm, node, image, blob, job))
+		kinds = touched(vm, node, image, blob, job)
 	}
 }
 

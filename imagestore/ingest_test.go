@@ -3,13 +3,24 @@ package imagestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 )
 
-// Ingest keeps a blob its record took, and removes one no record took
-// unless something else refers to it or holds it.
+// refusal is a record error that says whether the state refused the write.
+type refusal struct{ sure bool }
+
+func (r refusal) Error() string { return fmt.Sprintf("refused for certain: %v", r.sure) }
+func (r refusal) Refusal() bool { return r.sure }
+
+// Ingest keeps a blob its record took, and removes one the state refused
+// unless something else refers to it or holds it; a failure that may have
+// recorded it all the same (a timeout, a lost answer) leaves it to the
+// collector.
 func TestStaged_Ingest_cases(t *testing.T) {
-	refused := errors.New("the record was refused")
+	refused := fmt.Errorf("record: %w", refusal{sure: true})
+	timedOut := fmt.Errorf("record: %w", refusal{sure: false})
+	lost := errors.New("connection reset")
 	cases := []struct {
 		name     string
 		before   bool // the bytes were in the store already
@@ -23,6 +34,8 @@ func TestStaged_Ingest_cases(t *testing.T) {
 		{"refused, but a record refers to them", false, true, false, refused, true},
 		{"refused, but another request holds them", false, false, true, refused, true},
 		{"refused, bytes that were there before", true, false, false, refused, true},
+		{"timed out, may be recorded yet", false, false, false, timedOut, true},
+		{"answer lost, may be recorded", false, false, false, lost, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

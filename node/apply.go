@@ -71,6 +71,7 @@ func fromStatus(err error) error {
 		api.ReasonAlreadyExists:      raftfsm.ErrAlreadyExists,
 		api.ReasonConflict:           raftfsm.ErrConflict,
 		api.ReasonBadRequest:         raftfsm.ErrInvalid,
+		api.ReasonForbidden:          raftfsm.ErrQuota,
 		api.ReasonServiceUnavailable: raftfsm.ErrNotLeader,
 		api.ReasonTimeout:            raftfsm.ErrTimeout,
 		api.ReasonTooManyRequests:    raftfsm.ErrTooMany,

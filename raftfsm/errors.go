@@ -35,6 +35,11 @@ func (e *RuleError) Error() string { return e.msg }
 
 func (e *RuleError) Unwrap() error { return e.kind }
 
+// Refusal reports whether the command is known not to have been applied:
+// the state refused it. A timeout or a lost leadership is no refusal: the
+// write may still be applied.
+func (e *RuleError) Refusal() bool { return e.kind != ErrTimeout && e.kind != ErrNotLeader }
+
 func ruleErr(kind error, format string, args ...any) error {
 	return &RuleError{kind: kind, msg: fmt.Sprintf(format, args...)}
 }

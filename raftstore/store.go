@@ -269,6 +269,10 @@ func (s *Store) Apply(ctx context.Context, cmd []byte) (any, error) {
 			return nil, mapRaftErr(err)
 		}
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The caller stopped waiting (a worker whose VM was deleted).
+			return nil, fmt.Errorf("apply: %w: the caller stopped waiting (%w); the write may still be applied", raftfsm.ErrTimeout, ctx.Err())
+		}
 		return nil, fmt.Errorf("apply: %w: the write may still be applied", raftfsm.ErrTimeout)
 	}
 	s.m.applyDuration.Observe(time.Since(start).Seconds())

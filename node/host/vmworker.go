@@ -296,7 +296,13 @@ func (w *vmWorker) apply(ctx context.Context, st raftfsm.VMStatus) {
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	_, err := w.h.cfg.Proposer.Apply(rctx, raftfsm.TypeVMStatus, st)
-	if err != nil && !errors.Is(err, raftfsm.ErrNotFound) {
+	switch {
+	case err == nil, errors.Is(err, raftfsm.ErrNotFound):
+	case ctx.Err() != nil:
+		// The worker stopped (its VM was deleted, or the peer stops): the
+		// status no longer matters.
+		w.h.cfg.Log.Debug("vm status not reported: the worker stopped", "vm", st.Namespace+"/"+st.Name, "status", st.Status, "err", err)
+	default:
 		w.h.cfg.Log.Warn("report vm status", "vm", st.Namespace+"/"+st.Name, "status", st.Status, "err", err)
 	}
 }

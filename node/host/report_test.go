@@ -1,0 +1,97 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// stalling holds every VM status report until its caller stops waiting, as
+// a leader too busy to commit it would; other writes go through.
+type stalling struct {
+	*replica
+	held chan struct{} // a report is held
+}
+
+func (s *stalling) Apply(ctx context.Context, typ raftfsm.Type, body any) (any, error) {
+	if typ != raftfsm.TypeVMStatus {
+		return s.replica.Apply(ctx, typ, body)
+	}
+	select {
+	case s.held <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, fmt.Errorf("apply: %w: the caller stopped waiting (%w)", raftfsm.ErrTimeout, ctx.Err())
+}
+
+// lockedBuffer is a log destination the host's goroutines share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A VM deleted while its worker waits for its status report to be written
+// stops the worker: the report it gave up is no failure, and no warning
+// says a write timed out.
+func TestHost_report_given_up_when_the_vm_is_deleted(t *testing.T) {
+	r := &replica{fsm: raftfsm.NewFSM(nil)}
+	r.must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC()))
+	r.must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Phase: api.PhaseReady, Time: time.Now().UTC(),
+		NodeFacts: raftfsm.NodeFacts{Addr: "10.0.0.1", Arch: "amd64", Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}}})
+	r.must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "tiny", Namespace: api.DefaultNamespace,
+		Digest: "sha256:aa", SizeBytes: 10, Format: "qcow2"}, Holder: "n1"})
+	images, err := imagestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	prop := &stalling{replica: r, held: make(chan struct{}, 1)}
+	drv := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
+	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: prop,
+		Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour, Log: log})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	r.must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
+	select {
+	case <-prop.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker never reported the VM's status")
+	}
+	r.must(t, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: api.DefaultNamespace, Name: "web"})
+	waitFor(t, "the worker stopped", func() error {
+		if !strings.Contains(logs.String(), "the worker stopped") {
+			return fmt.Errorf("logs:\n%s", logs.String())
+		}
+		return nil
+	})
+	if out := logs.String(); strings.Contains(out, "level=WARN") {
+		t.Fatalf("a given-up report was warned about:\n%s", out)
+	}
+}

@@ -266,12 +266,17 @@ func (s *Server) handle(rt Route, h handler) {
 		mode = bodyProgress
 	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
-		// A client that failed authentication too often is slowed down
-		// before its token is read, and not audited call by call.
+		if rt.Stream {
+			tokenFromSubprotocol(r)
+		}
+		// A client address that failed authentication too often is slowed
+		// down before any signature is checked, and not audited call by
+		// call; a token this peer has verified before still passes (other
+		// clients behind the same address go on working).
 		ip := clientIP(r)
 		_, fromPeer := s.peers.PeerOf(r)
 		checked := rt.Rule != RuleOpen && rt.Rule != RulePeer && !fromPeer
-		if checked && s.fails.blocked(ip, time.Now()) {
+		if checked && s.fails.blocked(ip, time.Now()) && !s.authn.Known(r.Header.Get("Authorization")) {
 			s.metrics.authThrottled.Inc()
 			e := errorf(http.StatusTooManyRequests, api.ReasonTooManyRequests, "too many calls without a valid token from %s; slow down", ip)
 			e.retryAfter = "1"
@@ -283,9 +288,7 @@ func (s *Server) handle(rt Route, h handler) {
 			w = sw
 			defer func() { s.auditWrite(r, p, principalOf(r.Context()), sw.code, start) }()
 		}
-		if rt.Stream {
-			tokenFromSubprotocol(r)
-		} else {
+		if !rt.Stream {
 			s.withBodyDeadline(w, r, mode)
 		}
 		if !rt.Stream {

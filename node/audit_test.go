@@ -121,7 +121,8 @@ func TestAudit_writes_subjects_outcomes_no_secrets(t *testing.T) {
 // TestAudit_anonymous_flood_evicts_nothing: 11,000 writes with no token
 // against one peer leave the admin's earlier entries in the audit log, keep
 // at most MaxAnonymousAudit of the anonymous ones, and are slowed down per
-// client (429 once the client has failed too often).
+// client (429 once the client has failed too often), while a token the peer
+// verified before, from the same address, is served throughout.
 func TestAudit_anonymous_flood_evicts_nothing(t *testing.T) {
 	c := testcluster.New(t, 1, testcluster.Options{AuditEntries: raftfsm.MinAuditKeep})
 	m := c.Members[0]
@@ -155,7 +156,32 @@ func TestAudit_anonymous_flood_evicts_nothing(t *testing.T) {
 			}
 		})
 	}
+	// The admin, behind the same address, goes on working meanwhile: a
+	// token the peer has verified before passes the throttle.
+	flooding := make(chan struct{})
+	adminCalls, adminErr := 0, error(nil)
+	adminDone := make(chan struct{})
+	go func() {
+		defer close(adminDone)
+		for {
+			select {
+			case <-flooding:
+				return
+			default:
+			}
+			if _, err := admin.ListNodes(ctx, api.DefaultNamespace, false); err != nil {
+				adminErr = err
+				return
+			}
+			adminCalls++
+		}
+	}()
 	wg.Wait()
+	close(flooding)
+	<-adminDone
+	if adminErr != nil || adminCalls == 0 {
+		t.Fatalf("the admin during the flood: %d calls, then %v", adminCalls, adminErr)
+	}
 	if codes[http.StatusTooManyRequests] == 0 || codes[http.StatusUnauthorized] == 0 || codes[http.StatusUnauthorized]+codes[http.StatusTooManyRequests] != 11000 {
 		t.Fatalf("answers %v", codes)
 	}

@@ -201,6 +201,14 @@ func (s *State) applyPeerAdmit(index uint64, c PeerAdmit) (any, error) {
 		return nil, ruleErr(ErrInvalid, "join token %s is not one of this cluster's (or has expired and been dropped)", c.TokenID)
 	case subtle.ConstantTimeCompare([]byte(t.SecretHash), []byte(c.SecretHash)) != 1:
 		return nil, ruleErr(ErrInvalid, "join token %s: the secret is wrong", c.TokenID)
+	}
+	if p, ok := fb.Peers[c.Name]; ok && p.KeyID == c.KeyID && p.Token == c.TokenID && p.Addr == c.Addr && p.RaftAddr == c.RaftAddr {
+		// The same host asks again with the same token (the answer to its
+		// admission was lost): it is admitted already, and the token is
+		// not used twice.
+		return *p, nil
+	}
+	switch {
 	case t.Revoked:
 		return nil, ruleErr(ErrInvalid, "join token %s was revoked", c.TokenID)
 	case !t.ExpiresAt.After(c.Time):

@@ -88,6 +88,21 @@ func TestFabric_commands(t *testing.T) {
 		{name: "admit after expiry", setup: withToken, cmd: admitCmd(t, "n1", keyOf('a'), day), wantErr: ErrInvalid},
 		{name: "admit with a revoked token", setup: append(withToken[:2:2], mustEncode(t, TypeJoinTokenRevoke, JoinTokenRevoke{ID: tokID})), cmd: admitCmd(t, "n1", keyOf('a'), t0), wantErr: ErrInvalid},
 		{name: "admit with a used-up token", setup: append(admitted[:3:3], admitCmd(t, "n2", keyOf('b'), t0)), cmd: admitCmd(t, "n3", keyOf('c'), t0), wantErr: ErrInvalid},
+		{
+			name: "the same admission again (its answer lost) uses the token once", setup: append(withToken[:2:2], mustEncode(t, TypeJoinTokenCreate, JoinTokenCreate{ID: "0123456789abcdef", SecretHash: tokHash, ExpiresAt: day, Uses: 1, Time: t0}), mustEncode(t, TypePeerAdmit, PeerAdmit{Name: "n1", KeyID: keyOf('a'), Addr: "10.0.0.2", RaftAddr: "10.0.0.2:7000", TokenID: "0123456789abcdef", SecretHash: tokHash, Time: t0})),
+			cmd: mustEncode(t, TypePeerAdmit, PeerAdmit{Name: "n1", KeyID: keyOf('a'), Addr: "10.0.0.2", RaftAddr: "10.0.0.2:7000", TokenID: "0123456789abcdef", SecretHash: tokHash, Time: t0.Add(time.Second)}),
+			check: func(t *testing.T, f *FSM) {
+				if p := peer(t, f, "n1"); p.AdmittedAt != t0 {
+					t.Fatalf("n1 = %+v", p)
+				}
+				for _, tk := range f.JoinTokens() {
+					if tk.ID == "0123456789abcdef" && (tk.Used != 1 || len(tk.UsedBy) != 1) {
+						t.Fatalf("token %+v", tk)
+					}
+				}
+			},
+		},
+		{name: "the same admission with a wrong secret", setup: admitted, cmd: mustEncode(t, TypePeerAdmit, PeerAdmit{Name: "n1", KeyID: keyOf('a'), Addr: "10.0.0.2", RaftAddr: "10.0.0.2:7000", TokenID: tokID, SecretHash: strings.Repeat("2", 64), Time: t0}), wantErr: ErrInvalid},
 		{name: "admit under a member's name", setup: admitted, cmd: admitCmd(t, "n1", keyOf('b'), t0), wantErr: ErrAlreadyExists},
 		{name: "admit under the first peer's name", setup: withToken, cmd: admitCmd(t, "first", keyOf('b'), t0), wantErr: ErrAlreadyExists},
 		{name: "admit a member's key", setup: admitted, cmd: admitCmd(t, "n2", keyOf('a'), t0), wantErr: ErrAlreadyExists},

@@ -295,6 +295,14 @@ func (s *Server) handle(rt Route, h handler) {
 			defer drainBody(w, r)
 		}
 		s.dropUnprovenForwarding(r)
+		if rt.Stream && isUpgrade(r) && forwarded(r) == "" {
+			// The peer the client reached judges a websocket's origin (the
+			// hop to a VM's host rewrites Host, so not there).
+			if ok, why := originAllowed(r); !ok {
+				writeError(w, s.log, errorf(http.StatusForbidden, api.ReasonForbidden, "%s", why))
+				return
+			}
+		}
 		if rt.Rule != RuleOpen && !s.ready.CaughtUp() {
 			// A peer that has just started is usually a moment from caught up.
 			wctx, cancel := context.WithTimeout(r.Context(), catchUpWait)

@@ -3,6 +3,8 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/internal/rfb"
+	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // A real VM's screen through the console websocket of the peer that does
@@ -112,5 +115,46 @@ func TestLibvirtCluster_console(t *testing.T) {
 	}
 	if si2, err := rfb.ClientInit(nc); err != nil || si2.Width != si.Width {
 		t.Fatalf("second console: %+v %v", si2, err)
+	}
+
+	nc.Close()
+
+	// Every websocket route, as a browser page opens it (issue 33.1):
+	// through the host and through the other peer, with no Origin, the
+	// peer's own and a foreign one (refused by the peer reached).
+	for _, via := range []*testcluster.Member{host, other} {
+		for _, origin := range []string{"", "http://" + via.Peer.APIAddr(), "http://evil.example"} {
+			cl := c.Client(via)
+			cl.HTTP = &http.Client{Transport: withOrigin{origin}}
+			refused := strings.Contains(origin, "evil")
+			what := fmt.Sprintf("through %s with Origin %q", via.Name, origin)
+			con, err := cl.DialConsole(ctx, ns, "screen")
+			if refused != (err != nil) || (refused && !strings.Contains(err.Error(), "403")) {
+				t.Fatalf("console %s: %v", what, err)
+			}
+			if err == nil {
+				if _, err := rfb.Login(con, ""); err != nil {
+					t.Fatalf("console %s: %v", what, err)
+				}
+				con.Close()
+			}
+			fwd, err := cl.DialVMPort(ctx, ns, "screen", 22)
+			if refused != (err != nil) || (refused && api.CodeOf(err) != http.StatusForbidden) {
+				t.Fatalf("port-forward %s: %v", what, err)
+			}
+			if err == nil {
+				banner := make([]byte, 8)
+				_ = fwd.SetReadDeadline(time.Now().Add(30 * time.Second))
+				if _, err := io.ReadFull(fwd, banner); err != nil || string(banner) != "SSH-2.0-" {
+					t.Fatalf("port-forward %s: %q %v", what, banner, err)
+				}
+				fwd.Close()
+			}
+			var out strings.Builder
+			_, err = cl.RunVMStream(ctx, ns, "screen", api.RunRequest{Command: []string{"echo", "hi"}}, &out, nil)
+			if refused != (err != nil) || (refused && api.CodeOf(err) != http.StatusForbidden) || (!refused && out.String() != "hi\n") {
+				t.Fatalf("run %s: %q %v", what, out.String(), err)
+			}
+		}
 	}
 }

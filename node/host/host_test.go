@@ -158,9 +158,11 @@ func TestHost_passes_only_for_its_own_vms(t *testing.T) {
 			})
 			r.must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStart})
 			waitFor(t, "the VM running again", running)
-			// stop, its report, start, its report: at most four passes, and
-			// none for the twenty writes.
-			if got := drv.Lists() - before; got > 4 {
+			// stop, its report, start, its report: four passes, plus one the
+			// previous report of its own VM may have woken and not yet run
+			// when before was read (the settling above cannot rule it out
+			// on a busy machine), and none for the twenty writes.
+			if got := drv.Lists() - before; got > 5 {
 				t.Fatalf("%d passes for 20 writes of %s and 2 changes of its own VM", got, c.name)
 			}
 		})

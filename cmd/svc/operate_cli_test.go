@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/testkit/syncbuf"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -89,24 +88,6 @@ func TestCLI_drain_quota_ttl(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a buffer the CLI writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // svc vm list --watch prints the list, then a deploy's and a delete's
 // events, until Ctrl-C (exit 0).
 func TestCLI_vm_list_watch(t *testing.T) {
@@ -115,7 +96,7 @@ func TestCLI_vm_list_watch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	root := newRootCmd()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetArgs([]string{"--api-url", url, "--token", token, "vm", "list", "--watch"})

@@ -1,12 +1,10 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/syncbuf"
 )
 
 // stalling holds every VM status report until its caller stops waiting, as
@@ -35,24 +34,6 @@ func (s *stalling) Apply(ctx context.Context, typ raftfsm.Type, body any) (any, 
 	return nil, fmt.Errorf("apply: %w: the caller stopped waiting (%w)", raftfsm.ErrTimeout, ctx.Err())
 }
 
-// lockedBuffer is a log destination the host's goroutines share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A VM deleted while its worker waits for its status report to be written
 // stops the worker: the report it gave up is no failure, and no warning
 // says a write timed out.
@@ -67,7 +48,7 @@ func TestHost_report_given_up_when_the_vm_is_deleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prop := &stalling{replica: r, held: make(chan struct{}, 1)}
 	drv := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))

@@ -127,7 +127,7 @@ func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 // and returns it as a connection of binary messages, which lives until it
 // is closed (the request's context ends with the upgrade).
 func acceptBinary(w http.ResponseWriter, r *http.Request) (net.Conn, error) {
-	ws, err := websocket.Accept(w, r, acceptOptions(r))
+	ws, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return nil, err
 	}

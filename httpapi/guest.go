@@ -161,7 +161,7 @@ func (s *Server) runVMStream(w http.ResponseWriter, r *http.Request, p httproute
 	if err != nil {
 		return err
 	}
-	ws, err := websocket.Accept(w, r, acceptOptions(r))
+	ws, err := websocket.Accept(w, r, acceptOptions())
 	if err != nil {
 		return nil // Accept has answered the client
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/coder/websocket"
+
+	"github.com/svc-project/svc/api"
 )
 
 // A browser sends the Origin of the page that opens a websocket; the peer
@@ -15,26 +17,25 @@ import (
 // forwarded over the fabric was judged there: the hop to the VM's host
 // rewrites Host, so the host does not judge it again.
 
-// originAllowed reports whether the request's Origin may open a websocket
-// here, and why not.
-func originAllowed(r *http.Request) (bool, string) {
+// checkOrigin refuses (403) a websocket whose Origin is not this peer's.
+func checkOrigin(r *http.Request) error {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
-		return true, ""
+		return nil
 	}
 	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false, "the request's Origin " + origin + " is not a URL"
+	switch {
+	case err != nil || u.Host == "":
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "the request's Origin %q is not a URL", origin)
+	case !strings.EqualFold(u.Host, r.Host):
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "the request's Origin %q is not this peer's (%s)", origin, r.Host)
 	}
-	if !strings.EqualFold(u.Host, r.Host) {
-		return false, "the request's Origin " + origin + " is not this peer's (" + r.Host + ")"
-	}
-	return true, ""
+	return nil
 }
 
 // acceptOptions are the websocket options of a stream route: the origin
 // was judged before the route ran (see Server.handle).
-func acceptOptions(*http.Request) *websocket.AcceptOptions {
+func acceptOptions() *websocket.AcceptOptions {
 	return &websocket.AcceptOptions{Subprotocols: []string{consoleSubprotocol}, InsecureSkipVerify: true}
 }
 

@@ -290,16 +290,14 @@ func (s *Server) handle(rt Route, h handler) {
 		}
 		if !rt.Stream {
 			s.withBodyDeadline(w, r, mode)
-		}
-		if !rt.Stream {
 			defer drainBody(w, r)
 		}
 		s.dropUnprovenForwarding(r)
 		if rt.Stream && isUpgrade(r) && forwarded(r) == "" {
 			// The peer the client reached judges a websocket's origin (the
 			// hop to a VM's host rewrites Host, so not there).
-			if ok, why := originAllowed(r); !ok {
-				writeError(w, s.log, errorf(http.StatusForbidden, api.ReasonForbidden, "%s", why))
+			if err := checkOrigin(r); err != nil {
+				writeError(w, s.log, err)
 				return
 			}
 		}

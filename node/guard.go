@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/svc-project/svc/hypervisor"
 )
@@ -67,4 +68,27 @@ func (p *Peer) guardGuests(ctx context.Context) string {
 	p.guarded = targets
 	p.mu.Unlock()
 	return ""
+}
+
+// unguard removes the guard of this peer's VMs on a clean stop when none of
+// them is left: while one runs (VMs outlive their peer's restart) it must
+// stay kept from the host's ports.
+func (p *Peer) unguard() {
+	g, ok := p.driver.(hypervisor.GuestGuard)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	doms, err := p.driver.List(ctx)
+	switch {
+	case err != nil:
+		p.cfg.Log.Warn("the guard of the VMs stays: cannot list them", "err", err)
+	case len(doms) > 0:
+		p.cfg.Log.Info("the guard of the VMs stays: they run on", "vms", len(doms))
+	default:
+		if err := g.UnguardGuests(ctx); err != nil {
+			p.cfg.Log.Warn("remove the guard of the VMs", "err", err)
+		}
+	}
 }

@@ -338,29 +338,6 @@ func (p *Peer) Close() error {
 	return err
 }
 
-// unguard removes the guard of this peer's VMs on a clean stop when none of
-// them is left: while one runs (VMs outlive their peer's restart) it must
-// stay kept from the host's ports.
-func (p *Peer) unguard() {
-	g, ok := p.driver.(hypervisor.GuestGuard)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	doms, err := p.driver.List(ctx)
-	switch {
-	case err != nil:
-		p.cfg.Log.Warn("the guard of the VMs stays: cannot list them", "err", err)
-	case len(doms) > 0:
-		p.cfg.Log.Info("the guard of the VMs stays: they run on", "vms", len(doms))
-	default:
-		if err := g.UnguardGuests(ctx); err != nil {
-			p.cfg.Log.Warn("remove the guard of the VMs", "err", err)
-		}
-	}
-}
-
 // Halt stops the peer the way a crash would: no hand-over of leadership, no
 // snapshot of its state; the others must elect and the restart replays.
 func (p *Peer) Halt() error {

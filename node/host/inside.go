@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
@@ -92,9 +93,11 @@ func (h *Host) ResizeDisk(ctx context.Context, vm raftfsm.VM, bytes int64) (int6
 	}
 	if err := dr.ResizeDisk(ctx, name, bytes); err != nil {
 		rec.DiskBytes, rec.Undo = max(vm.DiskBytes, vm.BaseDiskBytes), true
-		if _, uerr := h.cfg.Proposer.Apply(context.WithoutCancel(ctx), raftfsm.TypeVMDiskSize, rec); uerr != nil {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second) // even when the caller has gone
+		if _, uerr := h.cfg.Proposer.Apply(uctx, raftfsm.TypeVMDiskSize, rec); uerr != nil {
 			h.cfg.Log.Warn("undo a resize's record", "vm", vm.Namespace+"/"+vm.Name, "err", uerr)
 		}
+		cancel()
 		return cur, err
 	}
 	h.cfg.Log.Info("disk resized", "vm", vm.Namespace+"/"+vm.Name, "from", cur, "to", bytes)

@@ -23,8 +23,9 @@ import (
 // JSON body fits (larger ones are refused with 413).
 const maxReplayBody = maxJSONBody
 
-// leaderRetries bounds how often one request is sent to a new leader.
-const leaderRetries = 3
+// leaderRetries bounds how often one request is sent again; all its sends
+// after the first refusal share one LeaderWait.
+const leaderRetries = 10
 
 // replayable reads a request body whole before it is forwarded (every
 // forwarded route takes a JSON body of at most maxReplayBody), so that it can
@@ -57,13 +58,18 @@ type leaderRetry struct {
 
 func (t *leaderRetry) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	for range leaderRetries {
-		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(api.HeaderNotLeader) == "" || req.GetBody == nil {
+	if !refusedAsNotLeader(resp, err) || req.GetBody == nil {
+		return resp, err
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.f.s.cfg.LeaderWait)
+	defer cancel()
+	for attempt := range leaderRetries {
+		if !refusedAsNotLeader(resp, err) {
 			return resp, err
 		}
-		addr, lerr := t.f.newLeader(req.Context(), req.URL.Host)
+		addr, lerr := t.f.newLeader(ctx, req.URL.Host, attempt)
 		if lerr != nil {
-			return resp, nil // the refusal goes back: no new leader in time
+			return resp, nil // the refusal goes back: no leader took it in time
 		}
 		body, berr := req.GetBody()
 		if berr != nil {
@@ -72,18 +78,29 @@ func (t *leaderRetry) RoundTrip(req *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		t.f.s.metrics.leaderRetries.Inc()
-		req = req.Clone(req.Context())
-		req.Body, req.URL.Host, req.Host = body, addr, addr
-		resp, err = t.next.RoundTrip(req)
+		next := req.Clone(req.Context())
+		next.Body, next.URL.Host, next.Host = body, addr, addr
+		resp, err = t.next.RoundTrip(next)
+		req = next
 	}
 	return resp, err
 }
 
-// newLeader waits, at most LeaderWait, for a leader other than the one at
-// old, and returns its API address (this peer's own if it leads now).
-func (f *forwarder) newLeader(ctx context.Context, old string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.s.cfg.LeaderWait)
-	defer cancel()
+// refusedAsNotLeader reports whether a peer refused a forwarded request,
+// unrun, because it does not lead.
+func refusedAsNotLeader(resp *http.Response, err error) bool {
+	return err == nil && resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(api.HeaderNotLeader) != ""
+}
+
+// newLeader returns the API address of the peer to send a refused request to
+// next (this peer's own if it leads now), waiting until ctx ends. A leader
+// other than the one at old is taken at once. The one at old is taken again
+// only after a pause that grows with attempt: this peer's view of the leader
+// may be stale, and in an election the peer that refused may win again.
+func (f *forwarder) newLeader(ctx context.Context, old string, attempt int) (string, error) {
+	pause := time.NewTimer(min(25*time.Millisecond<<attempt, 500*time.Millisecond))
+	defer pause.Stop()
+	paused := false
 	for {
 		name, addr, err := f.s.raft.WaitLeader(ctx)
 		if err != nil {
@@ -92,12 +109,14 @@ func (f *forwarder) newLeader(ctx context.Context, old string) (string, error) {
 		if name == f.s.replica.Name() {
 			addr = f.s.peers.PeerAddr(name)
 		}
-		if addr != "" && addr != old {
+		if addr != "" && (addr != old || paused) {
 			return addr, nil
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("no new leader: %w", ctx.Err())
+			return "", fmt.Errorf("no leader took the request: %w", ctx.Err())
+		case <-pause.C:
+			paused = true
 		case <-time.After(25 * time.Millisecond):
 		}
 	}

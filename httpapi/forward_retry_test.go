@@ -15,12 +15,14 @@ import (
 )
 
 // electionTrio is three peers: n1 forwards writes to whom it takes for the
-// leader (view), n2 has just stopped leading, n3 leads. Each serves a write
-// route that runs on the leader and echoes who ran it and the body.
-func electionTrio(t *testing.T, view func() string) string {
+// leader (view), n2 has just stopped leading (and leads again when n2Leads
+// says so), n3 leads. Each serves a write route that runs on the leader and
+// echoes who ran it and the body.
+func electionTrio(t *testing.T, view func() string, n2Leads func() bool) string {
 	t.Helper()
 	b1, b2, b3 := newFakeBackend(t, false), newFakeBackend(t, false), newFakeBackend(t, true)
 	b2.name, b3.name = "n2", "n3"
+	b2.leading = n2Leads
 	serve := func(b *fakeBackend) string {
 		s := New(fakeConfig(b, Config{LeaderWait: 300 * time.Millisecond}))
 		s.handle(Route{Method: http.MethodPost, Path: "/api/v1/echo", Rule: RuleMember, Target: Leader, Write: true},
@@ -40,23 +42,30 @@ func electionTrio(t *testing.T, view func() string) string {
 
 // A write forwarded to a peer that has just stopped leading is refused
 // there unrun and sent by the forwarding peer to the new leader, body and
-// all (of known length or not); with no new leader in time, the caller
-// gets the refusal (503, Retry-After).
+// all (of known length or not), or to the same peer again once it has won
+// the election; with no leader to take it in time, the caller gets the
+// refusal (503, Retry-After).
 func TestForward_write_refused_by_a_former_leader(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		view    func(calls int64) string
+		n2Leads func(asked int64) bool
 		chunked bool
 		code    int
 		by      string
 	}{
-		{"the new leader known a moment later", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 3] }, false, 200, "n3:hello"},
-		{"no new leader in time", func(int64) string { return "n2" }, false, 503, ""},
-		{"a body of unknown length (held whole too)", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 2] }, true, 200, "n3:hello"},
+		{"the new leader known a moment later", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 3] }, nil, false, 200, "n3:hello"},
+		{"no new leader in time", func(int64) string { return "n2" }, nil, false, 503, ""},
+		{"a body of unknown length (held whole too)", func(n int64) string { return map[bool]string{true: "n2", false: "n3"}[n < 2] }, nil, true, 200, "n3:hello"},
+		{"the former leader wins again", func(int64) string { return "n2" }, func(asked int64) bool { return asked > 1 }, false, 200, "n2:hello"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var calls atomic.Int64
-			addr := electionTrio(t, func() string { return tc.view(calls.Add(1)) })
+			var calls, asked atomic.Int64
+			n2Leads := func() bool { return false }
+			if tc.n2Leads != nil {
+				n2Leads = func() bool { return tc.n2Leads(asked.Add(1)) }
+			}
+			addr := electionTrio(t, func() string { return tc.view(calls.Add(1)) }, n2Leads)
 			var body io.Reader = strings.NewReader("hello")
 			if tc.chunked {
 				body = io.NopCloser(body) // no length: sent chunked

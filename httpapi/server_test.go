@@ -36,6 +36,8 @@ type fakeBackend struct {
 	// peers' names to their API addresses.
 	name  string
 	peers map[string]string
+	// leading, when set, says whether it leads now (instead of leader).
+	leading func() bool
 	// leaderView, when set on a follower, names the leader it knows.
 	leaderView func() string
 	// caughtUp, when set, is closed once the replica has caught up (nil:
@@ -82,9 +84,14 @@ func (b *fakeBackend) Name() string {
 	return b.name
 }
 func (b *fakeBackend) FSM() *raftfsm.FSM { return b.fsm }
-func (b *fakeBackend) IsLeader() bool    { return b.leader }
+func (b *fakeBackend) IsLeader() bool {
+	if b.leading != nil {
+		return b.leading()
+	}
+	return b.leader
+}
 func (b *fakeBackend) WaitLeader(context.Context) (string, string, error) {
-	if b.leader {
+	if b.IsLeader() {
 		return b.Name(), "", nil
 	}
 	if b.leaderView != nil {

@@ -92,6 +92,11 @@ type Member struct {
 	cfg     node.Config
 }
 
+// leaderWait is the production default: with the short timeouts below, a
+// machine busy with the whole test suite can take elections longer than 2 s,
+// and a write forwarded during one must still find the new leader.
+const leaderWait = 5 * time.Second
+
 // Timing returns the short Raft timeouts the test cluster uses.
 func Timing() raftstore.Timing {
 	return raftstore.Timing{Heartbeat: 250 * time.Millisecond, Election: 250 * time.Millisecond, LeaderLease: 125 * time.Millisecond, Commit: 5 * time.Millisecond}
@@ -172,7 +177,7 @@ func (c *Cluster) addMember() *Member {
 		Name: name, DataDir: m.DataDir, Bind: bind,
 		Capacity: opts.Capacity, Version: "test", Local: true, RaftTiming: Timing(),
 		ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
-		NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: 2 * time.Second,
+		NotReadyGrace: 2 * time.Second, JoinTimeout: 30 * time.Second, LeaderWait: leaderWait,
 		Gate: m.gate, Log: c.logger(), Driver: drv,
 		VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
 		BlobGCInterval: 200 * time.Millisecond, BlobReleaseGrace: time.Second, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,

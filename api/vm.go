@@ -85,11 +85,25 @@ type VM struct {
 	GuestAgent bool     `json:"guestAgent"`
 	GuestOS    string   `json:"guestOS,omitempty"`
 	GuestIPs   []string `json:"guestIPs"`
+	// Identity says whether the image's identity step made the guest its
+	// own (host name = the VM's name; after a template restore, new SSH
+	// host keys, machine id and random pool too) since it last started;
+	// absent until it has started.
+	Identity *GuestIdentity `json:"identity,omitempty"`
 	// DiskBytes is the size of the VM's disk as the guest sees it (0: not
 	// known yet, for a VM whose image is still being pulled).
 	DiskBytes int64 `json:"diskBytes"`
 	// ExpiresAt, for a VM deployed with a ttl, is when it is deleted.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// GuestIdentity is how a VM's identity step went: State is "pending" (due,
+// waiting for the guest's agent), "set", "none" (the image has no step, or
+// the hypervisor no guest agent) or "failed"; Message says why for the
+// last two.
+type GuestIdentity struct {
+	State   string `json:"state"`
+	Message string `json:"message,omitempty"`
 }
 
 // DeployRequest is the body of POST .../vms. Pointer fields tell "not given"

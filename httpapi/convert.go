@@ -77,6 +77,9 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 	if g := vm.Guest; g != nil && g.Agent {
 		out.GuestAgent, out.GuestOS, out.GuestIPs = true, g.OS, append([]string{}, g.IPs...)
 	}
+	if id := vm.Identity; id != nil {
+		out.Identity = &api.GuestIdentity{State: id.State, Message: id.Message}
+	}
 	return out
 }
 

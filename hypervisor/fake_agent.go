@@ -3,25 +3,41 @@ package hypervisor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 )
 
 // FakeAgent is a Fake whose guests have an agent: Exec knows a few
-// programs (echo, cat, exit N, yes, sleep) and the rest are not found.
-// It is for tests of the API around a guest's agent (routing, limits,
-// authorization); the libvirt driver's agent has its own tests.
+// programs (echo, cat, exit N, yes, sleep) and the image's identity step
+// (RunIdentityStep: it notes the host name; NoIdentityStep: the images have
+// none), and the rest are not found. It is for tests of the API and the
+// cluster around a guest's agent (routing, limits, authorization, records);
+// the libvirt driver's agent has its own tests.
 type FakeAgent struct {
 	*Fake
-	mu     sync.Mutex
-	frozen map[string]bool
+	// NoIdentityStep makes its guests' images ship no identity step.
+	NoIdentityStep bool
+	mu             sync.Mutex
+	frozen         map[string]bool
+	identity       map[string][]string // domain: host name and how, per run
 }
 
 var _ GuestAgent = (*FakeAgent)(nil)
 
 // NewFakeAgent wraps f with a guest agent.
-func NewFakeAgent(f *Fake) *FakeAgent { return &FakeAgent{Fake: f, frozen: map[string]bool{}} }
+func NewFakeAgent(f *Fake) *FakeAgent {
+	return &FakeAgent{Fake: f, frozen: map[string]bool{}, identity: map[string][]string{}}
+}
+
+// IdentityRuns returns the identity steps run in a domain, each as "<host
+// name> <how>".
+func (f *FakeAgent) IdentityRuns(name string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.identity[name])
+}
 
 func (f *FakeAgent) running(name string) error {
 	doms, err := f.List(context.Background())
@@ -72,6 +88,18 @@ func (f *FakeAgent) Exec(ctx context.Context, name string, c ExecCommand) (ExecR
 		}
 	case "yes":
 		out = []byte(strings.Repeat("y\n", int(max/2)+1))
+	case "sh":
+		if len(c.Argv) != 6 || c.Argv[2] != identityWrapper {
+			code, errs = 127, []byte("fake: sh runs only the identity step\n")
+			break
+		}
+		if f.NoIdentityStep {
+			code, errs = 127, []byte(noStepMarker+"\n")
+			break
+		}
+		f.mu.Lock()
+		f.identity[name] = append(f.identity[name], c.Argv[4]+" "+c.Argv[5])
+		f.mu.Unlock()
 	case "sleep":
 		<-ctx.Done()
 		return ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, ErrExecTimeout)

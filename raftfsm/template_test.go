@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/svc-project/svc/api"
@@ -67,6 +68,23 @@ func TestTemplates_commands(t *testing.T) {
 			}},
 		{name: "a vm started from elsewhere", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)),
 			cmd: mustEncode(t, TypeVMStatus, VMStatus{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", Status: VMRunning, StartedFrom: "magic"}), wantErr: ErrInvalid},
+		{name: "a vm's identity reported", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)),
+			cmd: mustEncode(t, TypeVMStatus, VMStatus{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", Status: VMRunning,
+				Identity: &IdentityReport{State: IdentityFailed, Message: strings.Repeat("x", 5000)}}),
+			check: func(t *testing.T, f *FSM) {
+				vm, _ := f.VM(api.DefaultNamespace, "a")
+				if vm.Identity == nil || vm.Identity.State != IdentityFailed || len(vm.Identity.Message) != maxIdentityMessage {
+					t.Fatalf("identity %+v", vm.Identity)
+				}
+			}},
+		{name: "an unknown identity state", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)),
+			cmd: mustEncode(t, TypeVMStatus, VMStatus{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", Status: VMRunning,
+				Identity: &IdentityReport{State: "shared"}}), wantErr: ErrInvalid,
+			check: func(t *testing.T, f *FSM) {
+				if vm, _ := f.VM(api.DefaultNamespace, "a"); vm.Status == VMRunning || vm.Identity != nil {
+					t.Fatalf("half applied: %+v", vm)
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runCommandCase(t, c.setup, c.cmd, c.wantErr, c.check) })

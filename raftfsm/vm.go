@@ -100,6 +100,9 @@ type VM struct {
 	StartedFrom string `json:"startedFrom,omitempty"`
 	// Guest is what the guest's agent last said (nil: no agent answered).
 	Guest *GuestReport `json:"guest,omitempty"`
+	// Identity says whether the image's identity step made the guest its
+	// own since it last started from nothing (nil: not started yet).
+	Identity *IdentityReport `json:"identity,omitempty"`
 	// DiskBytes is the size of the VM's disk as its guest sees it (0:
 	// not known); BaseDiskBytes is its image's, which a revert goes back to.
 	DiskBytes     int64 `json:"diskBytes,omitempty"`
@@ -126,6 +129,10 @@ func (vm *VM) clone() *VM {
 		g := *vm.Guest
 		g.IPs = slices.Clone(vm.Guest.IPs)
 		c.Guest = &g
+	}
+	if vm.Identity != nil {
+		id := *vm.Identity
+		c.Identity = &id
 	}
 	c.CustomMetadata = maps.Clone(vm.CustomMetadata)
 	if vm.ExpiresAt != nil {
@@ -182,7 +189,31 @@ type VMStatus struct {
 	// Guest, when set, replaces what the guest's agent said (VM.Guest); an
 	// empty report clears it (the agent went away).
 	Guest *GuestReport `json:"guest,omitempty"`
+	// Identity, when set, replaces VM.Identity.
+	Identity *IdentityReport `json:"identity,omitempty"`
 }
+
+// IdentityReport says how the image's identity step went (IdentitySet...),
+// with a message where it did not run or failed.
+type IdentityReport struct {
+	State   string `json:"state"`
+	Message string `json:"message,omitempty"`
+}
+
+// Identity states (IdentityReport.State).
+const (
+	// IdentityPending: the step is due, waiting for the guest's agent.
+	IdentityPending = "pending"
+	// IdentitySet: the step ran.
+	IdentitySet = "set"
+	// IdentityNone: the image has no step, or the hypervisor no agent.
+	IdentityNone = "none"
+	// IdentityFailed: the step failed (Message says how).
+	IdentityFailed = "failed"
+)
+
+// maxIdentityMessage bounds an identity report's message.
+const maxIdentityMessage = 1024
 
 // MaxGuestIPs bounds the addresses a guest report keeps.
 const MaxGuestIPs = 16
@@ -330,6 +361,9 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	if c.StartedFrom != "" && c.StartedFrom != StartedFromTemplate && c.StartedFrom != StartedFromBoot {
 		return nil, ruleErr(ErrInvalid, "a VM starts from a template or a boot, not %q", c.StartedFrom)
 	}
+	if id := c.Identity; id != nil && !slices.Contains([]string{IdentityPending, IdentitySet, IdentityNone, IdentityFailed}, id.State) {
+		return nil, ruleErr(ErrInvalid, "unknown identity state %q", id.State)
+	}
 	if c.ErrorReason != "" && c.ErrorReason != api.ReasonBadRequest {
 		return nil, ruleErr(ErrInvalid, "a VM fails for its host or for a BadRequest, not %q", c.ErrorReason)
 	}
@@ -342,6 +376,13 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	}
 	if c.StartedFrom != "" {
 		vm.StartedFrom = c.StartedFrom
+	}
+	if id := c.Identity; id != nil {
+		cp := *id
+		if len(cp.Message) > maxIdentityMessage {
+			cp.Message = cp.Message[:maxIdentityMessage]
+		}
+		vm.Identity = &cp
 	}
 	if g := c.Guest; g != nil {
 		vm.Guest = nil

@@ -54,3 +54,78 @@ func (w *vmWorker) askAgent(ctx context.Context, vm raftfsm.VM) *raftfsm.GuestRe
 	}
 	return r
 }
+
+// A guest that started from nothing is made its own by its image's identity
+// step (hypervisor.RunIdentityStep): a restored one before it is reported
+// Running, waiting identityAgentWait for its agent to reconnect; a booted
+// one once its agent answers, tried at each agent probe.
+const (
+	identityAgentWait = 10 * time.Second
+	identityStepWait  = 30 * time.Second
+)
+
+// identityDue notes that the guest has just started how and needs its
+// identity step, and returns the record's pending report.
+func (w *vmWorker) identityDue(how string) *raftfsm.IdentityReport {
+	if _, ok := w.h.cfg.Driver.(hypervisor.GuestAgent); !ok {
+		w.identityHow = ""
+		return noAgentIdentity()
+	}
+	w.identityHow, w.identityTried = how, time.Time{}
+	return pendingIdentity()
+}
+
+func pendingIdentity() *raftfsm.IdentityReport {
+	return &raftfsm.IdentityReport{State: raftfsm.IdentityPending, Message: "waiting for the guest's agent"}
+}
+
+func noAgentIdentity() *raftfsm.IdentityReport {
+	return &raftfsm.IdentityReport{State: raftfsm.IdentityNone, Message: "the hypervisor has no guest agent to run the image's identity step"}
+}
+
+// identityWhenDue runs a due identity step when it is time to try; nil when
+// none is due or it is not time.
+func (w *vmWorker) identityWhenDue(ctx context.Context, vm raftfsm.VM) *raftfsm.IdentityReport {
+	if w.identityHow == "" && vm.Identity != nil && vm.Identity.State == raftfsm.IdentityPending {
+		// Due when this peer restarted: the record remembers it.
+		w.identityHow = hypervisor.IdentityBoot
+		if vm.StartedFrom == raftfsm.StartedFromTemplate {
+			w.identityHow = hypervisor.IdentityRestore
+		}
+	}
+	if w.identityHow == "" || time.Since(w.identityTried) < agentProbeEvery {
+		return nil
+	}
+	return w.makeOwn(ctx, vm, w.identityHow, 0)
+}
+
+// makeOwn runs the identity step of the VM's image in its guest, started
+// how, and returns the record's report of it: pending (and still due) while
+// the agent does not answer.
+func (w *vmWorker) makeOwn(ctx context.Context, vm raftfsm.VM, how string, agentWait time.Duration) *raftfsm.IdentityReport {
+	w.identityHow, w.identityTried = how, time.Now()
+	sctx, cancel := context.WithTimeout(ctx, identityStepWait)
+	defer cancel()
+	start := time.Now()
+	err := hypervisor.RunIdentityStep(sctx, w.h.cfg.Driver, w.domain, vm.Name, how, agentWait)
+	_, hasAgent := w.h.cfg.Driver.(hypervisor.GuestAgent)
+	var r raftfsm.IdentityReport
+	switch {
+	case err == nil:
+		r.State = raftfsm.IdentitySet
+	case errors.Is(err, hypervisor.ErrNoIdentityStep):
+		r.State, r.Message = raftfsm.IdentityNone, err.Error()+": the guest keeps the host name, keys and machine id it has"
+	case errors.Is(err, hypervisor.ErrNoAgent) && !hasAgent:
+		w.identityHow = ""
+		return noAgentIdentity()
+	case errors.Is(err, hypervisor.ErrNoAgent):
+		return pendingIdentity()
+	case ctx.Err() != nil:
+		return nil // the worker stops
+	default:
+		r.State, r.Message = raftfsm.IdentityFailed, err.Error()
+	}
+	w.identityHow = ""
+	w.h.cfg.Log.Info("identity step", "vm", w.ns+"/"+w.name, "how", how, "state", r.State, "message", r.Message, "took", time.Since(start).Round(time.Millisecond))
+	return &r
+}

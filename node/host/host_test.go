@@ -56,6 +56,23 @@ type noFetch struct{}
 
 func (noFetch) EnsureBlob(context.Context, raftfsm.VM, string) error { return nil }
 
+// seeded returns a replica of a cluster with node n1 and image tiny held
+// there, and an image store.
+func seeded(t *testing.T) (*replica, *imagestore.Store) {
+	t.Helper()
+	r := &replica{fsm: raftfsm.NewFSM(nil)}
+	r.must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC()))
+	r.must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Phase: api.PhaseReady, Time: time.Now().UTC(),
+		NodeFacts: raftfsm.NodeFacts{Addr: "10.0.0.1", Arch: "amd64", Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}}})
+	r.must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "tiny", Namespace: api.DefaultNamespace,
+		Digest: "sha256:aa", SizeBytes: 10, Format: "qcow2"}, Holder: "n1"})
+	images, err := imagestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, images
+}
+
 func vmOn(name, node string, port int) raftfsm.VMCreate {
 	return raftfsm.VMCreate{VM: raftfsm.VM{
 		Name: name, Namespace: api.DefaultNamespace, Node: node, Image: "tiny", ImageDigest: "sha256:aa",

@@ -10,7 +10,6 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/syncbuf"
 )
@@ -38,16 +37,7 @@ func (s *stalling) Apply(ctx context.Context, typ raftfsm.Type, body any) (any, 
 // stops the worker: the report it gave up is no failure, and no warning
 // says a write timed out.
 func TestHost_report_given_up_when_the_vm_is_deleted(t *testing.T) {
-	r := &replica{fsm: raftfsm.NewFSM(nil)}
-	r.must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC()))
-	r.must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Phase: api.PhaseReady, Time: time.Now().UTC(),
-		NodeFacts: raftfsm.NodeFacts{Addr: "10.0.0.1", Arch: "amd64", Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}}})
-	r.must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "tiny", Namespace: api.DefaultNamespace,
-		Digest: "sha256:aa", SizeBytes: 10, Format: "qcow2"}, Holder: "n1"})
-	images, err := imagestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, images := seeded(t)
 	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prop := &stalling{replica: r, held: make(chan struct{}, 1)}

@@ -56,6 +56,8 @@ type vmWorker struct {
 	opID             uint64    // worker goroutine only: the image operation tried
 	opTries          int       // worker goroutine only: its attempts
 	agentAsked       time.Time // worker goroutine only: when the guest's agent was last asked
+	identityHow      string    // worker goroutine only: the identity step due (hypervisor.IdentityBoot...), "" when none is
+	identityTried    time.Time // worker goroutine only: when it was last tried
 	mu               sync.Mutex
 	latest           observation
 }
@@ -195,6 +197,14 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		}
 		st = hypervisor.StateRunning
 	}
+	var identity *raftfsm.IdentityReport
+	switch {
+	case started == raftfsm.StartedFromTemplate:
+		// A copy of the template: made its own before it is Running.
+		identity = w.makeOwn(ctx, vm, hypervisor.IdentityRestore, identityAgentWait)
+	case started == raftfsm.StartedFromBoot || revert:
+		identity = w.identityDue(hypervisor.IdentityBoot)
+	}
 	var err error
 	switch vm.Desired {
 	case raftfsm.VMRunning:
@@ -215,6 +225,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			if err != nil {
 				return w.retryOrFail(vm, err)
 			}
+			identity = w.identityDue(hypervisor.IdentityBoot)
 		}
 		st = hypervisor.StateRunning
 	case raftfsm.VMStopped:
@@ -251,9 +262,18 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	var guest *raftfsm.GuestReport
 	if status == raftfsm.VMRunning {
 		guest = w.askAgent(ctx, vm)
+		if identity == nil {
+			identity = w.identityWhenDue(ctx, vm)
+		}
 	}
-	if status != vm.Status || msg != vm.ErrorMessage || gen != vm.ObservedRevertGen || started != "" || guest != nil {
-		w.report(ctx, vm, status, msg, gen, started, guest)
+	if identity != nil && vm.Identity != nil && *identity == *vm.Identity {
+		identity = nil
+	}
+	if status != vm.Status || msg != vm.ErrorMessage || gen != vm.ObservedRevertGen || started != "" || guest != nil || identity != nil {
+		w.apply(ctx, raftfsm.VMStatus{
+			Namespace: vm.Namespace, Name: vm.Name, Node: w.h.cfg.Name, Status: status, ErrorMessage: msg, ObservedRevertGen: gen,
+			StartedFrom: started, Guest: guest, Identity: identity,
+		})
 	}
 	return nil
 }
@@ -273,14 +293,6 @@ func (w *vmWorker) retryOrFail(vm raftfsm.VM, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %v", errRetry, err)
-}
-
-// report records the VM's status through the leader.
-func (w *vmWorker) report(ctx context.Context, vm raftfsm.VM, status, msg string, gen int64, started string, guest *raftfsm.GuestReport) {
-	w.apply(ctx, raftfsm.VMStatus{
-		Namespace: vm.Namespace, Name: vm.Name, Node: w.h.cfg.Name, Status: status, ErrorMessage: msg, ObservedRevertGen: gen,
-		StartedFrom: started, Guest: guest,
-	})
 }
 
 // reportFailed records that the VM failed, and why (reason: see

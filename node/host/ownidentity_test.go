@@ -1,0 +1,115 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// restoring is a booted template for every VM: it starts the VM's domain at
+// once, as a restore from a saved guest would.
+type restoring struct{ drv hypervisor.Driver }
+
+func (r restoring) Restore(ctx context.Context, _ raftfsm.VM, spec hypervisor.Spec) (bool, error) {
+	return true, r.drv.Create(ctx, spec)
+}
+
+// recording keeps every VM status report written.
+type recording struct {
+	*replica
+	mu      sync.Mutex
+	reports []raftfsm.VMStatus
+}
+
+func (r *recording) Apply(ctx context.Context, typ raftfsm.Type, body any) (any, error) {
+	if s, ok := body.(raftfsm.VMStatus); ok {
+		r.mu.Lock()
+		r.reports = append(r.reports, s)
+		r.mu.Unlock()
+	}
+	return r.replica.Apply(ctx, typ, body)
+}
+
+// firstRunning returns the first report that said the VM is Running.
+func (r *recording) firstRunning() (raftfsm.VMStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := slices.IndexFunc(r.reports, func(s raftfsm.VMStatus) bool { return s.Status == raftfsm.VMRunning })
+	if i < 0 {
+		return raftfsm.VMStatus{}, false
+	}
+	return r.reports[i], true
+}
+
+// Every VM the node starts is made its own by its image's identity step,
+// and its record says how that went: a restored VM before it is Running, a
+// booted one once its agent answers; an image without a step, or a
+// hypervisor without an agent, is reported, not passed over.
+func TestHost_identity_step(t *testing.T) {
+	cases := []struct {
+		name    string
+		noAgent bool // the hypervisor has no guest agent
+		noStep  bool // the image ships no identity step
+		restore bool // the VM starts from a booted template
+		state   string
+		message string // in the record's message
+		runs    []string
+	}{
+		{name: "booted", state: raftfsm.IdentitySet, runs: []string{"web boot"}},
+		{name: "restored", restore: true, state: raftfsm.IdentitySet, runs: []string{"web restore"}},
+		{name: "an image without a step", noStep: true, state: raftfsm.IdentityNone, message: "no identity step"},
+		{name: "restored, an image without a step", noStep: true, restore: true, state: raftfsm.IdentityNone, message: "no identity step"},
+		{name: "a hypervisor without an agent", noAgent: true, state: raftfsm.IdentityNone, message: "no guest agent"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			seed, images := seeded(t)
+			r := &recording{replica: seed}
+			fake := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
+			agent := hypervisor.NewFakeAgent(fake)
+			agent.NoIdentityStep = c.noStep
+			var drv hypervisor.Driver = agent
+			if c.noAgent {
+				drv = fake
+			}
+			cfg := Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: r,
+				Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour}
+			if c.restore {
+				cfg.Templates = restoring{drv: drv}
+			}
+			h := New(cfg)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { h.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+
+			r.must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
+			waitFor(t, "the identity reported", func() error {
+				vm, _ := r.fsm.VM(api.DefaultNamespace, "web")
+				if vm.Status != raftfsm.VMRunning || vm.Identity == nil || vm.Identity.State != c.state {
+					return fmt.Errorf("vm web is %q, identity %+v", vm.Status, vm.Identity)
+				}
+				return nil
+			})
+			vm, _ := r.fsm.VM(api.DefaultNamespace, "web")
+			if !strings.Contains(vm.Identity.Message, c.message) {
+				t.Errorf("identity message %q, want it to say %q", vm.Identity.Message, c.message)
+			}
+			if got := agent.IdentityRuns(hypervisor.DomainName("n1", api.DefaultNamespace, "web")); !slices.Equal(got, c.runs) {
+				t.Errorf("identity steps run %q, want %q", got, c.runs)
+			}
+			first, _ := r.firstRunning()
+			if c.restore && (first.Identity == nil || first.Identity.State != c.state) {
+				t.Errorf("a restored VM was reported Running with identity %+v before its step ran", first.Identity)
+			}
+		})
+	}
+}

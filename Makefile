@@ -43,7 +43,7 @@ image: $(IMAGE) $(ISO)
 
 $(IMAGE) $(ISO) &: $(IMAGE_SRC)
 	scripts/install-deps.sh
-	scripts/mini-linux/build.sh $(IMAGE) $(ISO)
+	GO=$(GO) scripts/mini-linux/build.sh $(IMAGE) $(ISO)
 
 ## run: start a single-peer dev cluster in the background with the mini-linux image, and say how to reach it
 run: libvirt image build

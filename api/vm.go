@@ -97,14 +97,24 @@ type VM struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
-// GuestIdentity is how a VM's identity step went: State is "pending" (due,
-// waiting for the guest's agent), "set", "none" (the image has no step, or
-// the hypervisor no guest agent) or "failed"; Message says why for the
-// last two.
+// GuestIdentity is how a VM's identity step went: State is one of the
+// Identity states; Message says why for none and failed.
 type GuestIdentity struct {
 	State   string `json:"state"`
 	Message string `json:"message,omitempty"`
 }
+
+// Identity states (GuestIdentity.State).
+const (
+	// IdentityPending: the step is due, waiting for the guest's agent.
+	IdentityPending = "pending"
+	// IdentitySet: the step ran.
+	IdentitySet = "set"
+	// IdentityNone: the image has no step, or the hypervisor no guest agent.
+	IdentityNone = "none"
+	// IdentityFailed: the step failed.
+	IdentityFailed = "failed"
+)
 
 // DeployRequest is the body of POST .../vms. Pointer fields tell "not given"
 // from zero, so a VM config's value is kept unless the body sets it.

@@ -185,6 +185,11 @@ type GuestAgent interface {
 	// writers while it runs, bounded by ctx: a program still running when
 	// ctx ends is killed (ErrExecTimeout).
 	Exec(ctx context.Context, name string, c ExecCommand) (ExecResult, error)
+	// RunShort runs a short program in the guest, bounded by ctx, and writes
+	// its outputs to c's writers once it has ended: quicker to answer than
+	// Exec (no shell around the program, no files), for programs whose
+	// output is small (each is cut at c.MaxOutput, at most MaxShortOutput).
+	RunShort(ctx context.Context, name string, c ExecCommand) (ExecResult, error)
 	// FreezeFS flushes and freezes the guest's file systems (none is
 	// written until ThawFS) and returns how many it froze.
 	FreezeFS(ctx context.Context, name string) (int, error)
@@ -220,6 +225,9 @@ const (
 	MaxExecOutput = 1 << 20
 	MaxExecStdin  = 1 << 20
 )
+
+// MaxShortOutput bounds each output of a RunShort program.
+const MaxShortOutput = 64 << 10
 
 // ErrExecTimeout is returned for a guest program that did not end in time.
 var ErrExecTimeout = errors.New("the program did not end in time")

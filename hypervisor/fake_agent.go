@@ -64,6 +64,11 @@ func (f *FakeAgent) GuestInfo(_ context.Context, name string) (GuestInfo, error)
 }
 
 // Exec runs one of the fake's programs.
+// RunShort is Exec: the fake's programs are short.
+func (f *FakeAgent) RunShort(ctx context.Context, name string, c ExecCommand) (ExecResult, error) {
+	return f.Exec(ctx, name, c)
+}
+
 func (f *FakeAgent) Exec(ctx context.Context, name string, c ExecCommand) (ExecResult, error) {
 	if err := f.running(name); err != nil {
 		return ExecResult{}, err

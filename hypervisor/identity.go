@@ -70,7 +70,7 @@ func RunIdentityStep(ctx context.Context, d Driver, name, hostname, how string, 
 	giveUp := time.Now().Add(agentWait)
 	for {
 		var stderr bytes.Buffer
-		res, err := ag.Exec(ctx, name, ExecCommand{
+		res, err := ag.RunShort(ctx, name, ExecCommand{
 			Argv:   []string{"sh", "-c", identityWrapper, "identity", hostname, how},
 			Stdin:  seed,
 			Stderr: &stderr, MaxOutput: identityMaxOutput,
@@ -90,7 +90,7 @@ func RunIdentityStep(ctx context.Context, d Driver, name, hostname, how string, 
 		case err != nil:
 			return fmt.Errorf("identity step: %w", err)
 		case res.ExitCode == 127 && strings.TrimSpace(stderr.String()) == noStepMarker:
-			return fmt.Errorf("%s: %w", name, ErrNoIdentityStep)
+			return ErrNoIdentityStep
 		case res.ExitCode != 0:
 			return fmt.Errorf("the identity step exited %d: %s", res.ExitCode, strings.TrimSpace(stderr.String()))
 		}

@@ -15,9 +15,10 @@ import (
 	"github.com/svc-project/svc/testkit/guest"
 )
 
-// TestLibvirt_guest_exec runs programs in a real guest through its agent:
-// output, exit status, stdin, an output past the bound, a timeout that
-// kills the program, and a file-system freeze.
+// TestLibvirt_guest_exec runs programs in a real guest through its agent,
+// streamed (Exec) and short (RunShort): output, exit status, stdin, an
+// output past the bound, a timeout that kills the program, and a
+// file-system freeze.
 func TestLibvirt_guest_exec(t *testing.T) {
 	d, image := newDriver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -37,16 +38,26 @@ func TestLibvirt_guest_exec(t *testing.T) {
 		log, _ := d.ConsoleLog(spec.Name)
 		t.Fatalf("the guest agent never answered: %v\nconsole:\n%s", err, log)
 	}
-	run := func(argv []string, stdin string, within time.Duration) (r hypervisor.ExecResult, stdout, stderr []byte, err error) {
+	runWith := func(short bool, argv []string, stdin string, within time.Duration) (r hypervisor.ExecResult, stdout, stderr []byte, err error) {
 		t.Helper()
 		ectx, cancel := context.WithTimeout(ctx, within)
 		defer cancel()
 		var o, e bytes.Buffer
-		r, err = d.Exec(ectx, spec.Name, hypervisor.ExecCommand{Argv: argv, Stdin: []byte(stdin), Stdout: &o, Stderr: &e})
+		c := hypervisor.ExecCommand{Argv: argv, Stdin: []byte(stdin), Stdout: &o, Stderr: &e}
+		if short {
+			r, err = d.RunShort(ectx, spec.Name, c)
+		} else {
+			r, err = d.Exec(ectx, spec.Name, c)
+		}
 		return r, o.Bytes(), e.Bytes(), err
+	}
+	run := func(argv []string, stdin string, within time.Duration) (r hypervisor.ExecResult, stdout, stderr []byte, err error) {
+		t.Helper()
+		return runWith(false, argv, stdin, within)
 	}
 	tests := []struct {
 		name       string
+		short      bool
 		argv       []string
 		stdin      string
 		wantCode   int
@@ -59,10 +70,14 @@ func TestLibvirt_guest_exec(t *testing.T) {
 		{name: "stdin", argv: []string{"tr", "a-z", "A-Z"}, stdin: "shout\n", wantOut: "SHOUT\n"},
 		{name: "signal", argv: []string{"sh", "-c", "kill -TERM $$"}, wantCode: 128 + 15},
 		{name: "ten_mib", argv: []string{"head", "-c", strconv.Itoa(10 << 20), "/dev/zero"}, wantOutLen: hypervisor.MaxExecOutput, truncated: true},
+		{name: "short_output_and_status", short: true, argv: []string{"sh", "-c", "echo hello; echo oops >&2; exit 3"}, wantCode: 3, wantOut: "hello\n", wantErr: "oops\n"},
+		{name: "short_stdin", short: true, argv: []string{"tr", "a-z", "A-Z"}, stdin: "shout\n", wantOut: "SHOUT\n"},
+		{name: "short_signal", short: true, argv: []string{"sh", "-c", "kill -TERM $$"}, wantCode: 128 + 15},
+		{name: "short_past_its_bound", short: true, argv: []string{"head", "-c", "100000", "/dev/zero"}, wantOutLen: hypervisor.MaxShortOutput, truncated: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, stdout, stderr, err := run(tc.argv, tc.stdin, time.Minute)
+			r, stdout, stderr, err := runWith(tc.short, tc.argv, tc.stdin, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,9 +108,12 @@ func TestLibvirt_guest_exec(t *testing.T) {
 	if _, _, _, err := run([]string{"sleep", "397"}, "", 2*time.Second); !errors.Is(err, hypervisor.ErrExecTimeout) {
 		t.Fatalf("sleep past its time: %v", err)
 	}
+	if _, _, _, err := runWith(true, []string{"sleep", "398"}, "", 2*time.Second); !errors.Is(err, hypervisor.ErrExecTimeout) {
+		t.Fatalf("a short program past its time: %v", err)
+	}
 	sshAddr := net.JoinHostPort(addr, strconv.Itoa(sshPort))
-	if out, err := guest.WaitRun(ctx, sshAddr, "admin", "admin", "ps"); err != nil || strings.Contains(out, "sleep 397") {
-		t.Fatalf("the timed-out program still runs: %v\n%s", err, out)
+	if out, err := guest.WaitRun(ctx, sshAddr, "admin", "admin", "ps"); err != nil || strings.Contains(out, "sleep 397") || strings.Contains(out, "sleep 398") {
+		t.Fatalf("a timed-out program still runs: %v\n%s", err, out)
 	}
 
 	// Any guest port is reached through a forward made for it, and only

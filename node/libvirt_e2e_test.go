@@ -64,17 +64,20 @@ func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
 	if vm.Status != api.StatusRunning || vm.IP != "127.0.1.1" {
 		t.Fatalf("deployed %+v", vm)
 	}
-	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "mini-linux" {
-		t.Fatalf("uname -n: %q", got)
-	}
-	// The guest's agent tells the VM record what the guest is and its address.
+	// The guest's agent tells the VM record what the guest is and its
+	// address, and the image's identity step, run through it, named the
+	// guest after its VM.
 	c.WaitFor("the guest agent in the VM record", time.Minute, func() error {
 		got, err := cl.GetVM(ctx(t), ns, vm.Name)
-		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") {
-			return fmt.Errorf("%v %q %v (%v)", got.GuestAgent, got.GuestOS, got.GuestIPs, err)
+		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") ||
+			got.Identity == nil || got.Identity.State != api.IdentitySet {
+			return fmt.Errorf("%v %q %v %+v (%v)", got.GuestAgent, got.GuestOS, got.GuestIPs, got.Identity, err)
 		}
 		return nil
 	})
+	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "e2e" {
+		t.Fatalf("uname -n: %q", got)
+	}
 	// The screen opens with the VM's own password only.
 	vncAddr := net.JoinHostPort(vm.IP, strconv.Itoa(vm.VNC))
 	if types, err := rfb.Authenticate(vncAddr, vm.VNCPassword, 10*time.Second); err != nil || vm.VNCPassword == "" || slices.Contains(types, rfb.SecurityNone) {
@@ -184,17 +187,20 @@ func TestLibvirtCluster_vmconfig_and_image_streaming(t *testing.T) {
 	if !b.Peer.Images().Has(img.Digest) {
 		t.Fatal("b runs the VM without the image blob")
 	}
-	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "mini-linux" {
-		t.Fatalf("uname -n: %q", got)
-	}
-	// The guest's agent tells the VM record what the guest is and its address.
+	// The guest's agent tells the VM record what the guest is and its
+	// address, and the image's identity step, run through it, named the
+	// guest after its VM.
 	c.WaitFor("the guest agent in the VM record", time.Minute, func() error {
 		got, err := cl.GetVM(ctx(t), ns, vm.Name)
-		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") {
-			return fmt.Errorf("%v %q %v (%v)", got.GuestAgent, got.GuestOS, got.GuestIPs, err)
+		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") ||
+			got.Identity == nil || got.Identity.State != api.IdentitySet {
+			return fmt.Errorf("%v %q %v %+v (%v)", got.GuestAgent, got.GuestOS, got.GuestIPs, got.Identity, err)
 		}
 		return nil
 	})
+	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "streamed" {
+		t.Fatalf("uname -n: %q", got)
+	}
 	// legacyIO: emulated IDE disk (and e1000 NIC, which mini-linux has no
 	// driver for): the guest boots from its disk.
 	legacy, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "mini-linux", Name: "legacy", Node: a.Name, CPU: intp(1), Memory: floatp(0.25), LegacyIO: boolp(true), Timeout: floatp(3)})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/internal/rfb"
@@ -23,7 +25,8 @@ import (
 // background; VMs deployed from the config then start from it (the
 // template's boot, answering SSH), each on a disk of its own (a file one
 // writes is in neither the other nor the next one restored) with its own
-// ports and screen password; deleting the config removes the template.
+// ports and screen password, identity (host name, machine id, SSH host keys)
+// and clock; deleting the config removes the template.
 func TestLibvirtCluster_warm_config(t *testing.T) {
 	image := guest.RequireLibvirt(t)
 	c := testcluster.New(t, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "warm", Subnet: 5, Templates: 2,
@@ -36,6 +39,7 @@ func TestLibvirtCluster_warm_config(t *testing.T) {
 	}
 	start := time.Now()
 	waitWarmFor(t, c, cl, 3*time.Minute, "ci", m.Name)
+	warm := time.Now() // the template was saved before this
 	t.Logf("template ready %v after the config", time.Since(start).Round(time.Millisecond))
 
 	deploy := func(name string) api.VM {
@@ -45,33 +49,50 @@ func TestLibvirtCluster_warm_config(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		guestRun(t, c, vm, "true")
-		t.Logf("%s: Running and answering SSH %v after the deploy call", name, time.Since(start).Round(time.Millisecond))
-		if got, err := cl.GetVM(ctx(t), ns, name); err != nil || got.StartedFrom != "template" {
-			t.Fatalf("%s started from %q (%v), not the template", name, got.StartedFrom, err)
-		}
-		return vm
-	}
-	firstDeploy := time.Now()
-	a, b := deploy("warm-a"), deploy("warm-b")
-	// A restored guest's kernel booted when the template did, before any
-	// deploy (its boot time, /proc/stat's btime, is the template's).
-	for _, vm := range []api.VM{a, b} {
-		btime, err := strconv.ParseInt(strings.TrimSpace(guestRun(t, c, vm, "awk '/^btime/{print $2}' /proc/stat")), 10, 64)
+		// A restored guest's kernel has been up since the template booted:
+		// longer than since this deploy began (a guest booted by it, less).
+		up, err := strconv.ParseFloat(strings.Fields(guestRun(t, c, vm, "cat /proc/uptime"))[0], 64)
+		since := time.Since(start)
+		t.Logf("%s: Running and answering SSH %v after the deploy call", name, since.Round(time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if booted := time.Unix(btime, 0); !booted.Before(firstDeploy.Add(-time.Second)) {
-			t.Fatalf("%s booted at %v, after the deploys began (%v): it booted instead of starting from the template", vm.Name, booted, firstDeploy)
+		if uptime := time.Duration(up * float64(time.Second)); uptime <= since {
+			t.Fatalf("%s has been up %v, %v after its deploy began: it booted instead of starting from the template", name, uptime, since)
 		}
+		got, err := cl.GetVM(ctx(t), ns, name)
+		if err != nil || got.StartedFrom != "template" {
+			t.Fatalf("%s started from %q (%v), not the template", name, got.StartedFrom, err)
+		}
+		if got.Identity == nil || got.Identity.State != api.IdentitySet {
+			t.Fatalf("%s is Running with identity %+v, not set", name, got.Identity)
+		}
+		return vm
 	}
-	// the guest agent set the restored guest's clock to the host's
-	secs, err := strconv.ParseInt(strings.TrimSpace(guestRun(t, c, a, "date +%s")), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lag := time.Since(time.Unix(secs, 0)); lag > 3*time.Second || lag < -3*time.Second {
-		t.Fatalf("a's clock is off by %v", lag)
+	a, b := deploy("warm-a"), deploy("warm-b")
+	// Each is its own: its host name is its VM's name, and its machine id
+	// and SSH host keys (made at the template's boot) are new, as a client
+	// sees them.
+	seen := map[string]string{}
+	for _, vm := range []api.VM{a, b} {
+		if got := strings.TrimSpace(guestRun(t, c, vm, "hostname; cat /etc/hostname")); got != vm.Name+"\n"+vm.Name {
+			t.Errorf("%s's host name: %q", vm.Name, got)
+		}
+		id := "machine id " + strings.TrimSpace(guestRun(t, c, vm, "cat /etc/machine-id"))
+		keys := []string{id}
+		for _, algo := range []string{ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256} {
+			fp, err := guest.HostKey(ctx(t), sshAddr(vm), algo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, algo+" "+fp)
+		}
+		for _, k := range keys {
+			if other, ok := seen[k]; ok {
+				t.Errorf("%s and %s share %s", other, vm.Name, k)
+			}
+			seen[k] = vm.Name
+		}
 	}
 	if a.SSH == b.SSH || a.VNC == b.VNC || a.VNCPassword == b.VNCPassword {
 		t.Fatalf("the two VMs share ports or a password: %+v %+v", a, b)
@@ -88,8 +109,23 @@ func TestLibvirtCluster_warm_config(t *testing.T) {
 	if got := strings.TrimSpace(guestRun(t, c, b, probe)); got != "absent" {
 		t.Fatalf("b reads %q: the VMs share a disk", got)
 	}
-	if got := strings.TrimSpace(guestRun(t, c, deploy("warm-c"), probe)); got != "absent" {
+	// The guest agent set the restored guest's clock to the host's: the
+	// template is older than the tolerance when it is restored, so a clock
+	// left as the template's would be behind by more.
+	const tolerance = 3 * time.Second
+	if young := 3*tolerance - time.Since(warm); young > 0 {
+		time.Sleep(young) // not a settle: the template must be this old
+	}
+	cvm := deploy("warm-c")
+	if got := strings.TrimSpace(guestRun(t, c, cvm, probe)); got != "absent" {
 		t.Fatalf("the next restore reads %q: a VM's writes reached the template", got)
+	}
+	secs, err := strconv.ParseInt(strings.TrimSpace(guestRun(t, c, cvm, "date +%s")), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lag := time.Since(time.Unix(secs, 0)); lag > tolerance || lag < -tolerance {
+		t.Fatalf("c's clock is off by %v (its template was saved %v before)", lag, time.Since(warm).Round(time.Second))
 	}
 
 	templateFiles := func() []string {

@@ -200,16 +200,12 @@ type IdentityReport struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Identity states (IdentityReport.State).
+// Identity states (IdentityReport.State): the API's.
 const (
-	// IdentityPending: the step is due, waiting for the guest's agent.
-	IdentityPending = "pending"
-	// IdentitySet: the step ran.
-	IdentitySet = "set"
-	// IdentityNone: the image has no step, or the hypervisor no agent.
-	IdentityNone = "none"
-	// IdentityFailed: the step failed (Message says how).
-	IdentityFailed = "failed"
+	IdentityPending = api.IdentityPending
+	IdentitySet     = api.IdentitySet
+	IdentityNone    = api.IdentityNone
+	IdentityFailed  = api.IdentityFailed
 )
 
 // maxIdentityMessage bounds an identity report's message.

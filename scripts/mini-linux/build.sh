@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Builds mini-linux, the svc default guest image, from Debian packages only:
 # a whole-disk FAT file system booted by SYSLINUX, holding Debian's cloud
-# kernel and an initramfs of busybox (init, udhcpc, acpid), dropbear (SSH) and
-# QEMU's guest agent (qemu-ga, on the virtio-serial channel the domain has),
-# with user admin / password admin. The result is a small qcow2, and the same
+# kernel and an initramfs of busybox (init, udhcpc, acpid), dropbear (SSH),
+# QEMU's guest agent (qemu-ga, on the virtio-serial channel the domain has) and
+# svc's identity step (/usr/lib/svc/identity, the static Go program in
+# identity/, which also makes the machine id and SSH host keys at boot), with
+# user admin / password admin. The result is a small qcow2, and the same
 # kernel and initramfs as a bootable ISO 9660 image (ISOLINUX), the installer
 # CD-ROM of the ISO path: booted with an empty disk, it gives that disk to admin.
 #   scripts/mini-linux/build.sh [OUT [ISO]]
 #   (default build/mini-linux.qcow2 and build/mini-linux.iso)
 # Needs: busybox-static dropbear-bin qemu-guest-agent syslinux syslinux-common isolinux mtools
 # dosfstools genisoimage qemu-utils cpio kmod openssl (scripts/install-deps.sh
-# installs them).
+# installs them), and Go ($GO, default go).
 # The kernel package is downloaded once into build/cache.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,7 +24,8 @@ cache=${SVC_IMAGE_CACHE:-build/cache}
 disk_mib=${MINI_LINUX_DISK_MIB:-64}
 mods="virtio_pci virtio_blk virtio_net virtio_console ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button"
 
-for tool in mkfs.vfat syslinux mcopy genisoimage qemu-img cpio depmod modprobe openssl dpkg-deb; do
+go=${GO:-go}
+for tool in mkfs.vfat syslinux mcopy genisoimage qemu-img cpio depmod modprobe openssl dpkg-deb "$go"; do
   command -v "$tool" >/dev/null || { echo "build.sh: $tool is missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
 busybox=/bin/busybox
@@ -66,6 +69,9 @@ cp /usr/sbin/qemu-ga "$r/usr/sbin/qemu-ga"
 for lib in $( (ldd /usr/sbin/dropbear; ldd /usr/sbin/qemu-ga) | grep -o '/[^ ]*' | sort -u); do
   cp --parents -L "$lib" "$r"
 done
+# The identity step: static, for the guest's architecture (amd64).
+mkdir -p "$r/usr/lib/svc"
+(cd "$here" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$go" build -trimpath -ldflags='-s -w' -o "$r/usr/lib/svc/identity" ./identity)
 : >"$r/etc/modules.order"
 for m in $mods; do
   modprobe -d "$work/k" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'

@@ -1,10 +1,14 @@
 package guest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -12,15 +16,11 @@ import (
 
 // Run runs cmd over SSH at addr with a password and returns its output.
 func Run(ctx context.Context, addr, user, password, cmd string) (string, error) {
-	d := net.Dialer{Timeout: 3 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := dial(ctx, addr)
 	if err != nil {
-		return "", fmt.Errorf("ssh %s: %w", addr, err)
+		return "", err
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
 	cfg := &ssh.ClientConfig{
 		User:            user,
 		Auth:            []ssh.AuthMethod{ssh.Password(password)},
@@ -61,4 +61,81 @@ func WaitRun(ctx context.Context, addr, user, password, cmd string) (string, err
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// errGotKey ends a handshake once the server's host key is known.
+var errGotKey = errors.New("host key read")
+
+// HostKey returns the SHA256 fingerprint of the SSH host key of the type
+// algo (ssh.KeyAlgoED25519, ...) the server at addr presents, as a client
+// checking it would read it; it does not log in.
+func HostKey(ctx context.Context, addr, algo string) (string, error) {
+	conn, err := dial(ctx, addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	var fp string
+	cfg := &ssh.ClientConfig{
+		User:              "nobody",
+		HostKeyAlgorithms: []string{algo},
+		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			fp = ssh.FingerprintSHA256(key)
+			return errGotKey
+		},
+		Timeout: 5 * time.Second,
+	}
+	_, _, _, err = ssh.NewClientConn(conn, addr, cfg)
+	if fp == "" {
+		return "", fmt.Errorf("ssh %s: no %s host key: %w", addr, algo, err)
+	}
+	return fp, nil
+}
+
+// WaitBanner waits until the SSH server at addr sends its version banner
+// ("SSH-2.0-..."), trying again every 50 ms until ctx ends, and returns it.
+func WaitBanner(ctx context.Context, addr string) (string, error) {
+	for {
+		line, err := banner(ctx, addr)
+		if err == nil {
+			return line, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func banner(ctx context.Context, addr string) (string, error) {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	line, err := bufio.NewReader(io.LimitReader(conn, 256)).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("ssh %s: no banner: %w", addr, err)
+	}
+	if !strings.HasPrefix(line, "SSH-") {
+		return "", fmt.Errorf("ssh %s: %q is no SSH banner", addr, line)
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// dial connects to an SSH server at addr, the connection bounded by ctx's
+// deadline.
+func dial(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 3 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("ssh %s: %w", addr, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	return conn, nil
 }

@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -125,6 +128,14 @@ func TestLibvirt_guest_exec(t *testing.T) {
 	if banner := readBanner(t, fwd); !strings.HasPrefix(banner, "SSH-2.0-") {
 		t.Fatalf("through the forward: %q", banner)
 	}
+	// Another user of the host is refused; the peer's own user, again, is
+	// carried.
+	if out, err := connectAs(ctx, 65534, fwd); err == nil || strings.Contains(out, "SSH-") {
+		t.Fatalf("user 65534 reached the forward: %q %v", out, err)
+	}
+	if out, err := connectAs(ctx, os.Getuid(), fwd); err != nil || !strings.HasPrefix(out, "SSH-2.0-") {
+		t.Fatalf("the peer's user through the forward: %q %v", out, err)
+	}
 	release()
 	if c, err := net.DialTimeout("tcp", fwd, 2*time.Second); err == nil {
 		c.Close()
@@ -212,6 +223,16 @@ func TestLibvirt_guest_exec(t *testing.T) {
 	if n := strings.Count(console(), "file systems freeze (guest agent)"); n != 2 {
 		t.Fatalf("%d freezes on the console, want 2 (the second before the forced stop):\n%s", n, console())
 	}
+}
+
+// connectAs connects to addr (host:port) from a process of user uid (bash's
+// /dev/tcp) and returns the first line the server sent.
+func connectAs(ctx context.Context, uid int, addr string) (string, error) {
+	host, port, _ := net.SplitHostPort(addr)
+	cmd := exec.CommandContext(ctx, "bash", "-c", `exec 3<>"/dev/tcp/$1/$2" && timeout 10 head -n 1 <&3`, "bash", host, port)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // readBanner reads the first line a TCP server at addr sends.

@@ -24,9 +24,10 @@ var _ GuestPorts = (*Libvirt)(nil)
 const hmpFlag = 1
 
 // OpenGuestPort adds a host forward on loopback to the guest's port to the
-// domain's user network (HMP hostfwd_add on netdev n0), on a free port;
-// release removes it. A port taken between the probe and the add is tried
-// again, a bounded number of times.
+// domain's user network (HMP hostfwd_add on netdev n0), on a free port that
+// only the peer's user may connect to (ownForwardPort, before the forward
+// listens); release removes both. A port taken between the probe and the
+// add is tried again, a bounded number of times.
 func (d *Libvirt) OpenGuestPort(ctx context.Context, name string, port int) (string, func(), error) {
 	if port < 1 || port > 65535 {
 		return "", nil, fmt.Errorf("guest port %d is out of range", port)
@@ -47,14 +48,22 @@ func (d *Libvirt) OpenGuestPort(ctx context.Context, name string, port int) (str
 		if err := d.recordForward(name, rule, true); err != nil {
 			return "", nil, err
 		}
-		if last = hmpAdd(ctx, hmp, rule, port); last != nil {
+		if err := d.ownForwardPort(ctx, hostPort, true); err != nil {
 			_ = d.recordForward(name, rule, false)
+			return "", nil, fmt.Errorf("forward guest port %d of %s: %w", port, name, err)
+		}
+		if last = hmpAdd(ctx, hmp, rule, port); last != nil {
+			d.forgetForward(name, rule, hostPort)
 			continue
 		}
 		release := func() {
 			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := hmpRemove(rctx, hmp, rule); err != nil {
+				d.cfg.Log.Warn("remove a port forward", "domain", name, "rule", rule, "err", err)
+				return
+			}
+			if err := d.ownForwardPort(rctx, hostPort, false); err != nil {
 				d.cfg.Log.Warn("remove a port forward", "domain", name, "rule", rule, "err", err)
 				return
 			}
@@ -182,10 +191,28 @@ func (d *Libvirt) CloseGuestPorts(ctx context.Context, name string) (int, error)
 	} else if !errors.Is(err, ErrNotFound) {
 		return 0, err
 	}
+	for _, rule := range stale {
+		if p, ok := rulePort(rule); ok {
+			if err := d.ownForwardPort(ctx, p, false); err != nil {
+				return removed, err
+			}
+		}
+	}
 	d.fwdMu.Lock()
 	defer d.fwdMu.Unlock()
 	fs := slices.DeleteFunc(d.forwards(name), func(f forward) bool { return slices.Contains(stale, f.rule) })
 	return removed, d.writeForwards(name, fs)
+}
+
+// forgetForward drops a forward that was never made: its port and record.
+func (d *Libvirt) forgetForward(name, rule string, hostPort int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.ownForwardPort(ctx, hostPort, false); err != nil {
+		d.cfg.Log.Warn("a port forward that failed", "domain", name, "rule", rule, "err", err)
+		return // its record stays: CloseGuestPorts of a later run lets the port go
+	}
+	_ = d.recordForward(name, rule, false)
 }
 
 // newRunID names one run of the driver.

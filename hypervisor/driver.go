@@ -172,6 +172,17 @@ type MemorySnapshots interface {
 	RestoreAs(ctx context.Context, from string, s Spec) error
 }
 
+// BaseCopies is a hypervisor that keeps its own copy of each base image it
+// started VMs from (vz: a raw conversion of a qcow2 blob, cloned into each
+// VM's disk); the node drops the copies of blobs it no longer holds, as it
+// collects the blobs.
+type BaseCopies interface {
+	// DropBaseCopies removes every copy whose base keep no longer wants
+	// (keep is given the base's file name: the blob's hex digest) and
+	// returns the names it removed.
+	DropBaseCopies(ctx context.Context, keep func(base string) bool) ([]string, error)
+}
+
 // GuestAgent talks to an agent inside the guest (QEMU's guest agent on
 // libvirt, over a virtio-serial channel every domain has). A guest without
 // one answers ErrNoAgent.

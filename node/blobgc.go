@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -60,6 +61,16 @@ func (p *Peer) collectBlobs(ctx context.Context) error {
 	}
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if bc, ok := p.cfg.Driver.(hypervisor.BaseCopies); ok {
+		// The hypervisor's own copies of blobs gone from here go too.
+		dropped, err := bc.DropBaseCopies(ctx, func(base string) bool { return p.images.Has("sha256:" + base) })
+		for _, b := range dropped {
+			p.cfg.Log.Info("removed the hypervisor's copy of an image blob this node no longer has", "digest", "sha256:"+b)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	partials, err := p.images.CollectPartials(partialMaxAge)
 	for _, d := range partials {

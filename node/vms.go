@@ -14,6 +14,16 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// HoldBlob keeps a blob in this peer's store (a lease: no collection
+// removes it) until release is called.
+func (p *Peer) HoldBlob(digest string) (func(), error) {
+	l, err := p.images.Lease(digest)
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
 // EnsureBlob makes sure this peer holds a blob a VM starts from: streamed
 // from a peer that holds it, else (a VM deployed from a registry reference)
 // pulled from its registry and recorded as the namespace's image.

@@ -241,12 +241,16 @@ func (d *Driver) rawBase(ctx context.Context, base, format string) (string, erro
 	if format == "raw" {
 		return base, nil
 	}
-	raw := filepath.Join(d.cfg.Dir, ".raw", filepath.Base(base)+".raw")
+	raw := filepath.Join(d.rawDir(), filepath.Base(base)+".raw")
 	_, err, _ := d.conversion.Do(raw, func() (any, error) {
 		if _, err := os.Stat(raw); err == nil {
 			return nil, nil
 		}
 		tmp := raw + ".tmp"
+		// One a crash left (this conversion is the only one of its base).
+		if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("vz: %w", err)
+		}
 		if err := d.cfg.ToRaw(ctx, base, tmp); err != nil {
 			_ = os.Remove(tmp)
 			return nil, fmt.Errorf("vz: convert %s to raw: %w", base, err)

@@ -22,9 +22,11 @@ type Proposer interface {
 }
 
 // Blobs gets this peer a blob a VM starts from (from a peer that holds it,
-// or the VM's registry) and records that this peer holds it.
+// or the VM's registry) and records that this peer holds it; HoldBlob keeps
+// a blob here (no collection removes it) until release is called.
 type Blobs interface {
 	EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error
+	HoldBlob(digest string) (release func(), err error)
 }
 
 // Templates starts a new VM from a booted template of its shape where the

@@ -55,6 +55,7 @@ func (r *replica) CaughtUpCh() <-chan struct{} {
 type noFetch struct{}
 
 func (noFetch) EnsureBlob(context.Context, raftfsm.VM, string) error { return nil }
+func (noFetch) HoldBlob(string) (func(), error)                      { return func() {}, nil }
 
 // seeded returns a replica of a cluster with node n1 and image tiny held
 // there, and an image store.

@@ -113,3 +113,74 @@ func TestHost_identity_step(t *testing.T) {
 		})
 	}
 }
+
+// holdingBlobs is a blob source that counts the holds on each blob.
+type holdingBlobs struct {
+	mu    sync.Mutex
+	holds map[string]int
+}
+
+func (b *holdingBlobs) EnsureBlob(context.Context, raftfsm.VM, string) error { return nil }
+
+func (b *holdingBlobs) HoldBlob(digest string) (func(), error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.holds[digest]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.holds[digest]--
+		})
+	}, nil
+}
+
+func (b *holdingBlobs) held(digest string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.holds[digest]
+}
+
+// checkingCreate is a fake hypervisor that notes, at each Create, whether
+// the VM's blob was held.
+type checkingCreate struct {
+	*hypervisor.Fake
+	blobs *holdingBlobs
+	mu    sync.Mutex
+	seen  []int
+}
+
+func (d *checkingCreate) Create(ctx context.Context, s hypervisor.Spec) error {
+	d.mu.Lock()
+	d.seen = append(d.seen, d.blobs.held("sha256:aa"))
+	d.mu.Unlock()
+	return d.Fake.Create(ctx, s)
+}
+
+// A VM's blob is held from when it is here until the VM's domain (and its
+// disk) exists, and let go after.
+func TestHost_holds_the_blob_until_the_disk_exists(t *testing.T) {
+	r, images := seeded(t)
+	blobs := &holdingBlobs{holds: map[string]int{}}
+	drv := &checkingCreate{Fake: hypervisor.NewFake(hypervisor.DomainPrefix("n1")), blobs: blobs}
+	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: r,
+		Blobs: blobs, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	r.must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
+	waitFor(t, "the VM running and its blob let go", func() error {
+		vm, _ := r.fsm.VM(api.DefaultNamespace, "web")
+		if vm.Status != raftfsm.VMRunning || blobs.held("sha256:aa") != 0 {
+			return fmt.Errorf("vm %q, blob held %d times", vm.Status, blobs.held("sha256:aa"))
+		}
+		return nil
+	})
+	drv.mu.Lock()
+	defer drv.mu.Unlock()
+	if len(drv.seen) != 1 || drv.seen[0] != 1 {
+		t.Fatalf("the blob was held %v times at the creates", drv.seen)
+	}
+}

@@ -159,6 +159,9 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	revert := vm.RevertGen > vm.ObservedRevertGen && w.reverted < vm.RevertGen
 	note, started := "", "" // started: how the guest started, when this run started it
 	if revert || !exists {
+		// Each blob is held from the moment it is here until the VM's
+		// disk, made from it, exists: the collection of blobs this node no
+		// longer holds must not take it in between.
 		for _, d := range []string{vm.ImageDigest, vm.ISODigest, vm.NVRAMDigest} {
 			if d == "" {
 				continue
@@ -166,6 +169,11 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			if err := p.cfg.Blobs.EnsureBlob(ctx, vm, d); err != nil {
 				return err
 			}
+			release, err := p.cfg.Blobs.HoldBlob(d)
+			if err != nil {
+				return fmt.Errorf("image blob %s went as the VM was about to start from it: %w", d, err)
+			}
+			defer release()
 		}
 		spec := p.specFor(vm, name)
 		changed = true

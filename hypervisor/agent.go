@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+// agentRetry is how often a call is tried again while a guest's agent
+// does not answer yet (after a restore it reconnects within a few hundred
+// milliseconds, and a VM waits for it before it is Running).
+const agentRetry = 20 * time.Millisecond
+
 // SyncGuestClock sets a guest's clock to the host's through its agent,
 // trying again for up to within while the agent does not answer yet (its
 // channel reconnects after a restore; within 0: one try). A driver without
@@ -21,7 +26,7 @@ func SyncGuestClock(ctx context.Context, d Driver, name string, within time.Dura
 	}
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(agentRetry)
 	defer tick.Stop()
 	for {
 		err := ag.SetGuestTime(ctx, name)

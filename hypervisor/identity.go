@@ -84,7 +84,7 @@ func RunIdentityStep(ctx context.Context, d Driver, name, hostname, how string, 
 			select {
 			case <-ctx.Done():
 				return err
-			case <-time.After(min(wait, 100*time.Millisecond)):
+			case <-time.After(min(wait, agentRetry)):
 				continue
 			}
 		case err != nil:

@@ -55,6 +55,8 @@ func TestCLI_image_cache_and_warm_config(t *testing.T) {
 		return nil
 	})
 	svc("started:      from a booted template", "vm", "deploy", "--vmconfig", "ci", "--name", "warm-1")
+	// The fake hypervisor has no guest agent: the record says the VM is not made its own.
+	svc("identity:     none: the hypervisor has no guest agent", "vm", "get", "warm-1")
 	out = svc("ci", "vmconfig", "warm", "ci", "--off")
 	if strings.Contains(out, a.Name) {
 		t.Fatalf("warm off still lists a template:\n%s", out)

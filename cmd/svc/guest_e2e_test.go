@@ -61,10 +61,12 @@ func TestBinary_guest_tools(t *testing.T) {
 	}
 	vm := deploy("vm1", false)
 
-	// The record shows what the agent says.
+	// The record shows what the agent says, and that the image's identity
+	// step, run through it, named the guest after its VM.
 	if err := testcluster.Poll(ctx, 3*time.Minute, func() error {
 		got, err := cl.GetVM(ctx, api.DefaultNamespace, "vm1")
-		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") {
+		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") ||
+			got.Identity == nil || got.Identity.State != api.IdentitySet {
 			return fmt.Errorf("vm1 %+v %v", got, err)
 		}
 		return nil
@@ -73,7 +75,7 @@ func TestBinary_guest_tools(t *testing.T) {
 	}
 
 	// svc vm run: the output, the guest's exit status.
-	if out, err := cli(t, bin, apiURL, "vm", "run", "vm1", "--", "uname", "-n"); err != nil || strings.TrimSpace(out) != "mini-linux" {
+	if out, err := cli(t, bin, apiURL, "vm", "run", "vm1", "--", "uname", "-n"); err != nil || strings.TrimSpace(out) != "vm1" {
 		t.Fatalf("svc vm run uname: %q %v", out, err)
 	}
 	_, err = cli(t, bin, apiURL, "vm", "run", "vm1", "--", "sh", "-c", "echo failing >&2; exit 5")

@@ -155,6 +155,16 @@ func printVM(w io.Writer, vm api.VM) error {
 	case "boot":
 		fmt.Fprintln(w, "started:      by booting")
 	}
+	if id := vm.Identity; id != nil {
+		switch id.State {
+		case api.IdentitySet:
+			fmt.Fprintln(w, "identity:     its own (the image's identity step ran)")
+		case api.IdentityPending:
+			fmt.Fprintln(w, "identity:     pending (the identity step waits for the guest's agent)")
+		default:
+			fmt.Fprintf(w, "identity:     %s: %s\n", id.State, id.Message)
+		}
+	}
 	for _, warn := range vm.PortWarnings {
 		fmt.Fprintln(w, "warning:", warn)
 	}

@@ -199,7 +199,8 @@ type GuestAgent interface {
 	// RunShort runs a short program in the guest, bounded by ctx, and writes
 	// its outputs to c's writers once it has ended: quicker to answer than
 	// Exec (no shell around the program, no files), for programs whose
-	// output is small (each is cut at c.MaxOutput, at most MaxShortOutput).
+	// output is small (each is cut at c.MaxOutput, at most MaxShortOutput)
+	// and whose stdin is at most MaxShortStdin.
 	RunShort(ctx context.Context, name string, c ExecCommand) (ExecResult, error)
 	// FreezeFS flushes and freezes the guest's file systems (none is
 	// written until ThawFS) and returns how many it froze.
@@ -237,8 +238,13 @@ const (
 	MaxExecStdin  = 1 << 20
 )
 
-// MaxShortOutput bounds each output of a RunShort program.
-const MaxShortOutput = 64 << 10
+// MaxShortOutput bounds each output of a RunShort program, MaxShortStdin
+// its stdin (what one agent call carries well: larger ones, which Exec
+// takes, timed out in libvirt under emulation).
+const (
+	MaxShortOutput = 64 << 10
+	MaxShortStdin  = 64 << 10
+)
 
 // ErrExecTimeout is returned for a guest program that did not end in time.
 var ErrExecTimeout = errors.New("the program did not end in time")

@@ -64,9 +64,11 @@ const execPoll = 100 * time.Millisecond
 // that a cut shows; the host passes on no more than the bound), the rest
 // drained so that the program runs on; its pid and exit status go there
 // too. The host reads the files as they grow and removes the directory.
-const execScript = `d=$1 n=$2; shift 2
+// A stdin larger than one agent call carries well (MaxShortStdin) is
+// written to a guest file first ($3), which the script reads and removes.
+const execScript = `d=$1 n=$2 in=$3; shift 3
 mkdir -m 700 "$d" || exit 125
-exec 4<&0
+if [ -n "$in" ]; then exec 4<"$in" && rm -f "$in" || exit 125; else exec 4<&0; fi
 k=$(( (n + 511) / 512 ))
 { { "$@" <&4 4<&- 2>&1 1>&3 3>&- & echo $! >"$d/pid"; wait $!; echo $? >"$d/rc"; } | { (ulimit -f "$k"; trap '' XFSZ; exec cat >"$d/err" 2>/dev/null); cat >/dev/null; }; } 3>&1 | { (ulimit -f "$k"; trap '' XFSZ; exec cat >"$d/out" 2>/dev/null); cat >/dev/null; }`
 
@@ -84,12 +86,21 @@ func (d *Libvirt) Exec(ctx context.Context, name string, c ExecCommand) (ExecRes
 		max = MaxExecOutput
 	}
 	dir := "/tmp/svc-run." + randomHex(8)
-	argv := append([]string{"-c", execScript, "sh", dir, strconv.FormatInt(max+1, 10)}, c.Argv...)
-	pid, err := d.guestStart(ctx, name, "sh", argv, c.Stdin)
+	stdin, in := c.Stdin, ""
+	if len(stdin) > MaxShortStdin {
+		in, stdin = dir+".in", nil
+	}
+	defer d.guestCleanup(name, dir)
+	if in != "" {
+		if err := d.guestWriteFile(ctx, name, in, c.Stdin); err != nil {
+			return ExecResult{}, fmt.Errorf("run %q in %s: its stdin: %w", c.Argv[0], name, err)
+		}
+	}
+	argv := append([]string{"-c", execScript, "sh", dir, strconv.FormatInt(max+1, 10), in}, c.Argv...)
+	pid, err := d.guestStart(ctx, name, "sh", argv, stdin)
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, err)
 	}
-	defer d.guestCleanup(name, dir)
 	out := &guestStream{path: dir + "/out", w: c.Stdout, max: max}
 	errs := &guestStream{path: dir + "/err", w: c.Stderr, max: max}
 	tick := time.NewTicker(execPoll)
@@ -199,6 +210,38 @@ func (d *Libvirt) guestReadFile(ctx context.Context, name, path string, off int6
 	return base64.StdEncoding.DecodeString(r.Buf)
 }
 
+// guestWriteChunk is how much of a file one guest-file-write carries.
+const guestWriteChunk = 48 << 10
+
+// guestWriteFile writes data to a new guest file (the agent's user's alone),
+// a chunk per agent call.
+func (d *Libvirt) guestWriteFile(ctx context.Context, name, path string, data []byte) error {
+	var h int
+	if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-file-open", "arguments": map[string]string{"path": path, "mode": "w"}}, &h); err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), agentTimeout*time.Second)
+		defer cancel()
+		_ = d.agentCommand(cctx, name, map[string]any{"execute": "guest-file-close", "arguments": map[string]int{"handle": h}}, nil)
+	}()
+	for len(data) > 0 {
+		n := min(len(data), guestWriteChunk)
+		var w struct {
+			Count int `json:"count"`
+		}
+		args := map[string]any{"handle": h, "buf-b64": base64.StdEncoding.EncodeToString(data[:n])}
+		if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-file-write", "arguments": args}, &w); err != nil {
+			return err
+		}
+		if w.Count <= 0 {
+			return fmt.Errorf("the agent of %s wrote nothing to %s", name, path)
+		}
+		data = data[w.Count:]
+	}
+	return nil
+}
+
 // guestStart starts a program through the agent (guest-exec) and returns
 // its pid.
 func (d *Libvirt) guestStart(ctx context.Context, name, path string, args []string, stdin []byte) (int, error) {
@@ -248,11 +291,11 @@ func (d *Libvirt) guestRun(ctx context.Context, name, path string, args ...strin
 	}
 }
 
-// guestCleanup removes an Exec's directory in the guest.
+// guestCleanup removes an Exec's directory (and stdin file) in the guest.
 func (d *Libvirt) guestCleanup(name, dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout*time.Second)
 	defer cancel()
-	if err := d.guestRun(ctx, name, "rm", "-rf", dir); err != nil {
+	if err := d.guestRun(ctx, name, "rm", "-rf", dir, dir+".in"); err != nil {
 		d.cfg.Log.Warn("could not remove a program's outputs in the guest", "domain", name, "dir", dir, "err", err)
 	}
 }

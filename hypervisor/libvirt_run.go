@@ -23,8 +23,8 @@ func (d *Libvirt) RunShort(ctx context.Context, name string, c ExecCommand) (Exe
 	if len(c.Argv) == 0 {
 		return ExecResult{}, errors.New("run: no program")
 	}
-	if len(c.Stdin) > MaxExecStdin {
-		return ExecResult{}, fmt.Errorf("run: stdin is %d bytes, more than %d", len(c.Stdin), MaxExecStdin)
+	if len(c.Stdin) > MaxShortStdin {
+		return ExecResult{}, fmt.Errorf("run: stdin is %d bytes, more than %d", len(c.Stdin), MaxShortStdin)
 	}
 	limit := c.MaxOutput
 	if limit <= 0 || limit > MaxShortOutput {

@@ -73,6 +73,7 @@ func TestLibvirt_guest_exec(t *testing.T) {
 		{name: "stdin", argv: []string{"tr", "a-z", "A-Z"}, stdin: "shout\n", wantOut: "SHOUT\n"},
 		{name: "signal", argv: []string{"sh", "-c", "kill -TERM $$"}, wantCode: 128 + 15},
 		{name: "ten_mib", argv: []string{"head", "-c", strconv.Itoa(10 << 20), "/dev/zero"}, wantOutLen: hypervisor.MaxExecOutput, truncated: true},
+		{name: "stdin_of_900_kib", argv: []string{"wc", "-c"}, stdin: strings.Repeat("x", 900<<10), wantOut: "921600\n"},
 		{name: "short_output_and_status", short: true, argv: []string{"sh", "-c", "echo hello; echo oops >&2; exit 3"}, wantCode: 3, wantOut: "hello\n", wantErr: "oops\n"},
 		{name: "short_stdin", short: true, argv: []string{"tr", "a-z", "A-Z"}, stdin: "shout\n", wantOut: "SHOUT\n"},
 		{name: "short_signal", short: true, argv: []string{"sh", "-c", "kill -TERM $$"}, wantCode: 128 + 15},
@@ -207,9 +208,20 @@ func TestLibvirt_guest_exec(t *testing.T) {
 	if err := d.ThawFS(ctx, spec.Name); err != nil {
 		t.Fatal(err)
 	}
-	if c := console(); !strings.Contains(c, "file systems freeze (guest agent)") || !strings.Contains(c, "file systems thaw (guest agent)") {
-		t.Fatalf("no freeze and thaw on the console:\n%s", c)
+	// The hook's lines reach the log through the serial port and virtlogd,
+	// after the agent has answered.
+	onConsole := func(what string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(console(), what) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%q not %d times on the console:\n%s", what, n, console())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
+	onConsole("file systems freeze (guest agent)", 1)
+	onConsole("file systems thaw (guest agent)", 1)
 
 	// A guest that ignores the shutdown (libvirt waits a minute for one
 	// asked through the agent, then presses the power button) is frozen
@@ -220,9 +232,7 @@ func TestLibvirt_guest_exec(t *testing.T) {
 	if err := d.Stop(ctx, spec.Name, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(console(), "file systems freeze (guest agent)"); n != 2 {
-		t.Fatalf("%d freezes on the console, want 2 (the second before the forced stop):\n%s", n, console())
-	}
+	onConsole("file systems freeze (guest agent)", 2) // the second before the forced stop
 }
 
 // connectAs connects to addr (host:port) from a process of user uid (bash's

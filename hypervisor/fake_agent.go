@@ -19,9 +19,12 @@ type FakeAgent struct {
 	*Fake
 	// NoIdentityStep makes its guests' images ship no identity step.
 	NoIdentityStep bool
-	mu             sync.Mutex
-	frozen         map[string]bool
-	identity       map[string][]string // domain: host name and how, per run
+	// Silent makes its guests' agents never answer (ErrNoAgent), as a guest
+	// without one.
+	Silent   bool
+	mu       sync.Mutex
+	frozen   map[string]bool
+	identity map[string][]string // domain: host name and how, per run
 }
 
 var _ GuestAgent = (*FakeAgent)(nil)
@@ -66,6 +69,9 @@ func (f *FakeAgent) GuestInfo(_ context.Context, name string) (GuestInfo, error)
 // Exec runs one of the fake's programs.
 // RunShort is Exec: the fake's programs are short.
 func (f *FakeAgent) RunShort(ctx context.Context, name string, c ExecCommand) (ExecResult, error) {
+	if f.Silent {
+		return ExecResult{}, fmt.Errorf("%s: %w", name, ErrNoAgent)
+	}
 	return f.Exec(ctx, name, c)
 }
 

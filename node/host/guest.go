@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -57,12 +58,11 @@ func (w *vmWorker) askAgent(ctx context.Context, vm raftfsm.VM) *raftfsm.GuestRe
 
 // A guest that started from nothing is made its own by its image's identity
 // step (hypervisor.RunIdentityStep): a restored one before it is reported
-// Running, waiting identityAgentWait for its agent to reconnect; a booted
-// one once its agent answers, tried at each agent probe.
-const (
-	identityAgentWait = 10 * time.Second
-	identityStepWait  = 30 * time.Second
-)
+// Running, waiting up to Config.AgentWait for its agent to reconnect; a
+// booted one once its agent answers, tried at each agent probe. A guest
+// whose agent has not answered within AgentWait is reported none (it keeps
+// what it has), and the step still runs if the agent answers later.
+const identityStepWait = 30 * time.Second
 
 // identityDue notes that the guest has just started how and needs its
 // identity step, and returns the record's pending report.
@@ -71,12 +71,17 @@ func (w *vmWorker) identityDue(how string) *raftfsm.IdentityReport {
 		w.identityHow = ""
 		return noAgentIdentity()
 	}
-	w.identityHow, w.identityTried = how, time.Time{}
+	w.identityHow, w.identityTried, w.identitySince = how, time.Time{}, time.Now()
 	return pendingIdentity()
 }
 
 func pendingIdentity() *raftfsm.IdentityReport {
 	return &raftfsm.IdentityReport{State: raftfsm.IdentityPending, Message: "waiting for the guest's agent"}
+}
+
+func silentAgentIdentity(wait time.Duration) *raftfsm.IdentityReport {
+	return &raftfsm.IdentityReport{State: raftfsm.IdentityNone, Message: fmt.Sprintf("no guest agent answered within %s: the guest keeps "+
+		"the host name, keys and machine id it has (its image needs QEMU's guest agent); the identity step runs if one answers later", wait)}
 }
 
 func noAgentIdentity() *raftfsm.IdentityReport {
@@ -88,7 +93,7 @@ func noAgentIdentity() *raftfsm.IdentityReport {
 func (w *vmWorker) identityWhenDue(ctx context.Context, vm raftfsm.VM) *raftfsm.IdentityReport {
 	if w.identityHow == "" && vm.Identity != nil && vm.Identity.State == raftfsm.IdentityPending {
 		// Due when this peer restarted: the record remembers it.
-		w.identityHow = hypervisor.IdentityBoot
+		w.identityHow, w.identitySince = hypervisor.IdentityBoot, time.Now()
 		if vm.StartedFrom == raftfsm.StartedFromTemplate {
 			w.identityHow = hypervisor.IdentityRestore
 		}
@@ -103,6 +108,9 @@ func (w *vmWorker) identityWhenDue(ctx context.Context, vm raftfsm.VM) *raftfsm.
 // how, and returns the record's report of it: pending (and still due) while
 // the agent does not answer.
 func (w *vmWorker) makeOwn(ctx context.Context, vm raftfsm.VM, how string, agentWait time.Duration) *raftfsm.IdentityReport {
+	if w.identityHow == "" {
+		w.identitySince = time.Now()
+	}
 	w.identityHow, w.identityTried = how, time.Now()
 	sctx, cancel := context.WithTimeout(ctx, identityStepWait)
 	defer cancel()
@@ -118,8 +126,10 @@ func (w *vmWorker) makeOwn(ctx context.Context, vm raftfsm.VM, how string, agent
 	case errors.Is(err, hypervisor.ErrNoAgent) && !hasAgent:
 		w.identityHow = ""
 		return noAgentIdentity()
-	case errors.Is(err, hypervisor.ErrNoAgent):
+	case errors.Is(err, hypervisor.ErrNoAgent) && time.Since(w.identitySince) < w.h.cfg.AgentWait:
 		return pendingIdentity()
+	case errors.Is(err, hypervisor.ErrNoAgent):
+		return silentAgentIdentity(w.h.cfg.AgentWait) // still due
 	case ctx.Err() != nil:
 		return nil // the worker stops
 	default:

@@ -65,6 +65,10 @@ type Config struct {
 	Healthy func() bool
 	// Interval is the longest time between passes.
 	Interval time.Duration
+	// AgentWait is how long a started guest's agent may take to answer
+	// before its identity step is reported none (default 10 s); the step
+	// still runs if the agent answers later.
+	AgentWait time.Duration
 	// Registerer receives the host's metrics.
 	Registerer prometheus.Registerer
 	Log        *slog.Logger
@@ -91,6 +95,9 @@ func New(cfg Config) *Host {
 	}
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
+	}
+	if cfg.AgentWait <= 0 {
+		cfg.AgentWait = 10 * time.Second
 	}
 	h := &Host{cfg: cfg, metrics: newMetrics(cfg.Registerer), workers: map[string]*vmWorker{}, removing: map[string]bool{}}
 	h.pauser, _ = cfg.Driver.(hypervisor.Pauser)

@@ -58,6 +58,7 @@ func TestHost_identity_step(t *testing.T) {
 		name    string
 		noAgent bool // the hypervisor has no guest agent
 		noStep  bool // the image ships no identity step
+		silent  bool // the guest's agent never answers
 		restore bool // the VM starts from a booted template
 		state   string
 		message string // in the record's message
@@ -68,6 +69,8 @@ func TestHost_identity_step(t *testing.T) {
 		{name: "an image without a step", noStep: true, state: raftfsm.IdentityNone, message: "no identity step"},
 		{name: "restored, an image without a step", noStep: true, restore: true, state: raftfsm.IdentityNone, message: "no identity step"},
 		{name: "a hypervisor without an agent", noAgent: true, state: raftfsm.IdentityNone, message: "no guest agent"},
+		{name: "a guest whose agent never answers", silent: true, state: raftfsm.IdentityNone, message: "no guest agent answered within 300ms"},
+		{name: "restored, its agent never answers", silent: true, restore: true, state: raftfsm.IdentityNone, message: "no guest agent answered within 300ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,13 +78,14 @@ func TestHost_identity_step(t *testing.T) {
 			r := &recording{replica: seed}
 			fake := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
 			agent := hypervisor.NewFakeAgent(fake)
-			agent.NoIdentityStep = c.noStep
+			agent.NoIdentityStep, agent.Silent = c.noStep, c.silent
 			var drv hypervisor.Driver = agent
 			if c.noAgent {
 				drv = fake
 			}
+			// Passes every 100 ms, as a node's VM passes recur.
 			cfg := Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: r,
-				Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour}
+				Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: 100 * time.Millisecond, AgentWait: 300 * time.Millisecond}
 			if c.restore {
 				cfg.Templates = restoring{drv: drv}
 			}

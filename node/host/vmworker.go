@@ -58,6 +58,7 @@ type vmWorker struct {
 	agentAsked       time.Time // worker goroutine only: when the guest's agent was last asked
 	identityHow      string    // worker goroutine only: the identity step due (hypervisor.IdentityBoot...), "" when none is
 	identityTried    time.Time // worker goroutine only: when it was last tried
+	identitySince    time.Time // worker goroutine only: since when it is due
 	mu               sync.Mutex
 	latest           observation
 }
@@ -209,7 +210,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	switch {
 	case started == raftfsm.StartedFromTemplate:
 		// A copy of the template: made its own before it is Running.
-		identity = w.makeOwn(ctx, vm, hypervisor.IdentityRestore, identityAgentWait)
+		identity = w.makeOwn(ctx, vm, hypervisor.IdentityRestore, w.h.cfg.AgentWait)
 	case started == raftfsm.StartedFromBoot || revert:
 		identity = w.identityDue(hypervisor.IdentityBoot)
 	}

@@ -43,6 +43,9 @@ func (f *FakeAgent) IdentityRuns(name string) []string {
 }
 
 func (f *FakeAgent) running(name string) error {
+	if f.Silent {
+		return fmt.Errorf("%s: %w (its agent is silent)", name, ErrNoAgent)
+	}
 	doms, err := f.List(context.Background())
 	if err != nil {
 		return err
@@ -66,15 +69,12 @@ func (f *FakeAgent) GuestInfo(_ context.Context, name string) (GuestInfo, error)
 	return GuestInfo{OS: "fake", IPs: []string{"10.0.2.15"}}, nil
 }
 
-// Exec runs one of the fake's programs.
 // RunShort is Exec: the fake's programs are short.
 func (f *FakeAgent) RunShort(ctx context.Context, name string, c ExecCommand) (ExecResult, error) {
-	if f.Silent {
-		return ExecResult{}, fmt.Errorf("%s: %w", name, ErrNoAgent)
-	}
 	return f.Exec(ctx, name, c)
 }
 
+// Exec runs one of the fake's programs.
 func (f *FakeAgent) Exec(ctx context.Context, name string, c ExecCommand) (ExecResult, error) {
 	if err := f.running(name); err != nil {
 		return ExecResult{}, err

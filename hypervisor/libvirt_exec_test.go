@@ -1,7 +1,6 @@
 package hypervisor_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -245,18 +244,14 @@ func connectAs(ctx context.Context, uid int, addr string) (string, error) {
 	return string(out), err
 }
 
-// readBanner reads the first line a TCP server at addr sends.
+// readBanner reads the SSH banner the server at addr sends.
 func readBanner(t *testing.T, addr string) string {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	line, err := guest.Banner(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read from %s: %v", addr, err)
 	}
 	return line
 }

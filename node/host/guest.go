@@ -67,7 +67,7 @@ const identityStepWait = 30 * time.Second
 // identityDue notes that the guest has just started how and needs its
 // identity step, and returns the record's pending report.
 func (w *vmWorker) identityDue(how string) *raftfsm.IdentityReport {
-	if _, ok := w.h.cfg.Driver.(hypervisor.GuestAgent); !ok {
+	if !w.hasAgent() {
 		w.identityHow = ""
 		return noAgentIdentity()
 	}
@@ -82,6 +82,12 @@ func pendingIdentity() *raftfsm.IdentityReport {
 func silentAgentIdentity(wait time.Duration) *raftfsm.IdentityReport {
 	return &raftfsm.IdentityReport{State: raftfsm.IdentityNone, Message: fmt.Sprintf("no guest agent answered within %s: the guest keeps "+
 		"the host name, keys and machine id it has (its image needs QEMU's guest agent); the identity step runs if one answers later", wait)}
+}
+
+// hasAgent reports whether the hypervisor has a guest agent channel.
+func (w *vmWorker) hasAgent() bool {
+	_, ok := w.h.cfg.Driver.(hypervisor.GuestAgent)
+	return ok
 }
 
 func noAgentIdentity() *raftfsm.IdentityReport {
@@ -105,9 +111,14 @@ func (w *vmWorker) identityWhenDue(ctx context.Context, vm raftfsm.VM) *raftfsm.
 }
 
 // makeOwn runs the identity step of the VM's image in its guest, started
-// how, and returns the record's report of it: pending (and still due) while
-// the agent does not answer.
+// how, and returns the record's report of it. While the agent does not
+// answer the step stays due: pending for AgentWait after it fell due, then
+// none.
 func (w *vmWorker) makeOwn(ctx context.Context, vm raftfsm.VM, how string, agentWait time.Duration) *raftfsm.IdentityReport {
+	if !w.hasAgent() {
+		w.identityHow = ""
+		return noAgentIdentity()
+	}
 	if w.identityHow == "" {
 		w.identitySince = time.Now()
 	}
@@ -116,16 +127,12 @@ func (w *vmWorker) makeOwn(ctx context.Context, vm raftfsm.VM, how string, agent
 	defer cancel()
 	start := time.Now()
 	err := hypervisor.RunIdentityStep(sctx, w.h.cfg.Driver, w.domain, vm.Name, how, agentWait)
-	_, hasAgent := w.h.cfg.Driver.(hypervisor.GuestAgent)
 	var r raftfsm.IdentityReport
 	switch {
 	case err == nil:
 		r.State = raftfsm.IdentitySet
 	case errors.Is(err, hypervisor.ErrNoIdentityStep):
 		r.State, r.Message = raftfsm.IdentityNone, err.Error()+": the guest keeps the host name, keys and machine id it has"
-	case errors.Is(err, hypervisor.ErrNoAgent) && !hasAgent:
-		w.identityHow = ""
-		return noAgentIdentity()
 	case errors.Is(err, hypervisor.ErrNoAgent) && time.Since(w.identitySince) < w.h.cfg.AgentWait:
 		return pendingIdentity()
 	case errors.Is(err, hypervisor.ErrNoAgent):

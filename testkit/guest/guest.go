@@ -96,7 +96,7 @@ func HostKey(ctx context.Context, addr, algo string) (string, error) {
 // ("SSH-2.0-..."), trying again every 50 ms until ctx ends, and returns it.
 func WaitBanner(ctx context.Context, addr string) (string, error) {
 	for {
-		line, err := banner(ctx, addr)
+		line, err := Banner(ctx, addr)
 		if err == nil {
 			return line, nil
 		}
@@ -108,7 +108,9 @@ func WaitBanner(ctx context.Context, addr string) (string, error) {
 	}
 }
 
-func banner(ctx context.Context, addr string) (string, error) {
+// Banner connects once to the SSH server at addr and returns the version
+// banner it sends first ("SSH-2.0-...").
+func Banner(ctx context.Context, addr string) (string, error) {
 	d := net.Dialer{Timeout: time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {

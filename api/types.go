@@ -171,11 +171,14 @@ type Namespace struct {
 	Used  *Quota `json:"used,omitempty"`
 }
 
-// Subjects are the users and service accounts ("namespace:name") of a
-// namespace's role bindings, and the body of add-subject / remove-subject.
+// Subjects are the users, service accounts ("namespace:name") and
+// directory groups (of people who sign in through an OpenID Connect
+// provider) of a namespace's role bindings, and the body of add-subject /
+// remove-subject.
 type Subjects struct {
 	Users           []string `json:"users"`
 	ServiceAccounts []string `json:"serviceAccounts"`
+	Groups          []string `json:"groups"`
 }
 
 // ServiceAccount is a service account record.

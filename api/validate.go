@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ErrInvalid is wrapped by every validation error.
@@ -13,6 +15,7 @@ var (
 	nameRE      = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
 	imageNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`)
 	tagRE       = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	userRE      = regexp.MustCompile(`^[a-z0-9]([a-z0-9._@+-]*[a-z0-9])?$`)
 )
 
 // Name length limits.
@@ -75,6 +78,45 @@ func ValidateName(kind, name string, max int) error {
 		return invalidf("%s %q is longer than %d characters", kind, name, max)
 	case !nameRE.MatchString(name):
 		return invalidf("%s %q must be lowercase letters, digits and '-', start with a letter and end with a letter or digit", kind, name)
+	}
+	return nil
+}
+
+// MaxUserLen bounds a user name: an e-mail address fits.
+const MaxUserLen = 254
+
+// ValidateUserName checks a user's name: lowercase letters, digits and
+// '.', '_', '@', '+', '-', starting and ending with a letter or digit, at
+// most MaxUserLen characters; an e-mail address an identity provider
+// gives is one. Every name ValidateName takes is one too.
+func ValidateUserName(kind, name string) error {
+	switch {
+	case name == "":
+		return invalidf("%s must not be empty", kind)
+	case len(name) > MaxUserLen:
+		return invalidf("%s %q is longer than %d characters", kind, name, MaxUserLen)
+	case !userRE.MatchString(name):
+		return invalidf("%s %q must be lowercase letters, digits and '.', '_', '@', '+', '-', and start and end with a letter or digit", kind, name)
+	}
+	return nil
+}
+
+// ValidateGroup checks a directory group's name as a provider sends it
+// (Entra ID sends ids, Keycloak paths, GitLab "group/subgroup"): 1 to
+// MaxGroupLen bytes of UTF-8 without control characters.
+func ValidateGroup(g string) error {
+	switch {
+	case g == "":
+		return invalidf("group must not be empty")
+	case len(g) > MaxGroupLen:
+		return invalidf("group %q is longer than %d bytes", g[:32]+"...", MaxGroupLen)
+	case !utf8.ValidString(g):
+		return invalidf("group %q is not UTF-8", g)
+	}
+	for _, r := range g {
+		if unicode.IsControl(r) {
+			return invalidf("group %q holds a control character", g)
+		}
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ func (s *Server) authorize(r *http.Request, rule Rule, p httprouter.Params) (aut
 			return pr, forbidden("peers may only call internal routes")
 		}
 		if ns := p.ByName("namespace"); ns != "" && !s.canReach(pr, ns) {
-			return pr, forbidden("%s is not bound to namespace %q; an admin can add it with 'svc rb add-subject'", pr, ns)
+			return pr, forbidden("%s is not bound to namespace %q (by name, or by a group of their last sign-in); an admin can add it with 'svc rb add-subject'", pr, ns)
 		}
 	}
 	return pr, nil
@@ -98,7 +98,21 @@ func (s *Server) canReach(p auth.Principal, ns string) bool {
 	case p.IsAdmin():
 		return true
 	case p.Kind == auth.KindUser:
-		return ns == api.DefaultNamespace || slices.Contains(s.replica.FSM().RoleBinding(ns).Users, p.Name)
+		if ns == api.DefaultNamespace {
+			return true
+		}
+		rb := s.replica.FSM().RoleBinding(ns)
+		if slices.Contains(rb.Users, p.Name) {
+			return true
+		}
+		// The groups of the person's last sign-in.
+		u, _ := s.replica.FSM().User(p.Name)
+		for _, g := range u.Groups {
+			if slices.Contains(rb.Groups, g) {
+				return true
+			}
+		}
+		return false
 	case p.Kind == auth.KindServiceAccount:
 		return ns == p.Namespace || slices.Contains(s.replica.FSM().RoleBinding(ns).ServiceAccounts, p.Namespace+":"+p.Name)
 	}

@@ -26,6 +26,12 @@ var openRoutes = map[string]bool{
 	"GET /ui/*file": true,
 	// The cluster's CA certificate: public, for clients that verify HTTPS.
 	"GET /api/v1/cluster/ca": true,
+	// Signing in through an OpenID Connect provider: how a person gets a token.
+	"GET /api/v1/auth/signin":                       true,
+	"POST /api/v1/auth/oidc/:provider/start":        true,
+	"POST /api/v1/auth/oidc/:provider/callback":     true,
+	"POST /api/v1/auth/oidc/:provider/device":       true,
+	"POST /api/v1/auth/oidc/:provider/device/token": true,
 }
 
 // TestAuthz_matrix walks every route of the router for every kind of caller

@@ -151,7 +151,7 @@ func (s *Server) hostUser(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if err := api.ValidateName("user", req.User, api.MaxNameLen); err != nil {
+	if err := api.ValidateUserName("user", req.User); err != nil {
 		return badRequest("%v", err)
 	}
 	peer := principalOf(r.Context()).Name

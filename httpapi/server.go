@@ -45,6 +45,9 @@ type Config struct {
 	Membership Membership
 	// Images is this peer's blob store.
 	Images *imagestore.Store
+	// SignIn runs sign-ins through OpenID Connect providers; nil: the
+	// sign-in routes answer 503.
+	SignIn SignIn
 
 	Log *slog.Logger
 	// Registry receives the HTTP metrics and is served on /metrics.
@@ -74,6 +77,7 @@ type Server struct {
 	membership Membership
 	guests     Guests
 	images     *imagestore.Store
+	signin     SignIn
 	log        *slog.Logger
 	router     *httprouter.Router
 	routes     []Route
@@ -123,7 +127,7 @@ func New(cfg Config) *Server {
 	cfg.Limits.setDefaults()
 	s := &Server{
 		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, placer: cfg.Placer,
-		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership,
+		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership, signin: cfg.SignIn,
 		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(),
 	}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
@@ -144,6 +148,7 @@ func New(cfg Config) *Server {
 		writeError(w, s.log, errorf(http.StatusInternalServerError, api.ReasonInternalError, "internal error"))
 	}
 	s.routesV1()
+	s.oidcRoutes()
 	s.router.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/metrics", Rule: RuleOpen})
 	s.pageRoutes()

@@ -54,7 +54,7 @@ func (s *Server) listSubjects(w http.ResponseWriter, _ *http.Request, p httprout
 		return err
 	}
 	rb := s.replica.FSM().RoleBinding(ns)
-	writeJSON(w, http.StatusOK, api.Subjects{Users: rb.Users, ServiceAccounts: rb.ServiceAccounts})
+	writeJSON(w, http.StatusOK, subjectsToAPI(&rb))
 	return nil
 }
 
@@ -65,11 +65,11 @@ func (s *Server) changeSubjects(add bool) handler {
 		if err := decodeJSON(w, r, &req); err != nil {
 			return err
 		}
-		if len(req.Users) == 0 && len(req.ServiceAccounts) == 0 {
-			return badRequest("fields \"users\" and \"serviceAccounts\": name at least one subject")
+		if len(req.Users) == 0 && len(req.ServiceAccounts) == 0 && len(req.Groups) == 0 {
+			return badRequest("fields \"users\", \"serviceAccounts\" and \"groups\": name at least one subject")
 		}
-		if n := len(req.Users) + len(req.ServiceAccounts); n > api.MaxSubjectsPerCall {
-			return badRequest("fields \"users\" and \"serviceAccounts\": %d subjects, at most %d in one call", n, api.MaxSubjectsPerCall)
+		if n := len(req.Users) + len(req.ServiceAccounts) + len(req.Groups); n > api.MaxSubjectsPerCall {
+			return badRequest("fields \"users\", \"serviceAccounts\" and \"groups\": %d subjects, at most %d in one call", n, api.MaxSubjectsPerCall)
 		}
 		if err := s.requireNamespace(ns); err != nil {
 			return err
@@ -78,7 +78,7 @@ func (s *Server) changeSubjects(add bool) handler {
 		if add {
 			t = raftfsm.TypeRoleBindingAdd
 		}
-		v, err := s.apply(r.Context(), t, raftfsm.RoleBindingChange{Namespace: ns, Users: req.Users, ServiceAccounts: req.ServiceAccounts, Time: time.Now().UTC()})
+		v, err := s.apply(r.Context(), t, raftfsm.RoleBindingChange{Namespace: ns, Users: req.Users, ServiceAccounts: req.ServiceAccounts, Groups: req.Groups, Time: time.Now().UTC()})
 		if err != nil {
 			return err
 		}
@@ -86,9 +86,13 @@ func (s *Server) changeSubjects(add bool) handler {
 		if rb == nil {
 			rb = &raftfsm.RoleBinding{}
 		}
-		writeJSON(w, http.StatusOK, api.Subjects{Users: append([]string{}, rb.Users...), ServiceAccounts: append([]string{}, rb.ServiceAccounts...)})
+		writeJSON(w, http.StatusOK, subjectsToAPI(rb))
 		return nil
 	}
+}
+
+func subjectsToAPI(rb *raftfsm.RoleBinding) api.Subjects {
+	return api.Subjects{Users: append([]string{}, rb.Users...), ServiceAccounts: append([]string{}, rb.ServiceAccounts...), Groups: append([]string{}, rb.Groups...)}
 }
 
 func (s *Server) setNodeNamespace(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {

@@ -83,7 +83,7 @@ func (p *Peer) adminToken(w http.ResponseWriter, r *http.Request) {
 		adminError(w, http.StatusBadRequest, fmt.Errorf("malformed request: %w", err))
 		return
 	}
-	if err := api.ValidateName("--user", req.User, api.MaxNameLen); err != nil {
+	if err := api.ValidateUserName("--user", req.User); err != nil {
 		adminError(w, http.StatusBadRequest, err)
 		return
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/node/leader"
 	"github.com/svc-project/svc/node/membership"
+	"github.com/svc-project/svc/node/signin"
 	"github.com/svc-project/svc/node/templates"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
@@ -212,7 +213,8 @@ func Start(cfg Config) (*Peer, error) {
 	p.api = httpapi.New(httpapi.Config{
 		Replica: p, Consensus: p, Readiness: p, Peers: p, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Images: p.images, Audit: p.audit,
-		Log: cfg.Log.With("part", "api"), Registry: p.reg,
+		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
+		Log:    cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
 	p.wg.Go(func() {

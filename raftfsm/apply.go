@@ -110,6 +110,12 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyPeerAddr)
 	case TypeGossipKeysSet:
 		return applyBody(c, s.applyGossipKeysSet)
+	case TypeOIDCProviderSet:
+		return applyBody(c, s.applyOIDCProviderSet)
+	case TypeOIDCProviderDel:
+		return applyBody(c, s.applyOIDCProviderDelete)
+	case TypeUserSignIn:
+		return applyBody(c, func(b UserSignIn) (any, error) { return s.applyUserSignIn(index, b) })
 	}
 	return nil, ErrUnknownCommand
 }

@@ -17,11 +17,25 @@ type User struct {
 	// the log entry that named it. Tokens carry it, so a removal voids every
 	// token issued before it (0: named before UIDs existed).
 	UID uint64 `json:"uid,omitempty"`
+	// Groups are the directory groups the person's provider named at their
+	// last sign-in; Provider is that provider (empty for users root on a
+	// host named); SignedInAt is when.
+	Groups     []string   `json:"groups,omitempty"`
+	Provider   string     `json:"provider,omitempty"`
+	SignedInAt *time.Time `json:"signedInAt,omitempty"`
 }
 
 func (u *User) sortKey() string { return u.Name }
 
-func (u *User) clone() *User { c := *u; return &c }
+func (u *User) clone() *User {
+	c := *u
+	c.Groups = slices.Clone(u.Groups)
+	if u.SignedInAt != nil {
+		t := *u.SignedInAt
+		c.SignedInAt = &t
+	}
+	return &c
+}
 
 // ServiceAccount is a non-human subject of a namespace.
 type ServiceAccount struct {
@@ -39,17 +53,21 @@ func (sa *ServiceAccount) clone() *ServiceAccount {
 	return &c
 }
 
-// RoleBinding lists the subjects bound to a namespace.
+// RoleBinding lists the subjects bound to a namespace: users, service
+// accounts and the directory groups of people who sign in through a
+// provider.
 type RoleBinding struct {
 	Namespace       string   `json:"namespace"`
 	Users           []string `json:"users"`
 	ServiceAccounts []string `json:"serviceAccounts"`
+	Groups          []string `json:"groups,omitempty"`
 }
 
 func (rb *RoleBinding) clone() *RoleBinding {
 	c := *rb
 	c.Users = append([]string{}, rb.Users...)
 	c.ServiceAccounts = append([]string{}, rb.ServiceAccounts...)
+	c.Groups = append([]string{}, rb.Groups...)
 	return &c
 }
 
@@ -86,11 +104,12 @@ type RoleBindingChange struct {
 	Namespace       string    `json:"namespace"`
 	Users           []string  `json:"users"`
 	ServiceAccounts []string  `json:"serviceAccounts"`
+	Groups          []string  `json:"groups,omitempty"`
 	Time            time.Time `json:"time"`
 }
 
 func (s *State) applyUserUpsert(index uint64, c UserUpsert) (any, error) {
-	if err := api.ValidateName("user", c.Name, api.MaxNameLen); err != nil {
+	if err := api.ValidateUserName("user", c.Name); err != nil {
 		return nil, ruleErr(ErrInvalid, "%s", err.Error())
 	}
 	u, ok := s.Users[c.Name]
@@ -154,17 +173,20 @@ func (s *State) checkSubjects(c RoleBindingChange, mustExist bool) error {
 	if _, ok := s.Namespaces[c.Namespace]; !ok {
 		return ruleErr(ErrNotFound, "namespace %q not found", c.Namespace)
 	}
-	n := len(c.Users) + len(c.ServiceAccounts)
+	n := len(c.Users) + len(c.ServiceAccounts) + len(c.Groups)
 	if n == 0 {
-		return ruleErr(ErrInvalid, "name at least one user or service account")
+		return ruleErr(ErrInvalid, "name at least one user, service account or group")
 	}
 	if n > api.MaxSubjectsPerCall {
 		return ruleErr(ErrInvalid, "%d subjects, at most %d in one change", n, api.MaxSubjectsPerCall)
 	}
 	for _, u := range c.Users {
-		if err := api.ValidateName("user", u, api.MaxNameLen); err != nil {
+		if err := api.ValidateUserName("user", u); err != nil {
 			return ruleErr(ErrInvalid, "%s", err.Error())
 		}
+	}
+	if err := checkGroups("groups", c.Groups, api.MaxSubjectsPerCall); err != nil {
+		return err
 	}
 	for _, ref := range c.ServiceAccounts {
 		ns, name, ok := splitSARef(ref)
@@ -218,7 +240,8 @@ func (s *State) applyRoleBindingAdd(index uint64, c RoleBindingChange) (any, err
 	}
 	users, _ := merge(slices.Clone(rb.Users), c.Users)
 	sas, _ := merge(slices.Clone(rb.ServiceAccounts), c.ServiceAccounts)
-	if n := len(users) + len(sas); n > api.MaxBindingSubjects {
+	groups, _ := merge(slices.Clone(rb.Groups), c.Groups)
+	if n := len(users) + len(sas) + len(groups); n > api.MaxBindingSubjects {
 		return nil, ruleErr(ErrConflict, "namespace %q would bind %d subjects, at most %d", c.Namespace, n, api.MaxBindingSubjects)
 	}
 	for _, u := range c.Users {
@@ -226,7 +249,7 @@ func (s *State) applyRoleBindingAdd(index uint64, c RoleBindingChange) (any, err
 			s.Users[u] = &User{Name: u, CreatedAt: c.Time, UID: index}
 		}
 	}
-	rb.Users, rb.ServiceAccounts = users, sas
+	rb.Users, rb.ServiceAccounts, rb.Groups = users, sas, groups
 	s.RoleBindings[c.Namespace] = rb
 	return rb.clone(), nil
 }
@@ -241,6 +264,7 @@ func (s *State) applyRoleBindingDel(c RoleBindingChange) (any, error) {
 	}
 	rb.Users = without(rb.Users, c.Users)
 	rb.ServiceAccounts = without(rb.ServiceAccounts, c.ServiceAccounts)
+	rb.Groups = without(rb.Groups, c.Groups)
 	return rb.clone(), nil
 }
 
@@ -267,7 +291,7 @@ func (f *FSM) RoleBinding(ns string) RoleBinding {
 	defer f.mu.RUnlock()
 	rb, ok := f.state.RoleBindings[ns]
 	if !ok {
-		return RoleBinding{Namespace: ns, Users: []string{}, ServiceAccounts: []string{}}
+		return RoleBinding{Namespace: ns, Users: []string{}, ServiceAccounts: []string{}, Groups: []string{}}
 	}
 	return *rb.clone()
 }

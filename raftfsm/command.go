@@ -65,6 +65,9 @@ const (
 	TypeNodeRemove       Type = 48
 	TypePeerAddr         Type = 49
 	TypeGossipKeysSet    Type = 50
+	TypeOIDCProviderSet  Type = 51
+	TypeOIDCProviderDel  Type = 52
+	TypeUserSignIn       Type = 53
 )
 
 var typeNames = map[Type]string{
@@ -104,6 +107,9 @@ var typeNames = map[Type]string{
 	TypeNodeRemove:       "node-remove",
 	TypePeerAddr:         "peer-addr",
 	TypeGossipKeysSet:    "gossip-keys-set",
+	TypeOIDCProviderSet:  "oidc-provider-set",
+	TypeOIDCProviderDel:  "oidc-provider-delete",
+	TypeUserSignIn:       "user-sign-in",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
 	TypeImageCopy:        "image-copy",

@@ -37,6 +37,9 @@ type State struct {
 	RegistryCredentials map[string]*RegistryCredential `json:"registryCredentials"`
 	// Jobs (pushes and pulls) are keyed by "namespace/name".
 	Jobs map[string]*Job `json:"jobs"`
+	// OIDCProviders are the OpenID Connect providers people sign in with,
+	// keyed by name.
+	OIDCProviders map[string]*OIDCProvider `json:"oidcProviders"`
 	// Catalogs are the OCI repositories listed as remote images and ISOs.
 	Catalogs []string `json:"catalogs,omitempty"`
 	// Audit is the audit log (see AuditEntry), oldest first; AuditSeq the
@@ -69,6 +72,7 @@ func NewState() *State {
 
 		RegistryCredentials: map[string]*RegistryCredential{},
 		Jobs:                map[string]*Job{},
+		OIDCProviders:       map[string]*OIDCProvider{},
 	}
 	s.idx = buildIndex(s)
 	return s

@@ -73,7 +73,7 @@ func newAdminCmd() *cobra.Command {
 		Example: "  sudo svc admin token --user alice\n  sudo svc admin token --user ops --admin --ttl 8h",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := api.ValidateName("--user", user, api.MaxNameLen); err != nil {
+			if err := api.ValidateUserName("--user", user); err != nil {
 				return err
 			}
 			var out api.TokenResponse

@@ -199,6 +199,12 @@ func (v *ClusterVerifier) Verify(tok string, now time.Time) (Principal, error) {
 		if c.Role != RoleAdmin && c.Role != RoleUser {
 			return Principal{}, fmt.Errorf("%w: unknown role %q", ErrMalformed, c.Role)
 		}
+		// The role follows the user's record: an admin token of a person
+		// whose directory group no longer makes them one (or whom root
+		// named again without --admin) acts as a user's.
+		if c.Role == RoleAdmin && !u.Admin {
+			p.Role = RoleUser
+		}
 	case KindServiceAccount:
 		sa, ok := v.State.ServiceAccount(c.Namespace, c.Subject)
 		if !ok || !sameIncarnation(c.UID, sa.UID, issued, sa.CreatedAt) {

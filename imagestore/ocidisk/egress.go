@@ -132,8 +132,9 @@ func (e *Egress) CheckRegistry(ctx context.Context, registry string) error {
 	return err
 }
 
-// dialer dials only addresses the policy allows.
-func (e *Egress) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+// Dialer dials only addresses the policy allows: registries, and the
+// OpenID Connect issuers people sign in with, are reached through it.
+func (e *Egress) Dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	d.Timeout, d.KeepAlive = 30*time.Second, 30*time.Second
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -81,7 +81,7 @@ func (r Registry) jobs() int {
 func (r Registry) options(ctx context.Context) []remote.Option {
 	tr := remote.DefaultTransport.(*http.Transport).Clone()
 	if r.Egress != nil {
-		tr.DialContext = r.Egress.dialer()
+		tr.DialContext = r.Egress.Dialer()
 	}
 	if r.Insecure {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for: allowInsecure

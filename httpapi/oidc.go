@@ -1,0 +1,255 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/node/signin"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// SignIn runs sign-ins through OpenID Connect providers (node/signin).
+type SignIn interface {
+	Start(ctx context.Context, provider, redirect string) (api.SignInStart, error)
+	Finish(ctx context.Context, provider, state, code string) (signin.Identity, error)
+	StartDevice(ctx context.Context, provider string) (api.DeviceSignIn, error)
+	PollDevice(ctx context.Context, provider, handle string) (signin.Identity, bool, error)
+}
+
+// oidcRoutes: the providers (admin) and the sign-in steps (no token: they
+// are how a person gets one). A sign-in's last step records the person,
+// so it runs on the leader; the others on any peer.
+func (s *Server) oidcRoutes() {
+	const one = api.OIDCPath + "/:provider"
+	s.handle(Route{Method: http.MethodGet, Path: api.OIDCPath, Rule: RuleAdmin}, s.listOIDCProviders)
+	s.handle(Route{Method: http.MethodPut, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.setOIDCProvider)
+	s.handle(Route{Method: http.MethodDelete, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteOIDCProvider)
+	s.handle(Route{Method: http.MethodGet, Path: api.SignInPath, Rule: RuleOpen}, s.signInProviders)
+	s.handle(Route{Method: http.MethodPost, Path: one + "/start", Rule: RuleOpen}, s.startSignIn)
+	s.handle(Route{Method: http.MethodPost, Path: one + "/callback", Rule: RuleOpen, Write: true, Target: Leader}, s.finishSignIn)
+	s.handle(Route{Method: http.MethodPost, Path: one + "/device", Rule: RuleOpen}, s.startDeviceSignIn)
+	s.handle(Route{Method: http.MethodPost, Path: one + "/device/token", Rule: RuleOpen, Write: true, Target: Leader}, s.pollDeviceSignIn)
+}
+
+func oidcToAPI(p raftfsm.OIDCProvider) api.OIDCProvider {
+	return api.OIDCProvider{
+		Name: p.Name, Issuer: p.Issuer, ClientID: p.ClientID, ClientSecretSet: len(p.SealedClientSecret) > 0,
+		Scopes: nonNil(p.Scopes, signin.DefaultScopes), UsernameClaim: p.UsernameClaim, GroupsClaim: p.GroupsClaim,
+		AdminGroups: nonNil(p.AdminGroups, nil), AllowedGroups: nonNil(p.AllowedGroups, nil), CreatedAt: p.CreatedAt,
+	}
+}
+
+func nonNil(v, def []string) []string {
+	if len(v) == 0 {
+		v = def
+	}
+	return append([]string{}, v...)
+}
+
+func (s *Server) listOIDCProviders(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	items := []api.OIDCProvider{}
+	for _, p := range s.replica.FSM().OIDCProviders() {
+		items = append(items, oidcToAPI(p))
+	}
+	writeJSON(w, http.StatusOK, api.List[api.OIDCProvider]{Items: items})
+	return nil
+}
+
+func (s *Server) setOIDCProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	name := p.ByName("provider")
+	var req api.OIDCProviderRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := api.ValidateName("provider", name, api.MaxNameLen); err != nil {
+		return badRequest("%s", err)
+	}
+	if err := checkIssuer(req.Issuer); err != nil {
+		return err
+	}
+	if req.ClientID == "" || len(req.ClientID) > api.MaxOIDCClientID {
+		return badRequest("field \"clientId\": the client id the provider gave this cluster, at most %d bytes", api.MaxOIDCClientID)
+	}
+	if len(req.ClientSecret) > api.MaxOIDCSecret {
+		return badRequest("field \"clientSecret\": at most %d bytes", api.MaxOIDCSecret)
+	}
+	if len(req.Scopes) > 0 && !slices.Contains(req.Scopes, "openid") {
+		return badRequest("field \"scopes\": must include \"openid\"")
+	}
+	rec := raftfsm.OIDCProvider{
+		Name: name, Issuer: req.Issuer, ClientID: req.ClientID, Scopes: req.Scopes,
+		UsernameClaim: first(req.UsernameClaim, signin.DefaultUsernameClaim), GroupsClaim: first(req.GroupsClaim, signin.DefaultGroupsClaim),
+		AdminGroups: req.AdminGroups, AllowedGroups: req.AllowedGroups, CreatedAt: time.Now().UTC().Truncate(time.Second),
+	}
+	if req.ClientSecret != "" {
+		sealed, err := auth.Seal(s.keys.SealKey(), []byte(req.ClientSecret), signin.SecretAAD(name))
+		if err != nil {
+			return err
+		}
+		rec.SealedClientSecret = sealed
+	}
+	_, existed := s.replica.FSM().OIDCProvider(name)
+	v, err := s.apply(r.Context(), raftfsm.TypeOIDCProviderSet, raftfsm.OIDCProviderSet{Provider: rec})
+	if err != nil {
+		return err
+	}
+	code := http.StatusCreated
+	if existed {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, oidcToAPI(*v.(*raftfsm.OIDCProvider)))
+	return nil
+}
+
+// checkIssuer takes an https issuer, or http on a loopback address (a
+// provider on the same host, as in tests).
+func checkIssuer(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || len(raw) > api.MaxOIDCRedirectURI {
+		return badRequest("field \"issuer\": %q must be the provider's issuer URL (https://...)", raw)
+	}
+	if u.Scheme == "https" {
+		return nil
+	}
+	if u.Scheme == "http" && signin.CheckRedirect(raw) == nil {
+		return nil
+	}
+	return badRequest("field \"issuer\": %q must be https (plain http only on a loopback address)", raw)
+}
+
+func (s *Server) deleteOIDCProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if _, err := s.apply(r.Context(), raftfsm.TypeOIDCProviderDel, raftfsm.OIDCProviderDelete{Name: p.ByName("provider")}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) signInProviders(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	items := []api.SignInProvider{}
+	for _, p := range s.replica.FSM().OIDCProviders() {
+		items = append(items, api.SignInProvider{Name: p.Name, Issuer: p.Issuer})
+	}
+	writeJSON(w, http.StatusOK, api.List[api.SignInProvider]{Items: items})
+	return nil
+}
+
+func (s *Server) needSignIn() error {
+	if s.signin == nil {
+		return unavailable("5", "this peer does not run sign-ins")
+	}
+	return nil
+}
+
+func (s *Server) startSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var req api.SignInStartRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := s.needSignIn(); err != nil {
+		return err
+	}
+	out, err := s.signin.Start(r.Context(), p.ByName("provider"), req.RedirectURI)
+	if err != nil {
+		return signInError(err)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var req api.SignInCallback
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := s.needSignIn(); err != nil {
+		return err
+	}
+	id, err := s.signin.Finish(r.Context(), p.ByName("provider"), req.State, req.Code)
+	if err != nil {
+		return signInError(err)
+	}
+	return s.signedIn(w, r, id)
+}
+
+func (s *Server) startDeviceSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := s.needSignIn(); err != nil {
+		return err
+	}
+	out, err := s.signin.StartDevice(r.Context(), p.ByName("provider"))
+	if err != nil {
+		return signInError(err)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) pollDeviceSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var req api.DevicePoll
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := s.needSignIn(); err != nil {
+		return err
+	}
+	id, pending, err := s.signin.PollDevice(r.Context(), p.ByName("provider"), req.Handle)
+	if err != nil {
+		return signInError(err)
+	}
+	if pending {
+		writeJSON(w, http.StatusAccepted, api.SignInPending{State: "pending", Interval: 5})
+		return nil
+	}
+	return s.signedIn(w, r, id)
+}
+
+// signedIn records the person (created at their first sign-in, their role
+// and groups replaced at each) and answers their personal token.
+func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, id signin.Identity) error {
+	now := time.Now().UTC().Truncate(time.Second)
+	v, err := s.apply(r.Context(), raftfsm.TypeUserSignIn, raftfsm.UserSignIn{Name: id.User, Admin: id.Admin, Groups: id.Groups, Provider: id.Provider, Time: now})
+	if err != nil {
+		return err
+	}
+	u := v.(*raftfsm.User)
+	role := auth.RoleUser
+	if u.Admin {
+		role = auth.RoleAdmin
+	}
+	ok, clusterID := s.replica.FSM().Initialized()
+	if !ok {
+		return unavailable("5", "the cluster is not initialised yet")
+	}
+	tok, exp, err := auth.Sign(s.keys.SigningKey(), clusterID, auth.Principal{Kind: auth.KindUser, Name: u.Name, Role: role, UID: u.UID}, auth.PersonalTTL, time.Now())
+	if err != nil {
+		return err
+	}
+	s.log.Info("signed in", "user", u.Name, "provider", id.Provider, "role", role, "groups", len(u.Groups))
+	writeJSON(w, http.StatusOK, api.SignedIn{Token: tok, ExpiresAt: exp, User: u.Name, Role: role, Groups: nonNil(u.Groups, nil), Provider: id.Provider})
+	return nil
+}
+
+// signInError answers a failed sign-in step.
+func signInError(err error) error {
+	switch {
+	case errors.Is(err, signin.ErrNoProvider):
+		return notFound("%s", err)
+	case errors.Is(err, signin.ErrInvalid):
+		return badRequest("%s", err)
+	case errors.Is(err, signin.ErrRefused):
+		return errorf(http.StatusUnauthorized, api.ReasonUnauthorized, "%s", err)
+	case errors.Is(err, signin.ErrNotAllowed):
+		return errorf(http.StatusForbidden, api.ReasonForbidden, "%s", err)
+	case errors.Is(err, signin.ErrUnavailable):
+		return unavailable("10", "%s", err)
+	}
+	return err
+}

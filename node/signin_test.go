@@ -1,0 +1,255 @@
+package node_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/testkit/oidcprovider"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// people of the test directory: alice in dev, bob an admin through
+// ops-admins, carol in no group.
+var people = []oidcprovider.User{
+	{Username: "alice", Password: "alice-pw", Email: "Alice@Example.com", Groups: []string{"dev"}},
+	{Username: "bob", Password: "bob-pw", Email: "bob@example.com", Groups: []string{"ops-admins"}},
+	{Username: "carol", Password: "carol-pw", Email: "carol@example.com"},
+}
+
+// setProvider configures the test provider as "corp".
+func setProvider(t *testing.T, admin *api.Client, op *oidcprovider.Provider, allowed ...string) {
+	t.Helper()
+	_, err := admin.SetOIDCProvider(ctx(t), "corp", api.OIDCProviderRequest{
+		Issuer: op.Issuer, ClientID: op.ClientID, ClientSecret: op.ClientSecret,
+		AdminGroups: []string{"ops-admins"}, AllowedGroups: allowed,
+	})
+	if err != nil {
+		t.Fatalf("set provider: %v", err)
+	}
+}
+
+// signIn runs a browser sign-in through peer cl as username, the browser's
+// steps done as form posts.
+func signIn(t *testing.T, cl *api.Client, op *oidcprovider.Provider, username, password string) (api.SignedIn, error) {
+	t.Helper()
+	st, err := cl.StartSignIn(ctx(t), "corp", "http://127.0.0.1:1/callback")
+	if err != nil {
+		return api.SignedIn{}, err
+	}
+	back, err := op.SignIn(ctx(t), st.AuthURL, username, password)
+	if err != nil {
+		t.Fatalf("sign in at the provider: %v", err)
+	}
+	if back.Query().Get("state") != st.State || back.Query().Get("code") == "" {
+		t.Fatalf("the provider sent the browser back to %s", back)
+	}
+	return cl.FinishSignIn(ctx(t), "corp", api.SignInCallback{State: st.State, Code: back.Query().Get("code")})
+}
+
+func TestSignIn_roles_follow_the_directory(t *testing.T) {
+	op := oidcprovider.Start(t, people)
+	c := testcluster.New(t, 2, testcluster.Options{})
+	leader := c.WaitLeader()
+	admin := c.Client(leader)
+	setProvider(t, admin, op)
+	if _, err := admin.CreateNamespace(ctx(t), "team-dev"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AddSubjects(ctx(t), "team-dev", api.Subjects{Groups: []string{"dev"}}); err != nil {
+		t.Fatal(err)
+	}
+	follower := c.Followers()[0]
+	viaFollower := api.NewClient("http://"+follower.Peer.APIAddr(), "")
+
+	// alice signs in through a follower: a user, named by her e-mail
+	// address (lowercased), with her groups; her token lasts an hour.
+	alice, err := signIn(t, viaFollower, op, "alice", "alice-pw")
+	if err != nil {
+		t.Fatalf("alice signs in: %v", err)
+	}
+	if alice.User != "alice@example.com" || alice.Role != "user" || strings.Join(alice.Groups, ",") != "dev" {
+		t.Fatalf("alice signed in as %+v", alice)
+	}
+	if left := time.Until(*alice.ExpiresAt); left < 59*time.Minute || left > time.Hour+time.Second {
+		t.Fatalf("alice's token expires in %s, want 1 h", left)
+	}
+	asAlice := api.NewClient("http://"+follower.Peer.APIAddr(), alice.Token)
+	if _, err := asAlice.ListVMs(ctx(t), "team-dev"); err != nil {
+		t.Fatalf("alice in her group's namespace: %v", err)
+	}
+	if _, err := asAlice.ListVMs(ctx(t), ns); err != nil {
+		t.Fatalf("alice in svc-default: %v", err)
+	}
+	if _, err := admin.CreateNamespace(ctx(t), "team-ops"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = asAlice.ListVMs(ctx(t), "team-ops")
+	if api.CodeOf(err) != http.StatusForbidden || !strings.Contains(err.Error(), "group") {
+		t.Fatalf("alice in another namespace: %v, want 403 naming groups", err)
+	}
+
+	// bob is an admin through ops-admins: he makes a namespace.
+	bob, err := signIn(t, viaFollower, op, "bob", "bob-pw")
+	if err != nil || bob.Role != "admin" {
+		t.Fatalf("bob signs in: %+v, %v", bob, err)
+	}
+	if _, err := api.NewClient("http://"+leader.Peer.APIAddr(), bob.Token).CreateNamespace(ctx(t), "bobs"); err != nil {
+		t.Fatalf("bob makes a namespace: %v", err)
+	}
+
+	// alice leaves dev in the directory: at her next sign-in her namespace
+	// follows, and so do the tokens she already has.
+	op.SetGroups("alice", nil)
+	again, err := signIn(t, viaFollower, op, "alice", "alice-pw")
+	if err != nil || len(again.Groups) != 0 {
+		t.Fatalf("alice signs in again: %+v, %v", again, err)
+	}
+	c.WaitFor("alice's groups on the follower", 10*time.Second, func() error {
+		if u, _ := follower.Peer.FSM().User("alice@example.com"); len(u.Groups) != 0 {
+			return fmt.Errorf("still %v", u.Groups)
+		}
+		return nil
+	})
+	for _, tok := range []string{alice.Token, again.Token} {
+		_, err = api.NewClient("http://"+follower.Peer.APIAddr(), tok).ListVMs(ctx(t), "team-dev")
+		if api.CodeOf(err) != http.StatusForbidden {
+			t.Fatalf("alice out of dev, in team-dev: %v, want 403", err)
+		}
+	}
+
+	// bob loses ops-admins: his admin token acts as a user's once he signed in again.
+	op.SetGroups("bob", nil)
+	if _, err := signIn(t, viaFollower, op, "bob", "bob-pw"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("bob a user on the leader", 10*time.Second, func() error {
+		_, err := api.NewClient("http://"+leader.Peer.APIAddr(), bob.Token).CreateNamespace(ctx(t), "bobs-2")
+		if api.CodeOf(err) == http.StatusForbidden {
+			return nil
+		}
+		return fmt.Errorf("bob's old admin token: %v", err)
+	})
+
+	// root removes alice: her tokens are refused on every peer.
+	if _, err := leader.Peer.RemoveUser(ctx(t), "alice@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Running() {
+		_, err := api.NewClient("http://"+m.Peer.APIAddr(), again.Token).ListVMs(ctx(t), ns)
+		if api.CodeOf(err) != http.StatusUnauthorized {
+			t.Fatalf("removed alice's token on %s: %v, want 401", m.Name, err)
+		}
+	}
+}
+
+func TestSignIn_device_grant(t *testing.T) {
+	op := oidcprovider.Start(t, people)
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	setProvider(t, c.Client(m), op)
+	cl := api.NewClient("http://"+m.Peer.APIAddr(), "")
+	for _, tc := range []struct {
+		name  string
+		allow bool
+		want  int
+	}{
+		{"approved", true, http.StatusOK},
+		{"denied", false, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := cl.StartDeviceSignIn(ctx(t), "corp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.UserCode == "" || !strings.HasPrefix(d.VerificationURI, op.Issuer) {
+				t.Fatalf("device sign-in: %+v", d)
+			}
+			// Not approved yet: pending.
+			if got, err := cl.PollDeviceSignIn(ctx(t), "corp", d.Handle); got != nil || err != nil {
+				t.Fatalf("poll before approval: %+v, %v", got, err)
+			}
+			if err := op.ApproveDevice(ctx(t), d.UserCode, "carol", "carol-pw", tc.allow); err != nil {
+				t.Fatal(err)
+			}
+			var got *api.SignedIn
+			deadline := time.Now().Add(time.Minute)
+			for got == nil && err == nil && time.Now().Before(deadline) {
+				got, err = cl.PollDeviceSignIn(ctx(t), "corp", d.Handle)
+			}
+			switch {
+			case tc.want == http.StatusOK && (err != nil || got == nil || got.User != "carol@example.com"):
+				t.Fatalf("approved: %+v, %v", got, err)
+			case tc.want != http.StatusOK && api.CodeOf(err) != tc.want:
+				t.Fatalf("denied: %+v, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSignIn_bad_input_is_refused(t *testing.T) {
+	op := oidcprovider.Start(t, people)
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	admin := c.Client(m)
+	setProvider(t, admin, op, "dev", "ops-admins")
+	cl := api.NewClient("http://"+m.Peer.APIAddr(), "")
+	st, err := cl.StartSignIn(ctx(t), "corp", "http://127.0.0.1:1/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := st.State[:len(st.State)-2] + "AA"
+	cases := []struct {
+		name string
+		call func() error
+		code int
+		says string
+	}{
+		{"an unknown provider", func() error { _, err := cl.StartSignIn(ctx(t), "nope", "http://127.0.0.1:1/cb"); return err }, 404, "no such"},
+		{"a redirect off this host in plain http", func() error { _, err := cl.StartSignIn(ctx(t), "corp", "http://evil.example/cb"); return err }, 400, "loopback"},
+		{"an altered state", func() error {
+			_, err := cl.FinishSignIn(ctx(t), "corp", api.SignInCallback{State: tampered, Code: "x"})
+			return err
+		}, 400, "altered"},
+		{"a code the provider never gave", func() error {
+			_, err := cl.FinishSignIn(ctx(t), "corp", api.SignInCallback{State: st.State, Code: "made-up"})
+			return err
+		}, 401, "refused"},
+		{"a person in none of the allowed groups", func() error { _, err := signIn(t, cl, op, "carol", "carol-pw"); return err }, 403, "none of the groups"},
+		{"a provider without https", func() error {
+			_, err := admin.SetOIDCProvider(ctx(t), "plain", api.OIDCProviderRequest{Issuer: "http://idp.example", ClientID: "x"})
+			return err
+		}, 400, "https"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if api.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("got %v, want %d saying %q", err, tc.code, tc.says)
+			}
+		})
+	}
+	if _, ok := m.Peer.FSM().User("carol@example.com"); ok {
+		t.Fatal("carol was recorded though refused")
+	}
+	// The secret is never answered.
+	list, err := admin.ListOIDCProviders(ctx(t))
+	if err != nil || len(list) != 1 || !list[0].ClientSecretSet {
+		t.Fatalf("providers: %+v, %v", list, err)
+	}
+
+	// A provider that is down: a bounded 503.
+	op.Close()
+	start := time.Now()
+	_, err = admin.SetOIDCProvider(ctx(t), "corp", api.OIDCProviderRequest{Issuer: op.Issuer + "/moved", ClientID: op.ClientID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.StartSignIn(ctx(t), "corp", "http://127.0.0.1:1/callback")
+	if api.CodeOf(err) != http.StatusServiceUnavailable || time.Since(start) > 15*time.Second {
+		t.Fatalf("provider down: %v after %s, want 503 within 15 s", err, time.Since(start))
+	}
+}

@@ -30,7 +30,7 @@ func (s *Service) StartDevice(ctx context.Context, provider string) (api.DeviceS
 	if conf.Endpoint.DeviceAuthURL == "" {
 		return api.DeviceSignIn{}, fmt.Errorf("%w: provider %q has no device authorization endpoint; sign in with a browser (svc login without --device)", ErrInvalid, p.Name)
 	}
-	cctx, cancel := context.WithTimeout(s.ctx(ctx), CallTimeout)
+	cctx, cancel := context.WithTimeout(s.ctx(ctx), s.cfg.Timeout)
 	defer cancel()
 	da, err := conf.DeviceAuth(cctx)
 	if err != nil {

@@ -68,7 +68,7 @@ func (s *Service) Finish(ctx context.Context, provider, state, code string) (Ide
 	if err != nil {
 		return Identity{}, err
 	}
-	cctx, cancel := context.WithTimeout(s.ctx(ctx), CallTimeout)
+	cctx, cancel := context.WithTimeout(s.ctx(ctx), s.cfg.Timeout)
 	defer cancel()
 	tok, err := conf.Exchange(cctx, code, oauth2.VerifierOption(v.Verifier))
 	if err != nil {
@@ -112,7 +112,7 @@ func (s *Service) Verify(ctx context.Context, provider, raw, nonce string) (Iden
 	if err != nil {
 		return Identity{}, err
 	}
-	vctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	idt, err := r.verifier.Verify(vctx, raw)
 	if err != nil {

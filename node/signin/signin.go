@@ -50,7 +50,8 @@ var (
 const (
 	// StateTTL is how long a started sign-in may take.
 	StateTTL = 10 * time.Minute
-	// CallTimeout bounds each call to a provider (discovery, keys, token).
+	// CallTimeout bounds each call to a provider (discovery, keys, token)
+	// unless Config.Timeout says otherwise.
 	CallTimeout = 10 * time.Second
 	// PollWindow is how long one device poll waits for the person's approval.
 	PollWindow = 12 * time.Second
@@ -70,7 +71,9 @@ type Config struct {
 	Keys auth.Keys
 	// Egress is the addresses this peer may contact (nil: any).
 	Egress *ocidisk.Egress
-	Log    *slog.Logger
+	// Timeout bounds each call to a provider (default CallTimeout).
+	Timeout time.Duration
+	Log     *slog.Logger
 }
 
 // Identity is a person a provider vouched for, as this cluster sees them.
@@ -103,11 +106,14 @@ func New(cfg Config) *Service {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = CallTimeout
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.Egress != nil {
 		tr.DialContext = cfg.Egress.Dialer()
 	}
-	return &Service{cfg: cfg, http: &http.Client{Transport: tr, Timeout: CallTimeout}, remote: map[string]*remote{}}
+	return &Service{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.Timeout}, remote: map[string]*remote{}}
 }
 
 // provider returns a provider's configuration.
@@ -134,7 +140,7 @@ func (s *Service) discover(ctx context.Context, p raftfsm.OIDCProvider) (*remote
 	if ok && r.issuer == p.Issuer && r.clientID == p.ClientID && time.Since(r.at) < rediscover {
 		return r, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	// The key set go-oidc keeps fetches with the context it was made with,
 	// for as long as it lives: a context without the request's end.
@@ -158,7 +164,7 @@ func (s *Service) unreachable(p raftfsm.OIDCProvider, what string, err error) er
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: provider %q (%s) did not answer %s within %s", ErrUnavailable, p.Name, p.Issuer, what, CallTimeout)
+		return fmt.Errorf("%w: provider %q (%s) did not answer %s within %s", ErrUnavailable, p.Name, p.Issuer, what, s.cfg.Timeout)
 	}
 	return fmt.Errorf("%w: provider %q (%s): cannot read %s: %v", ErrUnavailable, p.Name, p.Issuer, what, err)
 }

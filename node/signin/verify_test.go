@@ -1,0 +1,188 @@
+package signin
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// issuer is a provider's discovery document and keys, served on loopback,
+// and the key it signs with: enough of a provider to verify ID tokens.
+type issuer struct {
+	srv   *httptest.Server
+	key   *rsa.PrivateKey
+	delay time.Duration
+}
+
+func newIssuer(t *testing.T) *issuer {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &issuer{key: key}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(is.delay):
+		case <-r.Context().Done():
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer": is.srv.URL, "authorization_endpoint": is.srv.URL + "/auth", "token_endpoint": is.srv.URL + "/token",
+			"jwks_uri": is.srv.URL + "/keys", "id_token_signing_alg_values_supported": []string{"RS256"},
+		})
+	})
+	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+	})
+	is.srv = httptest.NewServer(mux)
+	t.Cleanup(is.srv.Close)
+	return is
+}
+
+// sign makes an ID token with claims, signed by key.
+func sign(t *testing.T, key *rsa.PrivateKey, claims map[string]any) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(s).Claims(claims).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+type fakeState map[string]raftfsm.OIDCProvider
+
+func (f fakeState) OIDCProvider(name string) (raftfsm.OIDCProvider, bool) { p, ok := f[name]; return p, ok }
+
+type fakeKeys struct{}
+
+func (fakeKeys) SigningKey() []byte { return nil }
+func (fakeKeys) SealKey() []byte    { return make([]byte, 32) }
+
+func TestVerify_refuses_what_is_not_this_sign_in(t *testing.T) {
+	is := newIssuer(t)
+	other, _ := rsa.GenerateKey(rand.Reader, 2048)
+	prov := raftfsm.OIDCProvider{Name: "corp", Issuer: is.srv.URL, ClientID: "svc", UsernameClaim: "email", GroupsClaim: "groups",
+		AdminGroups: []string{"admins"}, AllowedGroups: []string{"dev"}}
+	s := New(Config{State: fakeState{"corp": prov}, Keys: fakeKeys{}})
+	now := time.Now()
+	base := func(change map[string]any) map[string]any {
+		c := map[string]any{"iss": is.srv.URL, "aud": "svc", "sub": "u1", "exp": now.Add(time.Hour).Unix(), "iat": now.Unix(),
+			"nonce": "n-1", "email": "Dev@Example.com", "email_verified": true, "groups": []string{"dev"}}
+		for k, v := range change {
+			if v == nil {
+				delete(c, k)
+			} else {
+				c[k] = v
+			}
+		}
+		return c
+	}
+	unsigned := func(claims map[string]any) string {
+		h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+		b, _ := json.Marshal(claims)
+		return h + "." + base64.RawURLEncoding.EncodeToString(b) + "."
+	}
+	many := make([]string, 300)
+	for i := range many {
+		many[i] = fmt.Sprintf("g%d", i)
+	}
+	cases := []struct {
+		name  string
+		token string
+		nonce string
+		err   error
+		says  string
+	}{
+		{"good", sign(t, is.key, base(nil)), "n-1", nil, ""},
+		{"an admin", sign(t, is.key, base(map[string]any{"groups": []string{"admins"}})), "n-1", nil, ""},
+		{"another issuer", sign(t, is.key, base(map[string]any{"iss": "https://other.example"})), "n-1", ErrRefused, "different provider"},
+		{"another audience", sign(t, is.key, base(map[string]any{"aud": "someone-else"})), "n-1", ErrRefused, "audience"},
+		{"expired", sign(t, is.key, base(map[string]any{"exp": now.Add(-time.Minute).Unix()})), "n-1", ErrRefused, "expired"},
+		{"unsigned", unsigned(base(nil)), "n-1", ErrRefused, "does not verify"},
+		{"signed by another key", sign(t, other, base(nil)), "n-1", ErrRefused, "does not verify"},
+		{"another sign-in's nonce", sign(t, is.key, base(nil)), "n-2", ErrRefused, "nonce"},
+		{"no e-mail", sign(t, is.key, base(map[string]any{"email": nil})), "n-1", ErrRefused, "no \"email\" claim"},
+		{"an unverified e-mail", sign(t, is.key, base(map[string]any{"email_verified": false})), "n-1", ErrRefused, "not verified"},
+		{"in no allowed group", sign(t, is.key, base(map[string]any{"groups": []string{"sales"}})), "n-1", ErrNotAllowed, "none of the groups"},
+		{"too many groups", sign(t, is.key, base(map[string]any{"groups": many})), "n-1", ErrRefused, "at most"},
+		{"groups not a list", sign(t, is.key, base(map[string]any{"groups": 7})), "n-1", ErrRefused, "not a list"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := s.Verify(context.Background(), "corp", tc.token, tc.nonce)
+			if tc.err == nil {
+				if err != nil || id.User != "dev@example.com" || id.Provider != "corp" {
+					t.Fatalf("got %+v, %v", id, err)
+				}
+				if id.Admin != strings.Contains(tc.name, "admin") {
+					t.Fatalf("admin %v for %s", id.Admin, tc.name)
+				}
+				return
+			}
+			if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("got %v, want %v saying %q", err, tc.err, tc.says)
+			}
+		})
+	}
+}
+
+func TestVerify_slow_provider_is_bounded(t *testing.T) {
+	is := newIssuer(t)
+	is.delay = 5 * time.Second
+	s := New(Config{State: fakeState{"corp": {Name: "corp", Issuer: is.srv.URL, ClientID: "svc", UsernameClaim: "email"}}, Keys: fakeKeys{}, Timeout: 200 * time.Millisecond})
+	start := time.Now()
+	_, err := s.Start(context.Background(), "corp", "http://127.0.0.1:9/callback")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("got %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("took %s", d)
+	}
+}
+
+func TestSealed_state_round_trip(t *testing.T) {
+	s := New(Config{State: fakeState{}, Keys: fakeKeys{}})
+	raw, err := s.seal("state", sealed{Provider: "corp", Nonce: "n", Expires: time.Now().Add(time.Minute).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, kind, provider, raw string
+		at                        time.Time
+		err                       error
+	}{
+		{"as sealed", "state", "corp", raw, time.Now(), nil},
+		{"for another provider", "state", "other", raw, time.Now(), ErrInvalid},
+		{"as a device handle", "device", "corp", raw, time.Now(), ErrInvalid},
+		{"altered", "state", "corp", raw[:len(raw)-3] + "AAA", time.Now(), ErrInvalid},
+		{"expired", "state", "corp", raw, time.Now().Add(2 * time.Minute), ErrRefused},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := s.open(tc.kind, tc.provider, tc.raw, tc.at)
+			if !errors.Is(err, tc.err) || (err == nil && v.Nonce != "n") {
+				t.Fatalf("got %+v, %v; want %v", v, err, tc.err)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/svc-project/svc/api"
@@ -106,8 +107,21 @@ func newAdminCmd() *cobra.Command {
 	return cmd
 }
 
+// expiredHint is what a person whose token expired is told to do.
+const expiredHint = "Your token has expired: run 'svc login' to sign in again (or ask an admin for a new token)."
+
+// tokenExpiry reads a token's expiry without checking it: the cluster
+// checks; this only spares a person a call that cannot succeed.
+func tokenExpiry(tok string) (time.Time, bool) {
+	var c jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil || c.ExpiresAt == nil {
+		return time.Time{}, false
+	}
+	return c.ExpiresAt.Time, true
+}
+
 func newUserCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "user", Short: "Keep your personal token in the CLI's config"}
+	cmd := &cobra.Command{Use: "user", Short: "Your personal token in the CLI's config (svc login keeps it there)"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "set-token TOKEN",
 		Short: "Keep a token in the CLI's config (it is sent with every call)",
@@ -135,7 +149,10 @@ func newUserCmd() *cobra.Command {
 			}
 			tok := first(os.Getenv("SVC_TOKEN"), c.Token)
 			if tok == "" {
-				return errors.New("no token: get one from an admin ('svc admin token --user NAME' on a cluster host) and run 'svc user set-token TOKEN'")
+				return errors.New("no token: run 'svc login' (where the cluster has an identity provider), or get one from an admin ('svc admin token --user NAME' on a cluster host) and run 'svc user set-token TOKEN'")
+			}
+			if exp, ok := tokenExpiry(tok); ok && time.Now().After(exp) {
+				return fmt.Errorf("the token expired at %s. %s", exp.Local().Format(time.RFC3339), expiredHint)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), tok)
 			return nil

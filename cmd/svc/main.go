@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/svc-project/svc/api"
@@ -27,6 +28,9 @@ func main() {
 		var se *api.StatusError
 		if errors.As(err, &se) {
 			fmt.Fprintf(os.Stderr, "Error: %s (%d %s)\n", se.Status.Message, se.Status.Code, se.Status.Reason)
+			if se.Status.Code == 401 && strings.Contains(se.Status.Message, "expired") {
+				fmt.Fprintln(os.Stderr, expiredHint)
+			}
 		} else {
 			fmt.Fprintln(os.Stderr, "Error:", err)
 		}

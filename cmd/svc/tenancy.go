@@ -68,11 +68,13 @@ func newNamespaceCmd(g *globals) *cobra.Command {
 }
 
 func newRoleBindingCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "rb", Short: "Bind users and service accounts to namespaces (admin)"}
-	var users, sas []string
+	cmd := &cobra.Command{Use: "rb", Short: "Bind users, service accounts and directory groups to namespaces (admin)"}
+	var users, sas, groups []string
 	change := func(use, short string, add bool) *cobra.Command {
 		c := &cobra.Command{
-			Use: use + " NAMESPACE --user NAME... --sa NS:NAME...", Short: short, Args: cobra.ExactArgs(1),
+			Use: use + " NAMESPACE [--user NAME...] [--sa NS:NAME...] [--group GROUP...]", Short: short, Args: cobra.ExactArgs(1),
+			Example: "  svc rb add-subject team-a --user alice@example.com --sa ci:builder\n" +
+				"  svc rb add-subject team-a --group team-a-devs   # everyone who signs in (svc login) with that group",
 			RunE: func(cmd *cobra.Command, args []string) error {
 				cl, err := g.client()
 				if err != nil {
@@ -82,7 +84,7 @@ func newRoleBindingCmd(g *globals) *cobra.Command {
 				if add {
 					call = cl.AddSubjects
 				}
-				got, err := call(cmd.Context(), args[0], api.Subjects{Users: users, ServiceAccounts: sas})
+				got, err := call(cmd.Context(), args[0], api.Subjects{Users: users, ServiceAccounts: sas, Groups: groups})
 				if err != nil {
 					return err
 				}
@@ -91,6 +93,7 @@ func newRoleBindingCmd(g *globals) *cobra.Command {
 		}
 		c.Flags().StringSliceVar(&users, "user", nil, "users")
 		c.Flags().StringSliceVar(&sas, "sa", nil, "service accounts, as namespace:name")
+		c.Flags().StringArrayVar(&groups, "group", nil, "directory groups, as the identity provider names them (repeat the flag for more)")
 		return c
 	}
 	cmd.AddCommand(change("add-subject", "Bind subjects to a namespace", true), change("remove-subject", "Unbind subjects from a namespace", false),
@@ -118,6 +121,9 @@ func printSubjects(cmd *cobra.Command, ns string, s api.Subjects) error {
 	}
 	for _, sa := range s.ServiceAccounts {
 		rows = append(rows, []string{"serviceaccount", sa})
+	}
+	for _, g := range s.Groups {
+		rows = append(rows, []string{"group", g})
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "namespace %s:\n", ns)
 	return printTable(cmd.OutOrStdout(), []string{"KIND", "NAME"}, rows)

@@ -92,10 +92,17 @@ function stopWatches() {
 // was never read.
 async function list(kind, fresh) {
   if (WATCHED.includes(kind)) {
-    if (!state.cache[kind]) await new Promise((resolve) => (state.waiting[kind] = state.waiting[kind] || []).push(resolve));
+    // A namespace change empties the cache while a view waits: wait again.
+    while (!state.cache[kind]) await new Promise((resolve) => (state.waiting[kind] = state.waiting[kind] || []).push(resolve));
     return state.cache[kind];
   }
-  if (fresh || !state.extra[kind]) state.extra[kind] = (await call("GET", nsPath(kind))).items;
+  if (fresh || !state.extra[kind]) {
+    // Read into a local first: a namespace change replaces state.extra
+    // while the call is out, and the list belongs to the view that asked.
+    const items = (await call("GET", nsPath(kind))).items;
+    state.extra[kind] = items;
+    return items;
+  }
   return state.extra[kind];
 }
 
@@ -129,6 +136,7 @@ const showError = (e) => { $("#error").textContent = e ? String(e.message || e) 
 
 function signOut() {
   sessionStorage.removeItem("svc-token");
+  sessionStorage.removeItem("svc-user");
   state.token = null;
   $("#token").value = ""; // the token leaves the page too, and what it showed
   $("#view").replaceChildren();
@@ -149,6 +157,48 @@ async function signIn(ev) {
   sessionStorage.setItem("svc-token", state.token);
   $("#token").value = "";
   start();
+}
+
+// Sign-in through an OpenID Connect provider: the provider sends the
+// browser back to /ui/callback with the code and the state the cluster
+// sealed; the state must be the one this tab started (kept in session
+// storage), so another site cannot sign the tab in as somebody else.
+const CALLBACK = "/ui/callback";
+
+async function showProviders() {
+  let items = [];
+  try {
+    items = (await call("GET", "/api/v1/auth/signin")).items;
+  } catch { /* an older cluster: paste a token */ }
+  $("#providers").replaceChildren(...items.map((p) =>
+    h("button", { type: "button", class: "provider", "data-provider": p.name, onclick: () => startProvider(p.name) }, "Sign in with " + p.name)));
+  if (items.length) $("#providers").append(h("p", { class: "hint" }, "or paste a token:"));
+}
+
+async function startProvider(name) {
+  $("#provider-error").textContent = "";
+  try {
+    const st = await call("POST", "/api/v1/auth/oidc/" + encodeURIComponent(name) + "/start", { redirectUri: location.origin + CALLBACK });
+    sessionStorage.setItem("svc-signin", JSON.stringify({ provider: name, state: st.state }));
+    location.assign(st.authUrl);
+  } catch (e) {
+    $("#provider-error").textContent = "Sign-in with " + name + " failed: " + e.message;
+  }
+}
+
+// finishProvider handles the provider's answer, once, and leaves the
+// address bar without the code.
+async function finishProvider() {
+  const q = new URLSearchParams(location.search);
+  const started = JSON.parse(sessionStorage.getItem("svc-signin") || "null");
+  sessionStorage.removeItem("svc-signin");
+  history.replaceState(null, "", "/ui");
+  if (q.get("error")) throw new Error("the provider refused: " + q.get("error") + " " + (q.get("error_description") || ""));
+  if (!started || started.state !== q.get("state")) throw new Error("this answer is not of a sign-in this tab started; sign in again");
+  const got = await call("POST", "/api/v1/auth/oidc/" + encodeURIComponent(started.provider) + "/callback", { state: q.get("state"), code: q.get("code") });
+  state.token = got.token;
+  sessionStorage.setItem("svc-token", got.token);
+  sessionStorage.setItem("svc-user", got.user + " (" + got.role + ")");
 }
 
 async function fillNamespaces() {
@@ -327,7 +377,8 @@ function start() {
   const signedIn = !!state.token;
   $("#signin").hidden = signedIn;
   $("#app").hidden = !signedIn;
-  if (!signedIn) return;
+  $("#whoami").textContent = sessionStorage.getItem("svc-user") || "";
+  if (!signedIn) { showProviders(); return; }
   fillNamespaces();
   startWatches();
   route();
@@ -337,4 +388,8 @@ $("#signin-form").addEventListener("submit", signIn);
 $("#signout").addEventListener("click", signOut);
 $("#namespace").addEventListener("change", (ev) => { state.ns = ev.target.value; sessionStorage.setItem("svc-ns", state.ns); startWatches(); route(); });
 window.addEventListener("hashchange", route);
-start();
+if (location.pathname === CALLBACK) {
+  finishProvider().catch((e) => { state.token = null; $("#provider-error").textContent = "Sign-in failed: " + e.message; }).finally(start);
+} else {
+  start();
+}

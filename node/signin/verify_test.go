@@ -71,7 +71,10 @@ func sign(t *testing.T, key *rsa.PrivateKey, claims map[string]any) string {
 
 type fakeState map[string]raftfsm.OIDCProvider
 
-func (f fakeState) OIDCProvider(name string) (raftfsm.OIDCProvider, bool) { p, ok := f[name]; return p, ok }
+func (f fakeState) OIDCProvider(name string) (raftfsm.OIDCProvider, bool) {
+	p, ok := f[name]
+	return p, ok
+}
 
 type fakeKeys struct{}
 

@@ -25,15 +25,21 @@ func main() {
 		os.Exit(exitCode(err)) // the guest's program said what it had to
 	}
 	if err != nil {
-		var se *api.StatusError
-		if errors.As(err, &se) {
-			fmt.Fprintf(os.Stderr, "Error: %s (%d %s)\n", se.Status.Message, se.Status.Code, se.Status.Reason)
-			if se.Status.Code == 401 && strings.Contains(se.Status.Message, "expired") {
-				fmt.Fprintln(os.Stderr, expiredHint)
-			}
-		} else {
-			fmt.Fprintln(os.Stderr, "Error:", err)
-		}
+		fmt.Fprint(os.Stderr, errorMessage(err))
 		os.Exit(exitCode(err))
 	}
+}
+
+// errorMessage is what a failed command prints: the API's Status message
+// with its code and reason, and what to do about an expired token.
+func errorMessage(err error) string {
+	var se *api.StatusError
+	if !errors.As(err, &se) {
+		return "Error: " + err.Error() + "\n"
+	}
+	msg := fmt.Sprintf("Error: %s (%d %s)\n", se.Status.Message, se.Status.Code, se.Status.Reason)
+	if se.Status.Code == 401 && strings.Contains(se.Status.Message, "expired") {
+		msg += expiredHint + "\n"
+	}
+	return msg
 }

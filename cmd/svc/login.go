@@ -25,7 +25,7 @@ import (
 const loginWait = 10 * time.Minute
 
 func newLoginCmd(g *globals) *cobra.Command {
-	var provider string
+	var provider, host string
 	var device, noBrowser bool
 	var port int
 	cmd := &cobra.Command{
@@ -57,7 +57,7 @@ a browser anywhere else (the device authorization grant).`,
 			if device {
 				got, err = deviceLogin(ctx, cmd.ErrOrStderr(), cl, name)
 			} else {
-				got, err = browserLogin(ctx, cmd.ErrOrStderr(), cl, name, port, !noBrowser)
+				got, err = browserLogin(ctx, cmd.ErrOrStderr(), cl, name, host, port, !noBrowser)
 			}
 			if err != nil {
 				return err
@@ -87,6 +87,7 @@ a browser anywhere else (the device authorization grant).`,
 	f.BoolVar(&device, "device", false, "sign in on another device: print an address and a code instead of opening a browser here")
 	f.BoolVar(&noBrowser, "no-browser", false, "print the sign-in address without opening a browser")
 	f.IntVar(&port, "port", 0, "the loopback port the provider sends the browser back to (0: any free one; some providers need a fixed one)")
+	f.StringVar(&host, "redirect-host", "127.0.0.1", "the loopback name in the redirect address: 127.0.0.1, localhost or ::1 (as registered at the provider)")
 	return cmd
 }
 
@@ -123,13 +124,18 @@ type callback struct {
 
 // browserLogin runs the authorization code flow through a loopback
 // listener (RFC 8252): the provider sends the browser back to it.
-func browserLogin(ctx context.Context, w io.Writer, cl *api.Client, provider string, port int, open bool) (api.SignedIn, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+func browserLogin(ctx context.Context, w io.Writer, cl *api.Client, provider, host string, port int, open bool) (api.SignedIn, error) {
+	listen := map[string]string{"127.0.0.1": "127.0.0.1", "localhost": "127.0.0.1", "::1": "::1"}[host]
+	if listen == "" {
+		return api.SignedIn{}, usageErrorf("--redirect-host %q: use 127.0.0.1, localhost or ::1", host)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen, strconv.Itoa(port)))
 	if err != nil {
 		return api.SignedIn{}, fmt.Errorf("listen on the loopback address the provider sends the browser back to: %w", err)
 	}
 	defer ln.Close()
-	redirect := "http://" + ln.Addr().String() + "/callback"
+	_, lport, _ := net.SplitHostPort(ln.Addr().String())
+	redirect := "http://" + net.JoinHostPort(host, lport) + "/callback"
 	st, err := cl.StartSignIn(ctx, provider, redirect)
 	if err != nil {
 		return api.SignedIn{}, err

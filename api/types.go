@@ -178,7 +178,7 @@ type Namespace struct {
 type Subjects struct {
 	Users           []string `json:"users"`
 	ServiceAccounts []string `json:"serviceAccounts"`
-	Groups          []string `json:"groups"`
+	Groups          []string `json:"groups,omitempty"`
 }
 
 // ServiceAccount is a service account record.

@@ -253,3 +253,16 @@ func TestSignIn_bad_input_is_refused(t *testing.T) {
 		t.Fatalf("provider down: %v after %s, want 503 within 15 s", err, time.Since(start))
 	}
 }
+
+// The peers reach a provider only where they may reach a registry: one on
+// an address outside --registry-allow is refused before any connection.
+func TestSignIn_provider_outside_the_egress_policy(t *testing.T) {
+	op := oidcprovider.Start(t, people)
+	c := testcluster.New(t, 1, testcluster.Options{RegistryAllow: []string{"10.0.0.0/8"}})
+	m := c.WaitLeader()
+	setProvider(t, c.Client(m), op)
+	_, err := api.NewClient("http://"+m.Peer.APIAddr(), "").StartSignIn(ctx(t), "corp", "http://127.0.0.1:1/callback")
+	if api.CodeOf(err) != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "--registry-allow") {
+		t.Fatalf("a provider on loopback with loopback not allowed: %v, want 503 naming --registry-allow", err)
+	}
+}

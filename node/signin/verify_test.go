@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,8 +25,29 @@ import (
 // and the key it signs with: enough of a provider to verify ID tokens.
 type issuer struct {
 	srv   *httptest.Server
-	key   *rsa.PrivateKey
 	delay time.Duration
+
+	mu  sync.Mutex
+	key *rsa.PrivateKey
+	kid string
+}
+
+// current returns the key the issuer signs with now, and its id.
+func (is *issuer) current() (*rsa.PrivateKey, string) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return is.key, is.kid
+}
+
+// rotate makes the issuer sign with a new key, and publish only it.
+func (is *issuer) rotate(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.key, is.kid = key, is.kid+"+"
 }
 
 func newIssuer(t *testing.T) *issuer {
@@ -34,7 +56,7 @@ func newIssuer(t *testing.T) *issuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := &issuer{key: key}
+	is := &issuer{key: key, kid: "k1"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -48,17 +70,23 @@ func newIssuer(t *testing.T) *issuer {
 		})
 	})
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+		key, kid := is.current()
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: kid, Algorithm: "RS256", Use: "sig"}}})
 	})
 	is.srv = httptest.NewServer(mux)
 	t.Cleanup(is.srv.Close)
 	return is
 }
 
-// sign makes an ID token with claims, signed by key.
+// sign makes an ID token with claims, signed by key (named k1).
 func sign(t *testing.T, key *rsa.PrivateKey, claims map[string]any) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	return signKid(t, key, "k1", claims)
+}
+
+func signKid(t *testing.T, key *rsa.PrivateKey, kid string, claims map[string]any) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +175,34 @@ func TestVerify_refuses_what_is_not_this_sign_in(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The provider rotates its key: a token of the new key verifies (go-oidc
+// fetches the keys again for a key id it does not know), one of the old
+// key no longer does.
+func TestVerify_follows_key_rotation(t *testing.T) {
+	is := newIssuer(t)
+	s := New(Config{State: fakeState{"corp": {Name: "corp", Issuer: is.srv.URL, ClientID: "svc", UsernameClaim: "email"}}, Keys: fakeKeys{}})
+	claims := map[string]any{"iss": is.srv.URL, "aud": "svc", "sub": "u1", "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(), "email": "a@example.com"}
+	oldKey, oldKid := is.current()
+	if _, err := s.Verify(context.Background(), "corp", signKid(t, oldKey, oldKid, claims), ""); err != nil {
+		t.Fatalf("before the rotation: %v", err)
+	}
+	is.rotate(t)
+	newKey, newKid := is.current()
+	if id, err := s.Verify(context.Background(), "corp", signKid(t, newKey, newKid, claims), ""); err != nil || id.User != "a@example.com" {
+		t.Fatalf("a token of the new key: %+v, %v", id, err)
+	}
+	// go-oidc stores the new key set a moment after it answered with it:
+	// the retired key's tokens are refused from then on.
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if _, err = s.Verify(context.Background(), "corp", signKid(t, oldKey, oldKid, claims), ""); errors.Is(err, ErrRefused) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("a token of the retired key: %v, want refused", err)
 }
 
 func TestVerify_slow_provider_is_bounded(t *testing.T) {

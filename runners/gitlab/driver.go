@@ -43,7 +43,9 @@ type Driver struct {
 // runner reports it as the job's failure.
 type BuildFailure struct{ Code int }
 
-func (e BuildFailure) Error() string { return fmt.Sprintf("the job's script exited with status %d", e.Code) }
+func (e BuildFailure) Error() string {
+	return fmt.Sprintf("the job's script exited with status %d", e.Code)
+}
 
 // ExitCode is the status a stage exits with: 0, $BUILD_FAILURE_EXIT_CODE for
 // a build failure (after writing the script's status to

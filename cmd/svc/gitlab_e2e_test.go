@@ -128,7 +128,7 @@ func TestBinary_gitlab_executor(t *testing.T) {
 	if out, errOut, code := r.stage("prepare", "--vmconfig", "ci"); code != 0 || !strings.Contains(out, "VM "+vm+" runs") {
 		t.Fatalf("prepare: exit %d: %s %s", code, out, errOut)
 	}
-	if out, err := cli(t, bin, a.api, "vm", "get", vm); err != nil || !strings.Contains(out, "Running") || !strings.Contains(out, "gitlab-job") {
+	if out, err := cli(t, bin, a.api, "vm", "get", vm, "-o", "json"); err != nil || !strings.Contains(out, `"Running"`) || !strings.Contains(out, `"gitlab-job": "101"`) {
 		t.Fatalf("the job's VM: %v %s", err, out)
 	}
 	pass := r.script("step_script", "#!/bin/sh\nset -e\necho \"hello from $(uname -n)\"\necho to-stderr >&2\nmkdir -p /builds/group/project && cd /builds/group/project && echo built > out.txt && cat out.txt\n")

@@ -163,7 +163,8 @@ func (d *Driver) Prepare(ctx context.Context) error {
 	return nil
 }
 
-// waitAgent waits until the guest's agent runs a command.
+// waitAgent waits until the guest's agent runs a command and the guest's
+// identity step ran.
 func (d *Driver) waitAgent(ctx context.Context, name string) error {
 	wait := d.AgentWait
 	if wait <= 0 {
@@ -173,9 +174,18 @@ func (d *Driver) waitAgent(ctx context.Context, name string) error {
 	defer cancel()
 	var last error
 	for {
+		// The agent runs commands, and the guest has its own identity
+		// (host name, keys, machine id) before the job's first script.
 		r, err := d.Client.RunVM(ctx, d.Namespace, name, api.RunRequest{Command: []string{"true"}})
 		if err == nil && r.ExitCode == 0 {
-			return nil
+			vm, gerr := d.Client.GetVM(ctx, d.Namespace, name)
+			if gerr == nil && (vm.Identity == nil || vm.Identity.State != api.IdentityPending) {
+				return nil
+			}
+			err = gerr
+			if err == nil {
+				err = errors.New("its identity step has not run yet")
+			}
 		}
 		last = err
 		select {

@@ -116,6 +116,12 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyOIDCProviderDelete)
 	case TypeUserSignIn:
 		return applyBody(c, func(b UserSignIn) (any, error) { return s.applyUserSignIn(index, b) })
+	case TypeRunnerPoolSet:
+		return applyBody(c, s.applyRunnerPoolSet)
+	case TypeRunnerPoolDelete:
+		return applyBody(c, s.applyRunnerPoolDelete)
+	case TypeRunnerJobUpdate:
+		return applyBody(c, s.applyRunnerJobUpdate)
 	}
 	return nil, ErrUnknownCommand
 }

@@ -68,6 +68,9 @@ const (
 	TypeOIDCProviderSet  Type = 51
 	TypeOIDCProviderDel  Type = 52
 	TypeUserSignIn       Type = 53
+	TypeRunnerPoolSet    Type = 54
+	TypeRunnerPoolDelete Type = 55
+	TypeRunnerJobUpdate  Type = 56
 )
 
 var typeNames = map[Type]string{
@@ -110,6 +113,9 @@ var typeNames = map[Type]string{
 	TypeOIDCProviderSet:  "oidc-provider-set",
 	TypeOIDCProviderDel:  "oidc-provider-delete",
 	TypeUserSignIn:       "user-sign-in",
+	TypeRunnerPoolSet:    "runner-pool-set",
+	TypeRunnerPoolDelete: "runner-pool-delete",
+	TypeRunnerJobUpdate:  "runner-job-update",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
 	TypeImageCopy:        "image-copy",

@@ -65,6 +65,10 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeUserSignIn, UserSignIn{Name: "alice@example.com", Groups: []string{"dev"}, Provider: "corp", Time: t0}),
 		mustEncode(f, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Groups: []string{"dev"}, Time: t0}),
 		mustEncode(f, TypeOIDCProviderDel, OIDCProviderDelete{Name: "corp"}),
+		mustEncode(f, TypeRunnerPoolSet, RunnerPoolSet{Pool: testPool()}),
+		mustEncode(f, TypeRunnerJobUpdate, RunnerJobUpdate{Job: RunnerJob{Namespace: api.DefaultNamespace, Pool: "ci", ID: 7, State: RunnerJobQueued}, Time: t0}),
+		mustEncode(f, TypeRunnerJobUpdate, RunnerJobUpdate{Job: RunnerJob{Namespace: api.DefaultNamespace, Pool: "ci", ID: 7, State: RunnerJobStarting, VM: "ci-7"}, Time: t0}),
+		mustEncode(f, TypeRunnerPoolDelete, RunnerPoolDelete{Namespace: api.DefaultNamespace, Name: "ci"}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

@@ -40,6 +40,10 @@ type State struct {
 	// OIDCProviders are the OpenID Connect providers people sign in with,
 	// keyed by name.
 	OIDCProviders map[string]*OIDCProvider `json:"oidcProviders"`
+	// RunnerPools are keyed by "namespace/name"; RunnerJobs by
+	// "namespace/pool/job id".
+	RunnerPools map[string]*RunnerPool `json:"runnerPools"`
+	RunnerJobs  map[string]*RunnerJob  `json:"runnerJobs"`
 	// Catalogs are the OCI repositories listed as remote images and ISOs.
 	Catalogs []string `json:"catalogs,omitempty"`
 	// Audit is the audit log (see AuditEntry), oldest first; AuditSeq the
@@ -73,6 +77,8 @@ func NewState() *State {
 		RegistryCredentials: map[string]*RegistryCredential{},
 		Jobs:                map[string]*Job{},
 		OIDCProviders:       map[string]*OIDCProvider{},
+		RunnerPools:         map[string]*RunnerPool{},
+		RunnerJobs:          map[string]*RunnerJob{},
 	}
 	s.idx = buildIndex(s)
 	return s

@@ -32,6 +32,8 @@ var openRoutes = map[string]bool{
 	"POST /api/v1/auth/oidc/:provider/callback":     true,
 	"POST /api/v1/auth/oidc/:provider/device":       true,
 	"POST /api/v1/auth/oidc/:provider/device/token": true,
+	// GitHub's deliveries to a runner pool: signed with the pool's secret.
+	"POST /api/v1/namespaces/:namespace/runnerpools/:pool/webhook": true,
 }
 
 // TestAuthz_matrix walks every route of the router for every kind of caller

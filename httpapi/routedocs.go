@@ -125,6 +125,12 @@ func routeDocs() map[string]routeDoc {
 		get + "/api/v1/swagger":                        {Summary: "The API explorer (no token needed)", Tag: "cluster", Stream: "text/html"},
 		get + "/metrics":                               {Summary: "Prometheus metrics (no token needed)", Tag: "cluster", Stream: "text/plain"},
 
+		get + ns + "/runnerpools":                          {Summary: "List the runner pools (CI jobs' VMs) with their status", Tag: "runner pools", Resp: api.List[api.RunnerPool]{}},
+		post + ns + "/runnerpools":                         {Summary: "Create or replace a runner pool (GitHub Actions; credentials sealed, never answered)", Tag: "runner pools", Req: api.RunnerPoolRequest{}, Resp: api.RunnerPool{}, Code: 201},
+		get + ns + "/runnerpools/{pool}":                   {Summary: "Get a runner pool and its status", Tag: "runner pools", Resp: api.RunnerPool{}},
+		del + ns + "/runnerpools/{pool}":                   {Summary: "Delete a runner pool (its VMs are deleted)", Tag: "runner pools", Code: 204},
+		get + ns + "/runnerpools/{pool}/jobs":              {Summary: "The jobs a runner pool took", Tag: "runner pools", Resp: api.List[api.RunnerJob]{}},
+		post + ns + "/runnerpools/{pool}/webhook":          {Summary: "GitHub's workflow_job deliveries (no token: X-Hub-Signature-256 with the pool's secret)", Tag: "runner pools", Resp: api.Message{}},
 		get + "/api/v1/auth/oidc":                          {Summary: "List the OpenID Connect providers people sign in with (never a client secret)", Tag: "sign-in", Resp: api.List[api.OIDCProvider]{}},
 		put + "/api/v1/auth/oidc/{provider}":               {Summary: "Add (201) or replace (200) an OpenID Connect provider", Tag: "sign-in", Req: api.OIDCProviderRequest{}, Resp: api.OIDCProvider{}, Code: 201},
 		del + "/api/v1/auth/oidc/{provider}":               {Summary: "Remove an OpenID Connect provider", Tag: "sign-in", Code: 204},

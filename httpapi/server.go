@@ -48,6 +48,9 @@ type Config struct {
 	// SignIn runs sign-ins through OpenID Connect providers; nil: the
 	// sign-in routes answer 503.
 	SignIn SignIn
+	// RunnerPools is the leader's runner pool controller (nil: completed
+	// deliveries are only recorded by the next sweep).
+	RunnerPools RunnerPools
 
 	Log *slog.Logger
 	// Registry receives the HTTP metrics and is served on /metrics.
@@ -78,6 +81,7 @@ type Server struct {
 	guests     Guests
 	images     *imagestore.Store
 	signin     SignIn
+	pools      RunnerPools
 	log        *slog.Logger
 	router     *httprouter.Router
 	routes     []Route
@@ -127,7 +131,7 @@ func New(cfg Config) *Server {
 	cfg.Limits.setDefaults()
 	s := &Server{
 		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, placer: cfg.Placer,
-		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership, signin: cfg.SignIn,
+		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership, signin: cfg.SignIn, pools: cfg.RunnerPools,
 		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(),
 	}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
@@ -149,6 +153,7 @@ func New(cfg Config) *Server {
 	}
 	s.routesV1()
 	s.oidcRoutes()
+	s.runnerPoolRoutes()
 	s.router.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/metrics", Rule: RuleOpen})
 	s.pageRoutes()

@@ -10,13 +10,17 @@ import (
 )
 
 // FakeAgent is a Fake whose guests have an agent: Exec knows a few
-// programs (echo, cat, exit N, yes, sleep) and the image's identity step
+// programs (echo, cat, true, exit N, yes, sleep) and the image's identity step
 // (RunIdentityStep: it notes the host name; NoIdentityStep: the images have
 // none), and the rest are not found. It is for tests of the API and the
 // cluster around a guest's agent (routing, limits, authorization, records);
 // the libvirt driver's agent has its own tests.
 type FakeAgent struct {
 	*Fake
+	// Programs, when set, is asked first to run a program in a guest: a
+	// test's stand-in of a program in an image (handled false: the
+	// built-in programs run it).
+	Programs func(ctx context.Context, vm string, argv []string, stdin []byte) (stdout []byte, code int, handled bool)
 	// NoIdentityStep makes its guests' images ship no identity step.
 	NoIdentityStep bool
 	// Silent makes its guests' agents never answer (ErrNoAgent), as a guest
@@ -88,11 +92,17 @@ func (f *FakeAgent) Exec(ctx context.Context, name string, c ExecCommand) (ExecR
 	}
 	var out, errs []byte
 	code := 0
+	if f.Programs != nil {
+		if o, c2, ok := f.Programs(ctx, name, c.Argv, c.Stdin); ok {
+			return ExecResult{ExitCode: c2}, writeOut(c.Stdout, o)
+		}
+	}
 	switch c.Argv[0] {
 	case "echo":
 		out = []byte(strings.Join(c.Argv[1:], " ") + "\n")
 	case "cat":
 		out = c.Stdin
+	case "true":
 	case "exit":
 		if len(c.Argv) > 1 {
 			code, _ = strconv.Atoi(c.Argv[1])
@@ -131,6 +141,14 @@ func (f *FakeAgent) Exec(ctx context.Context, name string, c ExecCommand) (ExecR
 		}
 	}
 	return r, nil
+}
+
+func writeOut(w interface{ Write([]byte) (int, error) }, b []byte) error {
+	if w == nil || len(b) == 0 {
+		return nil
+	}
+	_, err := w.Write(b)
+	return err
 }
 
 func cut(b []byte, max int64) ([]byte, bool) {

@@ -59,6 +59,9 @@ type Config struct {
 	RaftTiming raftstore.Timing
 	// ReconcileInterval is how often the leader re-checks membership (default 1 s).
 	ReconcileInterval time.Duration
+	// RunnerPollInterval is how often a runner pool asks GitHub for the
+	// jobs its webhook may have missed (default 30 s).
+	RunnerPollInterval time.Duration
 	// ReapAfter is how long a peer must be dead before the leader removes it
 	// from the Raft configuration for good (default 72 h).
 	ReapAfter time.Duration

@@ -77,5 +77,11 @@ func (p *Peer) lead(ctx context.Context) {
 	p.leaderReady = true
 	p.mu.Unlock()
 	p.markCaughtUp("leads and applied its term's barrier")
+	pools := make(chan struct{})
+	go func() {
+		defer close(pools)
+		p.pools.Run(ctx)
+	}()
 	p.leader.Run(ctx, since)
+	<-pools
 }

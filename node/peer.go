@@ -27,6 +27,7 @@ import (
 	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/node/leader"
 	"github.com/svc-project/svc/node/membership"
+	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/node/signin"
 	"github.com/svc-project/svc/node/templates"
 	"github.com/svc-project/svc/raftfsm"
@@ -39,6 +40,8 @@ type Peer struct {
 	store  *raftstore.Store
 	gossip *gossip.Gossip
 	api    *httpapi.Server
+	// pools runs the runner pools while this peer leads.
+	pools  *runnerpool.Controller
 	apiL   net.Listener
 	tlsL   net.Listener
 	raftL  net.Listener
@@ -210,11 +213,18 @@ func Start(cfg Config) (*Peer, error) {
 		Log: cfg.Log.With("part", "leader"),
 	})
 	p.audit = audit.New(p, cfg.AuditEntries, cfg.Log.With("part", "audit"), p.reg)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = p.egress.Dialer()
+	p.pools = runnerpool.New(runnerpool.Config{
+		FSM: p.FSM(), Apply: p.store.ApplyCommand, Keys: p.member, Transport: tr, PollInterval: cfg.RunnerPollInterval,
+		APIURL: func() string { return "http://" + p.APIAddr() }, Log: cfg.Log.With("part", "runnerpool"), Metrics: runnerpool.NewMetrics(p.reg),
+	})
 	p.api = httpapi.New(httpapi.Config{
 		Replica: p, Consensus: p, Readiness: p, Peers: p, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Images: p.images, Audit: p.audit,
-		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
-		Log:    cfg.Log.With("part", "api"), Registry: p.reg,
+		RunnerPools: p.pools,
+		SignIn:      signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
+		Log:         cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
 	p.wg.Go(func() {

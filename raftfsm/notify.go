@@ -27,6 +27,8 @@ const (
 	ResourceBlob     Resource = "blob"
 	ResourceNode     Resource = "node"
 	ResourceVMConfig Resource = "vmconfig"
+	// ResourceRunner is runner pools and their jobs.
+	ResourceRunner Resource = "runner"
 )
 
 // Resource returns the kind of record a command of type t changes.

@@ -318,3 +318,20 @@ func (f *FSM) RunnerJobs(ns, pool string) []RunnerJob {
 func (f *FSM) RunnerJob(ns, pool string, id int64) (RunnerJob, bool) {
 	return get(f, runnerJobs, runnerJobKey(ns, pool, id))
 }
+
+// RunnerStarts returns the p50 and p95 of the seconds from a job's queued
+// event to its runner starting, over the jobs given (0 when none started).
+func RunnerStarts(jobs []RunnerJob) (p50, p95 float64) {
+	var d []float64
+	for _, j := range jobs {
+		if j.StartedAt != nil {
+			d = append(d, j.StartedAt.Sub(j.QueuedAt).Seconds())
+		}
+	}
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	return at(0.5), at(0.95)
+}

@@ -123,3 +123,17 @@ func (c *Client) orgRepos(ctx context.Context, maxPages, max int) ([]string, err
 	}
 	return names, nil
 }
+
+// JobState reads one job of a repository ("owner/name"): its status and
+// conclusion (the fallback when a completed delivery was lost).
+func (c *Client) JobState(ctx context.Context, repo string, id int64) (Job, string, error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok {
+		return Job{}, "", fmt.Errorf("github: %q is not owner/name", repo)
+	}
+	j, _, err := c.gh.Actions.GetWorkflowJobByID(ctx, owner, name, id)
+	if err != nil {
+		return Job{}, "", fmt.Errorf("github: job %d of %s: %w", id, repo, err)
+	}
+	return jobOf(repo, j), j.GetConclusion(), nil
+}

@@ -12,6 +12,7 @@
 //     {runner, encoded_jit_config}; 409 for a runner name in use, 422 for a
 //     request without labels;
 //   - DELETE /orgs/{org}/actions/runners/{id}, /repos/{owner}/{repo}/...: 204, 404;
+//   - GET /repos/{owner}/{repo}/actions/jobs/{job_id}: one job;
 //   - GET /repos/{owner}/{repo}/actions/runs?status=queued,
 //     /repos/{owner}/{repo}/actions/runs/{run_id}/jobs and
 //     /orgs/{org}/repos, paginated (per_page, page, and a Link header with

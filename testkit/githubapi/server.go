@@ -122,6 +122,7 @@ func Start(t testing.TB, key *rsa.PrivateKey, prefix string) *Server {
 	route("GET /repos/{owner}/{repo}/actions/runs", s.authed(s.listRuns))
 	route("GET /repos/{owner}/{repo}/actions/runs/{run}/jobs", s.authed(s.listJobs))
 	route("GET /orgs/{org}/repos", s.authed(s.listRepos))
+	route("GET /repos/{owner}/{repo}/actions/jobs/{job}", s.authed(s.getJob))
 	s.srv = httptest.NewServer(mux)
 	t.Cleanup(s.srv.Close)
 	s.URL = s.srv.URL + prefix + "/"
@@ -347,6 +348,25 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	items := page(w, r, jobs)
 	reply(w, http.StatusOK, map[string]any{"total_count": len(jobs), "jobs": items})
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	id, _ := strconv.ParseInt(r.PathValue("job"), 10, 64)
+	s.mu.Lock()
+	var got map[string]any
+	for _, rn := range s.repos[scopeOf(r)] {
+		for _, j := range rn.Jobs {
+			if j.ID == id {
+				got = jobJSON(j)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if got == nil {
+		fail(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	reply(w, http.StatusOK, got)
 }
 
 func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {

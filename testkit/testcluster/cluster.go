@@ -58,6 +58,11 @@ type Options struct {
 	LifecycleOnly bool
 	// GuestAgent gives the fake drivers' guests an agent (FakeAgent).
 	GuestAgent bool
+	// RunnerPollInterval is the peers' node.Config.RunnerPollInterval.
+	RunnerPollInterval time.Duration
+	// GuestPrograms, with GuestAgent, stands in for programs of the
+	// guests' image (FakeAgent.Programs).
+	GuestPrograms func(ctx context.Context, vm string, argv []string, stdin []byte) ([]byte, int, bool)
 	// AuditEntries is the peers' --audit-entries (default theirs).
 	AuditEntries int
 	// Templates is how many booted templates each peer keeps (default
@@ -166,7 +171,9 @@ func (c *Cluster) addMember() *Member {
 			drv = struct{ hypervisor.Driver }{m.Fake}
 		}
 		if opts.GuestAgent {
-			drv = hypervisor.NewFakeAgent(m.Fake)
+			fa := hypervisor.NewFakeAgent(m.Fake)
+			fa.Programs = opts.GuestPrograms
+			drv = fa
 		}
 	}
 	bind := "127.0.0.1"
@@ -182,7 +189,7 @@ func (c *Cluster) addMember() *Member {
 		VMInterval: opts.VMInterval, HealthInterval: 100 * time.Millisecond,
 		BlobGCInterval: 200 * time.Millisecond, BlobReleaseGrace: time.Second, ChunkMiB: opts.ChunkMiB, MaxJobs: opts.MaxJobs,
 		RegistryAllow: opts.RegistryAllow, Templates: opts.Templates, AuditEntries: opts.AuditEntries,
-		PlainPeers: opts.PlainPeers,
+		PlainPeers: opts.PlainPeers, RunnerPollInterval: opts.RunnerPollInterval,
 	}
 	if !opts.Libvirt {
 		m.cfg.TemplateGuestReady = func(context.Context, string) error { return nil } // a fake guest has nothing to wait for

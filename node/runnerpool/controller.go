@@ -1,0 +1,300 @@
+package runnerpool
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/runners/github"
+)
+
+// Metadata keys on a pool's VMs.
+const (
+	MetaPool = "svc-runner-pool"
+	MetaJob  = "svc-runner-job"
+)
+
+// ServiceAccount is the account a pool acts as in its namespace.
+func ServiceAccount(pool string) string { return "runner-" + pool }
+
+// VMName is the VM of a pool's job.
+func VMName(pool string, job int64) string {
+	id := strconv.FormatInt(job, 10)
+	if max := api.MaxNameLen - len(id) - 1; len(pool) > max {
+		pool = strings.TrimRight(pool[:max], "-")
+	}
+	return pool + "-" + id
+}
+
+// Config configures a Controller.
+type Config struct {
+	FSM *raftfsm.FSM
+	// Apply proposes a command (on the leader).
+	Apply func(ctx context.Context, t raftfsm.Type, body any) (any, error)
+	Keys  auth.Keys
+	// APIURL is this peer's API, which the pools call as their accounts.
+	APIURL func() string
+	// Transport reaches GitHub (the peer's egress policy).
+	Transport http.RoundTripper
+	// PollInterval is how often a pool asks GitHub for queued jobs and for
+	// the jobs that run (default 30 s).
+	PollInterval time.Duration
+	// Tick is the longest time between passes (default 2 s).
+	Tick time.Duration
+	// AgentWait bounds the wait for a new VM's agent (default 3 min).
+	AgentWait time.Duration
+	Log       *slog.Logger
+	Metrics   *Metrics
+}
+
+// Controller runs the pools while its peer leads.
+type Controller struct {
+	cfg Config
+
+	mu       sync.Mutex
+	starting map[string]bool // job keys being started by this leader
+	polled   map[string]time.Time
+	clients  map[string]*poolClient
+}
+
+type poolClient struct {
+	pool raftfsm.RunnerPool
+	gh   *github.Client
+}
+
+// New returns a Controller.
+func New(cfg Config) *Controller {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 30 * time.Second
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 2 * time.Second
+	}
+	if cfg.AgentWait <= 0 {
+		cfg.AgentWait = 3 * time.Minute
+	}
+	return &Controller{cfg: cfg}
+}
+
+// Run runs the pools until ctx ends (the end of the leader's term).
+func (c *Controller) Run(ctx context.Context) {
+	c.mu.Lock()
+	c.starting, c.polled, c.clients = map[string]bool{}, map[string]time.Time{}, map[string]*poolClient{}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	first := true
+	for {
+		c.pass(ctx, &wg, first)
+		first = false
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.cfg.FSM.Watch(raftfsm.ResourceTopic(raftfsm.ResourceRunner)):
+		case <-time.After(c.cfg.Tick):
+		}
+	}
+}
+
+func jobKey(j raftfsm.RunnerJob) string {
+	return j.Namespace + "/" + j.Pool + "/" + strconv.FormatInt(j.ID, 10)
+}
+
+// pass does one round over every pool.
+func (c *Controller) pass(ctx context.Context, wg *sync.WaitGroup, first bool) {
+	pools := c.cfg.FSM.RunnerPools("")
+	live := map[string]bool{}
+	for _, p := range pools {
+		live[p.Namespace+"/"+p.Name] = true
+		if err := c.pool(ctx, wg, p, first); err != nil {
+			c.cfg.Log.Warn("runner pool", "namespace", p.Namespace, "pool", p.Name, "err", err)
+		}
+	}
+	c.orphans(ctx, live)
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.observe(c.cfg.FSM)
+	}
+}
+
+// pool moves one pool's jobs on.
+func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.RunnerPool, first bool) error {
+	cl, err := c.client(p)
+	if err != nil {
+		return err
+	}
+	jobs := c.cfg.FSM.RunnerJobs(p.Namespace, p.Name)
+	c.mu.Lock()
+	due := time.Since(c.polled[p.Namespace+"/"+p.Name]) >= c.cfg.PollInterval
+	if due {
+		c.polled[p.Namespace+"/"+p.Name] = time.Now()
+	}
+	c.mu.Unlock()
+	if due {
+		c.sweep(ctx, p, cl, jobs)
+		jobs = c.cfg.FSM.RunnerJobs(p.Namespace, p.Name)
+	}
+	active := 0
+	var queued []raftfsm.RunnerJob
+	for _, j := range jobs {
+		switch j.State {
+		case raftfsm.RunnerJobQueued:
+			queued = append(queued, j)
+		case raftfsm.RunnerJobStarting:
+			active++
+			c.mu.Lock()
+			mine := c.starting[jobKey(j)]
+			c.mu.Unlock()
+			if !mine && first {
+				// Left starting by another leader: its VM may be half made and
+				// its runner never started. Start again from queued.
+				c.abandon(ctx, p, cl, j)
+			}
+		case raftfsm.RunnerJobRunning:
+			active++
+		case raftfsm.RunnerJobCompleted:
+			active++
+			c.finish(ctx, p, cl, j)
+		}
+	}
+	slices.SortFunc(queued, func(a, b raftfsm.RunnerJob) int { return a.QueuedAt.Compare(b.QueuedAt) })
+	for _, j := range queued {
+		if active >= p.Max {
+			break
+		}
+		vm := VMName(p.Name, j.ID)
+		j.State, j.VM = raftfsm.RunnerJobStarting, vm
+		if _, err := c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: time.Now().UTC()}); err != nil {
+			continue // claimed meanwhile, or no leader: the next pass sees
+		}
+		active++
+		c.mu.Lock()
+		c.starting[jobKey(j)] = true
+		c.mu.Unlock()
+		wg.Go(func() {
+			defer func() {
+				c.mu.Lock()
+				delete(c.starting, jobKey(j))
+				c.mu.Unlock()
+			}()
+			c.start(ctx, p, cl, j)
+		})
+	}
+	return nil
+}
+
+// client returns the pool's GitHub client, made again when the pool changed.
+func (c *Controller) client(p raftfsm.RunnerPool) (*github.Client, error) {
+	k := p.Namespace + "/" + p.Name
+	c.mu.Lock()
+	pc, ok := c.clients[k]
+	c.mu.Unlock()
+	if ok && pc.pool.CreatedAt.Equal(p.CreatedAt) {
+		return pc.gh, nil
+	}
+	scope, err := github.ParseScope(p.GitHub.URL)
+	if err != nil {
+		return nil, err
+	}
+	a := github.Auth{AppID: p.GitHub.AppID, InstallationID: p.GitHub.InstallationID}
+	open := func(sealed []byte, what string) (string, error) {
+		if len(sealed) == 0 {
+			return "", nil
+		}
+		b, err := auth.Unseal(c.cfg.Keys.SealKey(), sealed, SecretAAD(p.Namespace, p.Name, what))
+		return string(b), err
+	}
+	tok, err := open(p.GitHub.SealedToken, "token")
+	if err != nil {
+		return nil, err
+	}
+	key, err := open(p.GitHub.SealedPrivateKey, "private-key")
+	if err != nil {
+		return nil, err
+	}
+	a.Token, a.PrivateKey = tok, []byte(key)
+	if key == "" {
+		a.PrivateKey = nil
+	}
+	gh, err := github.New(github.Config{APIBase: p.GitHub.APIBase, Scope: scope, Auth: a, Transport: c.cfg.Transport})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.clients[k] = &poolClient{pool: p, gh: gh}
+	c.mu.Unlock()
+	return gh, nil
+}
+
+// SecretAAD binds a pool's sealed secret to the pool and its purpose.
+func SecretAAD(ns, pool, what string) []byte {
+	return []byte("svc-runner-pool/" + ns + "/" + pool + "/" + what)
+}
+
+// sweep asks GitHub for the queued jobs a webhook may have missed, and
+// for the state of the jobs that run (a lost completed delivery).
+func (c *Controller) sweep(ctx context.Context, p raftfsm.RunnerPool, cl *github.Client, known []raftfsm.RunnerJob) {
+	have := map[int64]raftfsm.RunnerJob{}
+	for _, j := range known {
+		have[j.ID] = j
+	}
+	queued, err := cl.QueuedJobs(ctx, 3, 20)
+	if err != nil {
+		c.cfg.Log.Warn("runner pool: queued jobs", "pool", p.Name, "err", err)
+	}
+	for _, j := range queued {
+		if _, ok := have[j.ID]; ok || !github.Matches(p.Labels, j.Labels) {
+			continue
+		}
+		_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: raftfsm.RunnerJob{
+			Namespace: p.Namespace, Pool: p.Name, ID: j.ID, RunID: j.RunID, Repo: j.Repo, Labels: j.Labels, State: raftfsm.RunnerJobQueued,
+			Message: "found by polling (no webhook delivery)"}, Time: time.Now().UTC()})
+	}
+	for _, j := range known {
+		if (j.State != raftfsm.RunnerJobRunning && j.State != raftfsm.RunnerJobQueued) || j.Repo == "" {
+			continue
+		}
+		gj, conclusion, err := cl.JobState(ctx, j.Repo, j.ID)
+		if err != nil || gj.Status != "completed" {
+			continue
+		}
+		c.completed(ctx, p, gj, conclusion)
+	}
+}
+
+// completed records what a completed job means: the job whose VM ran it
+// is completed (its VM goes); the job itself, when it never got a VM, is
+// done. GitHub may hand a pool's runner another of the pool's jobs than
+// the one it was made for: the VM named by the runner is the one to go.
+func (c *Controller) completed(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string) {
+	now := time.Now().UTC()
+	for _, j := range c.cfg.FSM.RunnerJobs(p.Namespace, p.Name) {
+		switch {
+		case gj.RunnerName != "" && j.VM == gj.RunnerName && (j.State == raftfsm.RunnerJobStarting || j.State == raftfsm.RunnerJobRunning):
+			j.State, j.Conclusion = raftfsm.RunnerJobCompleted, conclusion
+			_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: now})
+		case j.ID == gj.ID && j.State == raftfsm.RunnerJobQueued:
+			j.State, j.Conclusion, j.Message = raftfsm.RunnerJobDone, conclusion, "completed without a VM of this pool"
+			_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: now})
+		case j.ID == gj.ID && gj.RunnerName == "" && (j.State == raftfsm.RunnerJobStarting || j.State == raftfsm.RunnerJobRunning):
+			// Cancelled before a runner took it: its VM would wait for ever.
+			j.State, j.Conclusion = raftfsm.RunnerJobCompleted, conclusion
+			_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: now})
+		}
+	}
+}
+
+// Completed is what the API calls for a completed delivery.
+func (c *Controller) Completed(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string) {
+	c.completed(ctx, p, gj, conclusion)
+}

@@ -1,0 +1,274 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node/runnerpool"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/githubapi"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// poolRig is a cluster of fake VMs whose image has a runner that talks to
+// the GitHub stand-in: started with a JIT configuration it takes a job,
+// works a moment and completes it, as GitHub's ephemeral runner does.
+type poolRig struct {
+	c        *testcluster.Cluster
+	gh       *githubapi.Server
+	secret   string
+	runs     sync.Map // job id -> *atomic.Int32: runner starts
+	work     time.Duration
+	maxMu    sync.Mutex
+	maxVMs   int
+	stopPeak func() int // stops the watch and returns the peak
+}
+
+func newPoolRig(t *testing.T, peers int, poll time.Duration) *poolRig {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &poolRig{secret: "hook-secret", work: 300 * time.Millisecond}
+	r.gh = githubapi.Start(t, key, "")
+	r.c = testcluster.New(t, peers, testcluster.Options{GuestAgent: true, RunnerPollInterval: poll, GuestPrograms: r.program})
+	return r
+}
+
+// program is the image's runner: "sh -c 'nohup ...' svc-runner CMD".
+func (r *poolRig) program(ctx context.Context, vm string, argv []string, _ []byte) ([]byte, int, bool) {
+	if len(argv) != 5 || argv[0] != "sh" || argv[3] != "svc-runner" {
+		return nil, 0, false
+	}
+	cmd := strings.Fields(argv[4])
+	if len(cmd) != 3 || cmd[1] != "--jitconfig" {
+		return []byte("bad runner command\n"), 2, true
+	}
+	go func() {
+		bg := context.Background()
+		job, err := r.gh.Start(bg, cmd[2])
+		if err != nil || job == nil {
+			return // no job for this runner (yet): GitHub's runner would wait
+		}
+		n, _ := r.runs.LoadOrStore(job.ID, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		time.Sleep(r.work) // the job's steps
+		_ = r.gh.Complete(bg, job.ID, "success")
+	}()
+	return nil, 0, true
+}
+
+// watchPeak records the most VMs of the pool that ever existed at once.
+func (r *poolRig) watchPeak(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	r.stopPeak = func() int {
+		cancel()
+		<-stopped
+		r.maxMu.Lock()
+		defer r.maxMu.Unlock()
+		return r.maxVMs
+	}
+	t.Cleanup(func() { r.stopPeak() })
+	go func() {
+		defer close(stopped)
+		for ctx.Err() == nil {
+			for _, m := range r.c.Running() {
+				n := 0
+				for _, vm := range m.Peer.FSM().VMs(ns) {
+					if vm.CustomMetadata[runnerpool.MetaPool] == "ci" {
+						n++
+					}
+				}
+				r.maxMu.Lock()
+				r.maxVMs = max(r.maxVMs, n)
+				r.maxMu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+func (r *poolRig) setUp(t *testing.T, max int) *api.Client {
+	leader := r.c.WaitLeader()
+	admin := r.c.Client(leader)
+	upload(t, admin, "tiny", tinyImage(t))
+	// On every node, so that losing one leaves the others able to run VMs.
+	if _, err := admin.CacheImage(ctx(t), ns, "tiny", api.ImageCacheRequest{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.c.WaitFor("the image on every node", 30*time.Second, func() error {
+		c, err := admin.ImageCache(ctx(t), ns, "tiny")
+		if err != nil || len(c.Nodes) != len(r.c.Members) {
+			return fmt.Errorf("on %v (%v)", c.Nodes, err)
+		}
+		return nil
+	})
+	if _, err := admin.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "runner", Image: "tiny", CPU: 1, Memory: 0.25}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := admin.CreateRunnerPool(ctx(t), ns, api.RunnerPoolRequest{Name: "ci", VMConfig: "runner", Labels: []string{"svc-linux"}, Max: max,
+		RunnerCommand: "runner --jitconfig {jitconfig}", JobTimeout: "30m",
+		GitHub: api.RunnerPoolGitHubRequest{URL: "https://github.com/acme/app", APIBase: r.gh.URL, Token: r.gh.Token, WebhookSecret: r.secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool.GitHub.TokenSet != true || strings.Contains(fmt.Sprint(pool), r.gh.Token) {
+		t.Fatalf("pool %+v", pool)
+	}
+	// GitHub delivers to every peer's address alike; this one to a follower.
+	to := leader
+	if f := r.c.Followers(); len(f) > 0 {
+		to = f[0]
+	}
+	r.gh.Hook("http://"+to.Peer.APIAddr()+pool.WebhookPath, []byte(r.secret))
+	return admin
+}
+
+// waitDone waits until every job of the stand-in completed and the pool has
+// no VM left.
+func (r *poolRig) waitDone(t *testing.T, admin *api.Client, jobs int, timeout time.Duration) {
+	r.c.WaitFor("every job done and every VM gone", timeout, func() error {
+		done := 0
+		for _, j := range r.gh.Jobs() {
+			if j.Status == "completed" {
+				done++
+			}
+		}
+		p, err := admin.GetRunnerPool(context.Background(), ns, "ci")
+		if err != nil {
+			return err
+		}
+		if done != jobs || p.Status.VMs != 0 || p.Status.Done != jobs {
+			return fmt.Errorf("%d of %d jobs completed; pool %+v", done, jobs, p.Status)
+		}
+		return nil
+	})
+}
+
+func (r *poolRig) checkOnce(t *testing.T) {
+	t.Helper()
+	r.runs.Range(func(k, v any) bool {
+		if n := v.(*atomic.Int32).Load(); n != 1 {
+			t.Errorf("job %v ran %d times", k, n)
+		}
+		return true
+	})
+}
+
+func TestRunnerPool_twenty_jobs_max_four(t *testing.T) {
+	r := newPoolRig(t, 2, time.Hour) // no sweep: every job by webhook
+	admin := r.setUp(t, 4)
+	r.watchPeak(t)
+	labels := make([][]string, 20)
+	for i := range labels {
+		labels[i] = []string{"self-hosted", "svc-linux"}
+	}
+	r.gh.Queue(context.Background(), "acme/app", false, labels...)
+	r.waitDone(t, admin, 20, 2*time.Minute)
+	peak := r.stopPeak()
+	r.checkOnce(t)
+	if peak > 4 || peak < 2 {
+		t.Fatalf("at most %d VMs at once, want 2 to 4", peak)
+	}
+	p, _ := admin.GetRunnerPool(ctx(t), ns, "ci")
+	if p.Status.StartP50 <= 0 || p.Status.StartP95 < p.Status.StartP50 {
+		t.Fatalf("status %+v", p.Status)
+	}
+	if len(r.gh.Runners()) != 0 {
+		t.Fatalf("runners left registered: %+v", r.gh.Runners())
+	}
+	t.Logf("20 jobs, max 4: peak %d VMs; queued to runner started p50 %.2fs p95 %.2fs", peak, p.Status.StartP50, p.Status.StartP95)
+}
+
+func TestRunnerPool_lost_webhook_found_by_polling(t *testing.T) {
+	r := newPoolRig(t, 1, 500*time.Millisecond)
+	admin := r.setUp(t, 2)
+	// A job whose delivery is lost, and one of labels the pool lacks.
+	r.gh.Queue(context.Background(), "acme/app", true, []string{"self-hosted", "svc-linux"})
+	other := r.gh.Queue(context.Background(), "acme/app", true, []string{"self-hosted", "svc-macos"})
+	r.c.WaitFor("the lost job done", time.Minute, func() error {
+		for _, j := range r.gh.Jobs() {
+			if j.ID != other[0].ID && j.Status != "completed" {
+				return fmt.Errorf("job %d %s", j.ID, j.Status)
+			}
+		}
+		return nil
+	})
+	jobs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
+	if err != nil || len(jobs) != 1 || !strings.Contains(jobs[0].Message, "polling") && jobs[0].State != raftfsm.RunnerJobDone {
+		t.Fatalf("jobs %+v %v", jobs, err)
+	}
+	if r.gh.Jobs()[other[0].ID].Status != "queued" {
+		t.Fatal("the pool took a job of labels it lacks")
+	}
+}
+
+func TestRunnerPool_leader_killed_mid_run(t *testing.T) {
+	r := newPoolRig(t, 3, time.Second)
+	r.work = 2 * time.Second
+	admin := r.setUp(t, 3)
+	labels := make([][]string, 6)
+	for i := range labels {
+		labels[i] = []string{"svc-linux"}
+	}
+	r.gh.Queue(context.Background(), "acme/app", false, labels...)
+	r.c.WaitFor("jobs running", time.Minute, func() error {
+		p, err := admin.GetRunnerPool(context.Background(), ns, "ci")
+		if err != nil || p.Status.Running == 0 {
+			return fmt.Errorf("%+v %v", p.Status, err)
+		}
+		return nil
+	})
+	old := r.c.WaitLeader()
+	r.c.Crash(old)
+	nl := r.c.WaitLeader()
+	admin = r.c.Client(nl)
+	// The webhook's peer may be the one that died: the sweep finds what it missed.
+	r.gh.Hook("http://"+nl.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/runnerpools/ci/webhook", []byte(r.secret))
+	r.waitDone(t, admin, 6, 2*time.Minute)
+	r.checkOnce(t)
+}
+
+func TestRunnerPool_wrong_signature_refused(t *testing.T) {
+	r := newPoolRig(t, 1, time.Hour)
+	r.setUp(t, 1)
+	m := r.c.WaitLeader()
+	body := []byte(`{"action":"queued","workflow_job":{"id":5,"run_id":1,"status":"queued","labels":["svc-linux"]},"repository":{"full_name":"acme/app"}}`)
+	for _, tc := range []struct {
+		name, sig string
+		code      int
+	}{
+		{"another secret", githubapi.Sign([]byte("nope"), body), http.StatusUnauthorized},
+		{"no signature", "", http.StatusUnauthorized},
+		{"signed", githubapi.Sign([]byte(r.secret), body), http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+m.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/runnerpools/ci/webhook", bytes.NewReader(body))
+		req.Header.Set("X-GitHub-Event", "workflow_job")
+		req.Header.Set("X-Hub-Signature-256", tc.sig)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Fatalf("%s: %d, want %d", tc.name, resp.StatusCode, tc.code)
+		}
+		if _, ok := m.Peer.FSM().RunnerJob(ns, "ci", 5); ok != (tc.code == http.StatusOK) {
+			t.Fatalf("%s: job recorded %v", tc.name, ok)
+		}
+	}
+}

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/browser"
 	"github.com/svc-project/svc/testkit/githubapi"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -271,4 +274,23 @@ func TestRunnerPool_wrong_signature_refused(t *testing.T) {
 			t.Fatalf("%s: job recorded %v", tc.name, ok)
 		}
 	}
+}
+
+// The web UI's runner pool view, in headless Chromium, once the pool ran
+// its jobs: its VMs, done jobs and start times as the API reports them.
+func TestWebUI_runner_pools_view(t *testing.T) {
+	bctx := browser.New(t, 2*time.Minute)
+	r := newPoolRig(t, 1, time.Hour)
+	admin := r.setUp(t, 2)
+	r.gh.Queue(context.Background(), "acme/app", false, []string{"svc-linux"}, []string{"svc-linux"}, []string{"svc-linux"})
+	r.waitDone(t, admin, 3, time.Minute)
+	m := r.c.WaitLeader()
+	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"),
+		chromedp.SendKeys("#token", r.c.Token("admin", true)), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
+		uiView("runnerpools"), chromedp.WaitVisible(`tr[data-pool="ci"]`)); err != nil {
+		browser.Screenshot(t, bctx, "webui-runnerpools-failed")
+		t.Fatal(err)
+	}
+	waitJS(t, r.c, bctx, "the pool's row", `document.querySelector('tr[data-pool="ci"]').textContent.includes("0 / 2") && document.querySelector('tr[data-pool="ci"]').children[6].textContent === "3"`, 10*time.Second)
+	browser.Screenshot(t, bctx, "webui-runnerpools")
 }

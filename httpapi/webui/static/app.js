@@ -256,6 +256,15 @@ const views = {
       h("td", {}, j.name), h("td", {}, j.type), h("td", {}, j.state),
       h("td", {}, h("progress", { max: j.bytesTotal || 1, value: j.bytesDone })), h("td", {}, j.reference), h("td", {}, j.message))));
   },
+  // Runner pools: CI jobs' VMs, read when the view opens (and after an action).
+  async runnerpools(fresh) {
+    const pools = await list("runnerpools", fresh);
+    const secs = (x) => (x || 0).toFixed(2) + " s";
+    return table(["Pool", "VM config", "Labels", "VMs", "Queued", "Running", "Done", "Start p50 / p95", "Waiting"], pools.map((p) => h("tr", { "data-pool": p.name },
+      h("td", {}, p.name), h("td", {}, p.vmConfig), h("td", {}, p.labels.join(", ")), h("td", { "data-vms": p.status.vms }, `${p.status.vms} / ${p.max}`),
+      h("td", {}, p.status.queued), h("td", {}, p.status.starting + p.status.running), h("td", {}, p.status.done),
+      h("td", {}, secs(p.status.startP50Seconds) + " / " + secs(p.status.startP95Seconds)), h("td", {}, p.status.waiting || ""))));
+  },
 };
 
 function deployForm(images, configs) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +105,26 @@ func TestForward_to_the_vms_host(t *testing.T) {
 	stop2()
 	if code, _, h := where(t, addr1, nil); code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
 		t.Fatalf("host down: %d", code)
+	}
+}
+
+// A peer's proposal that reaches a peer no longer leading is refused unrun
+// (503, HeaderNotLeader), never forwarded: the leader would take the
+// forwarding peer for the proposer.
+func TestInternalApply_not_forwarded_by_a_follower(t *testing.T) {
+	b1, b2, _, addr2, _ := hostPair(t)
+	_ = b1
+	forwarded := 0
+	b2.leaderView = func() string { forwarded++; return "n1" }
+	body := `{"type":11,"body":{"namespace":"svc-default","name":"vm1","node":"n2","status":"Running"}}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr2+"/api/v1/internal/apply", strings.NewReader(body))
+	req.Header.Set(api.HeaderPlainPeer, "n2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(api.HeaderNotLeader) == "" || forwarded != 0 {
+		t.Fatalf("answer %d (not-leader %q), forwarded %d times", resp.StatusCode, resp.Header.Get(api.HeaderNotLeader), forwarded)
 	}
 }

@@ -21,6 +21,11 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 	if len(req.Body) == 0 || !json.Valid(req.Body) {
 		return badRequest("field \"body\": a JSON object is required")
 	}
+	if !s.raft.IsLeader() {
+		// The proposer asks the new leader itself (node's applyRemote).
+		w.Header().Set(api.HeaderNotLeader, "1")
+		return unavailable("1", "peer %s is not the leader; propose to the leader", s.replica.Name())
+	}
 	// A peer proposes only for itself: its VMs, blobs, images, jobs,
 	// addresses and the audit entries of what it received.
 	peer := principalOf(r.Context()).Name

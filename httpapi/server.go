@@ -264,7 +264,9 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RulePeer}, s.commitIndex)
 	s.handle(Route{Method: get, Path: api.AppliedIndexPath, Rule: RulePeer}, s.appliedIndex)
 	s.handle(Route{Method: get, Path: api.TrustPath, Rule: RulePeer}, s.trust)
-	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true, Target: Leader}, s.internalApply)
+	// Not forwarded: the leader judges a proposal by the proposing peer's
+	// certificate, which a forwarding peer would replace with its own.
+	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true}, s.internalApply)
 	s.handle(Route{Method: post, Path: api.HostUserPath, Rule: RulePeer, Write: true, Target: Leader}, s.hostUser)
 }
 

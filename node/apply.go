@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/raftfsm"
@@ -31,21 +32,32 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error 
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", t, err)
 	}
-	name, addr, err := p.WaitLeader(ctx)
-	if err != nil {
-		return fmt.Errorf("apply %s: %w", t, err)
+	// A peer that stopped leading refuses the proposal unrun (503): ask
+	// the leader again, a bounded number of times.
+	for attempt := 0; ; attempt++ {
+		name, addr, err := p.WaitLeader(ctx)
+		if err != nil {
+			return fmt.Errorf("apply %s: %w", t, err)
+		}
+		if name == p.cfg.Name {
+			_, err := p.store.ApplyCommand(ctx, t, json.RawMessage(b))
+			return err
+		}
+		cl := &api.Client{BaseURL: p.PeerScheme() + "://" + addr, HTTP: p.peerHTTP} // over the fabric: the leader knows this peer by its certificate
+		h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
+		if err == nil {
+			p.waitAppliedHeader(ctx, t, h)
+			return nil
+		}
+		if api.CodeOf(err) != http.StatusServiceUnavailable || attempt >= 4 {
+			return fromStatus(err)
+		}
+		select {
+		case <-ctx.Done():
+			return fromStatus(err)
+		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+		}
 	}
-	if name == p.cfg.Name {
-		_, err := p.store.ApplyCommand(ctx, t, json.RawMessage(b))
-		return err
-	}
-	cl := &api.Client{BaseURL: p.PeerScheme() + "://" + addr, HTTP: p.peerHTTP} // over the fabric: the leader knows this peer by its certificate
-	h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
-	if err != nil {
-		return fromStatus(err)
-	}
-	p.waitAppliedHeader(ctx, t, h)
-	return nil
 }
 
 // waitAppliedHeader waits (read-your-writes) until this replica has the

@@ -28,6 +28,9 @@ type Server struct {
 	URL string
 	// Token is a fine-grained token it accepts.
 	Token string
+	// RunnerURL is where runners started with its JIT configurations reach
+	// it (default its own address; a guest may need another: SetRunnerURL).
+	RunnerURL string
 	// AppID, InstallationID and AppKey are the App it knows.
 	AppID, InstallationID int64
 	AppKey                *rsa.PrivateKey
@@ -123,6 +126,10 @@ func Start(t testing.TB, key *rsa.PrivateKey, prefix string) *Server {
 	route("GET /repos/{owner}/{repo}/actions/runs/{run}/jobs", s.authed(s.listJobs))
 	route("GET /orgs/{org}/repos", s.authed(s.listRepos))
 	route("GET /repos/{owner}/{repo}/actions/jobs/{job}", s.authed(s.getJob))
+	// What GitHub's runner does over its own protocol, for a runner
+	// stand-in in a guest: take a job with its JIT configuration, finish it.
+	mux.HandleFunc("POST /_standin/acquire", s.acquire)
+	mux.HandleFunc("POST /_standin/jobs/{job}/complete", s.completeHTTP)
 	s.srv = httptest.NewServer(mux)
 	t.Cleanup(s.srv.Close)
 	s.URL = s.srv.URL + prefix + "/"
@@ -224,7 +231,10 @@ func (s *Server) jitConfig(w http.ResponseWriter, r *http.Request) {
 	rn := &Runner{ID: s.nextID, Name: req.Name, Scope: scope, Labels: append([]string{"self-hosted", "Linux", "X64"}, req.Labels...)}
 	s.runners[rn.ID] = rn
 	s.mu.Unlock()
-	enc, _ := json.Marshal(map[string]any{"runner_id": rn.ID, "name": rn.Name, "labels": rn.Labels, "scope": scope})
+	s.mu.Lock()
+	runnerURL := first(s.RunnerURL, s.srv.URL)
+	s.mu.Unlock()
+	enc, _ := json.Marshal(map[string]any{"runner_id": rn.ID, "name": rn.Name, "labels": rn.Labels, "scope": scope, "url": runnerURL})
 	labels := []map[string]any{}
 	for i, l := range rn.Labels {
 		typ := "custom"
@@ -527,6 +537,64 @@ func (s *Server) Runners() []Runner {
 		out = append(out, *r)
 	}
 	return out
+}
+
+// SetRunnerURL sets where runners reach the stand-in: an address the
+// guests can reach, where the test serves Handler.
+func (s *Server) SetRunnerURL(u string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.RunnerURL = u
+}
+
+// Handler is the stand-in's HTTP handler, to serve on another listener too.
+func (s *Server) Handler() http.Handler { return s.srv.Config.Handler }
+
+func first(v ...string) string {
+	for _, x := range v {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// acquire is a runner asking for its job: {"jitconfig": "..."} -> the job
+// (200), or 204 while none is queued for it.
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		JITConfig string `json:"jitconfig"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		fail(w, http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	job, err := s.Start(r.Context(), req.JITConfig)
+	switch {
+	case err != nil:
+		fail(w, http.StatusUnauthorized, err.Error())
+	case job == nil:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		reply(w, http.StatusOK, jobJSON(job))
+	}
+}
+
+// completeHTTP is a runner reporting its job done: {"conclusion": "success"}.
+func (s *Server) completeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, _ := strconv.ParseInt(r.PathValue("job"), 10, 64)
+	var req struct {
+		Conclusion string `json:"conclusion"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Conclusion == "" {
+		fail(w, http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	if err := s.Complete(r.Context(), id, req.Conclusion); err != nil {
+		fail(w, http.StatusConflict, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // Sign is the X-Hub-Signature-256 of body with secret.

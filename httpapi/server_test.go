@@ -343,6 +343,8 @@ func TestServer_route_flags(t *testing.T) {
 		"POST /api/v1/namespaces/:namespace/upload/image": true,
 		"POST /api/v1/namespaces/:namespace/upload/iso":   true,
 		"POST /api/v1/namespaces/:namespace/images":       true, // generate
+		// A follower refuses it (503, not leader): never forwarded.
+		"POST /api/v1/internal/apply": true,
 	}
 	for _, r := range s.Routes() {
 		id := r.Method + " " + r.Path

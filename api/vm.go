@@ -114,6 +114,10 @@ const (
 	IdentityNone = "none"
 	// IdentityFailed: the step failed.
 	IdentityFailed = "failed"
+	// IdentityNoAgentYet begins the message of a "none" whose step is still
+	// due: the guest's agent has not answered yet, and the step runs when
+	// it does.
+	IdentityNoAgentYet = "no guest agent answered"
 )
 
 // DeployRequest is the body of POST .../vms. Pointer fields tell "not given"

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -80,7 +81,7 @@ func pendingIdentity() *raftfsm.IdentityReport {
 }
 
 func silentAgentIdentity(wait time.Duration) *raftfsm.IdentityReport {
-	return &raftfsm.IdentityReport{State: raftfsm.IdentityNone, Message: fmt.Sprintf("no guest agent answered within %s: the guest keeps "+
+	return &raftfsm.IdentityReport{State: raftfsm.IdentityNone, Message: fmt.Sprintf(api.IdentityNoAgentYet+" within %s: the guest keeps "+
 		"the host name, keys and machine id it has (its image needs QEMU's guest agent); the identity step runs if one answers later", wait)}
 }
 

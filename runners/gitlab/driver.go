@@ -163,6 +163,23 @@ func (d *Driver) Prepare(ctx context.Context) error {
 	return nil
 }
 
+// identityDone reports whether a VM's identity step ran or never will:
+// not while it is pending, or "none" only because the agent had not
+// answered yet (the step runs once it does).
+func identityDone(id *api.GuestIdentity) bool {
+	switch {
+	case id == nil, id.State == api.IdentityPending:
+		return false
+	case id.State == api.IdentityNone:
+		return !strings.HasPrefix(id.Message, api.IdentityNoAgentYet)
+	}
+	return true
+}
+
+// identityGrace is how long prepare waits for a VM's identity state to be
+// recorded at all once its agent answers.
+const identityGrace = 15 * time.Second
+
 // waitAgent waits until the guest's agent runs a command and the guest's
 // identity step ran.
 func (d *Driver) waitAgent(ctx context.Context, name string) error {
@@ -173,13 +190,20 @@ func (d *Driver) waitAgent(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var last error
+	var answered time.Time
 	for {
 		// The agent runs commands, and the guest has its own identity
-		// (host name, keys, machine id) before the job's first script.
+		// (host name, keys, machine id) before the job's first script. The
+		// host records the identity's state a moment after the VM runs; a
+		// host that records none (a driver without the step) is not waited
+		// for longer than identityGrace.
 		r, err := d.Client.RunVM(ctx, d.Namespace, name, api.RunRequest{Command: []string{"true"}})
 		if err == nil && r.ExitCode == 0 {
+			if answered.IsZero() {
+				answered = time.Now()
+			}
 			vm, gerr := d.Client.GetVM(ctx, d.Namespace, name)
-			if gerr == nil && (vm.Identity == nil || vm.Identity.State != api.IdentityPending) {
+			if gerr == nil && (identityDone(vm.Identity) || time.Since(answered) > identityGrace) {
 				return nil
 			}
 			err = gerr

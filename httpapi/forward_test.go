@@ -112,8 +112,7 @@ func TestForward_to_the_vms_host(t *testing.T) {
 // (503, HeaderNotLeader), never forwarded: the leader would take the
 // forwarding peer for the proposer.
 func TestInternalApply_not_forwarded_by_a_follower(t *testing.T) {
-	b1, b2, _, addr2, _ := hostPair(t)
-	_ = b1
+	_, b2, _, addr2, _ := hostPair(t)
 	forwarded := 0
 	b2.leaderView = func() string { forwarded++; return "n1" }
 	body := `{"type":11,"body":{"namespace":"svc-default","name":"vm1","node":"n2","status":"Running"}}`

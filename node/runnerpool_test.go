@@ -211,10 +211,14 @@ func TestRunnerPool_lost_webhook_found_by_polling(t *testing.T) {
 		}
 		return nil
 	})
-	jobs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
-	if err != nil || len(jobs) != 1 || !strings.Contains(jobs[0].Message, "polling") && jobs[0].State != raftfsm.RunnerJobDone {
-		t.Fatalf("jobs %+v %v", jobs, err)
-	}
+	// The pool took it by its sweep, once, and is done with it.
+	r.c.WaitFor("the pool done with the job", 30*time.Second, func() error {
+		jobs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
+		if err != nil || len(jobs) != 1 || !strings.Contains(jobs[0].Message, "polling") || jobs[0].State != raftfsm.RunnerJobDone {
+			return fmt.Errorf("jobs %+v %v", jobs, err)
+		}
+		return nil
+	})
 	if r.gh.Jobs()[other[0].ID].Status != "queued" {
 		t.Fatal("the pool took a job of labels it lacks")
 	}

@@ -114,14 +114,12 @@ func jobKey(j raftfsm.RunnerJob) string {
 // pass does one round over every pool.
 func (c *Controller) pass(ctx context.Context, wg *sync.WaitGroup, first bool) {
 	pools := c.cfg.FSM.RunnerPools("")
-	live := map[string]bool{}
 	for _, p := range pools {
-		live[p.Namespace+"/"+p.Name] = true
 		if err := c.pool(ctx, wg, p, first); err != nil {
 			c.cfg.Log.Warn("runner pool", "namespace", p.Namespace, "pool", p.Name, "err", err)
 		}
 	}
-	c.orphans(ctx, live)
+	c.orphans(ctx)
 	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.observe(c.cfg.FSM)
 	}
@@ -268,15 +266,16 @@ func (c *Controller) sweep(ctx context.Context, p raftfsm.RunnerPool, cl *github
 		if err != nil || gj.Status != "completed" {
 			continue
 		}
-		c.completed(ctx, p, gj, conclusion)
+		c.Completed(ctx, p, gj, conclusion)
 	}
 }
 
-// completed records what a completed job means: the job whose VM ran it
+// Completed records what a completed job means (a webhook delivery, or
+// the sweep): the job whose VM ran it
 // is completed (its VM goes); the job itself, when it never got a VM, is
 // done. GitHub may hand a pool's runner another of the pool's jobs than
 // the one it was made for: the VM named by the runner is the one to go.
-func (c *Controller) completed(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string) {
+func (c *Controller) Completed(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string) {
 	now := time.Now().UTC()
 	for _, j := range c.cfg.FSM.RunnerJobs(p.Namespace, p.Name) {
 		switch {
@@ -292,9 +291,4 @@ func (c *Controller) completed(ctx context.Context, p raftfsm.RunnerPool, gj git
 			_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: now})
 		}
 	}
-}
-
-// Completed is what the API calls for a completed delivery.
-func (c *Controller) Completed(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string) {
-	c.completed(ctx, p, gj, conclusion)
 }

@@ -147,7 +147,7 @@ func (c *Controller) finish(ctx context.Context, p raftfsm.RunnerPool, gh *githu
 
 // orphans deletes VMs of a pool that no starting, running or completed job
 // names (a pool deleted, a job done whose VM outlived a crash).
-func (c *Controller) orphans(ctx context.Context, live map[string]bool) {
+func (c *Controller) orphans(ctx context.Context) {
 	named := map[string]bool{}
 	for _, p := range c.cfg.FSM.RunnerPools("") {
 		for _, j := range c.cfg.FSM.RunnerJobs(p.Namespace, p.Name) {
@@ -172,5 +172,4 @@ func (c *Controller) orphans(ctx context.Context, live map[string]bool) {
 			_ = cl.DeleteVM(ctx, vm.Namespace, vm.Name)
 		}
 	}
-	_ = live
 }

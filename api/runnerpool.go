@@ -91,6 +91,7 @@ type RunnerJob struct {
 	Labels     []string   `json:"labels"`
 	State      string     `json:"state"`
 	VM         string     `json:"vm,omitempty"`
+	Attempts   int        `json:"attempts,omitempty"`
 	Message    string     `json:"message,omitempty"`
 	Conclusion string     `json:"conclusion,omitempty"`
 	QueuedAt   time.Time  `json:"queuedAt"`

@@ -19,8 +19,9 @@ import (
 
 // RunnerPools is the leader's pool controller, as the webhook uses it.
 type RunnerPools interface {
-	// Completed records a completed job (and frees the VM that ran it).
-	Completed(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string)
+	// Ran records the runner GitHub gave a job (in_progress), or the
+	// job's end (completed: the VM that ran it goes).
+	Ran(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string)
 }
 
 // maxWebhookBody bounds a delivery (a workflow_job event is a few KiB).
@@ -101,7 +102,7 @@ func (s *Server) listRunnerJobs(w http.ResponseWriter, _ *http.Request, p httpro
 	}
 	items := []api.RunnerJob{}
 	for _, j := range s.replica.FSM().RunnerJobs(ns, pool) {
-		items = append(items, api.RunnerJob{ID: j.ID, RunID: j.RunID, Repo: j.Repo, Labels: append([]string{}, j.Labels...), State: j.State, VM: j.VM,
+		items = append(items, api.RunnerJob{ID: j.ID, RunID: j.RunID, Repo: j.Repo, Labels: append([]string{}, j.Labels...), State: j.State, VM: j.VM, Attempts: j.Attempts,
 			Message: j.Message, Conclusion: j.Conclusion, QueuedAt: j.QueuedAt, StartedAt: j.StartedAt, DoneAt: j.DoneAt})
 	}
 	writeJSON(w, http.StatusOK, api.List[api.RunnerJob]{Items: items})
@@ -231,12 +232,13 @@ func (s *Server) runnerPoolWebhook(w http.ResponseWriter, r *http.Request, p htt
 			return err
 		}
 		msg = "job " + strconv.FormatInt(ev.Job.ID, 10) + " queued"
-	case ev.Action == "completed":
+	case ev.Action == "completed" || ev.Action == "in_progress":
 		if s.pools != nil {
-			s.pools.Completed(r.Context(), rp, ev.Job, ev.Conclusion)
+			ev.Job.Status = ev.Action
+			s.pools.Ran(r.Context(), rp, ev.Job, ev.Conclusion)
 		}
-		msg = "job " + strconv.FormatInt(ev.Job.ID, 10) + " completed"
-	case ev.Action == "in_progress" || ev.Action == "waiting":
+		msg = "job " + strconv.FormatInt(ev.Job.ID, 10) + " " + ev.Action
+	case ev.Action == "waiting":
 		msg = "noted"
 	}
 	writeJSON(w, http.StatusOK, api.Message{Message: msg})

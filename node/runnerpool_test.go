@@ -58,10 +58,18 @@ func (r *poolRig) program(ctx context.Context, vm string, argv []string, _ []byt
 		return []byte("bad runner command\n"), 2, true
 	}
 	go func() {
+		// As GitHub's runner: wait for a job until one comes, or the runner
+		// is removed.
 		bg := context.Background()
-		job, err := r.gh.Start(bg, cmd[2])
-		if err != nil || job == nil {
-			return // no job for this runner (yet): GitHub's runner would wait
+		var job *githubapi.Job
+		for deadline := time.Now().Add(2 * time.Minute); job == nil; {
+			var err error
+			if job, err = r.gh.Start(bg, cmd[2]); err != nil || time.Now().After(deadline) {
+				return
+			}
+			if job == nil {
+				time.Sleep(50 * time.Millisecond) // the runner's long poll
+			}
 		}
 		n, _ := r.runs.LoadOrStore(job.ID, new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
@@ -156,7 +164,15 @@ func (r *poolRig) waitDone(t *testing.T, admin *api.Client, jobs int, timeout ti
 			return err
 		}
 		if done != jobs || p.Status.VMs != 0 || p.Status.Done != jobs {
-			return fmt.Errorf("%d of %d jobs completed; pool %+v", done, jobs, p.Status)
+			var b strings.Builder
+			for _, j := range r.gh.Jobs() {
+				fmt.Fprintf(&b, "\n  github job %d %s on %q", j.ID, j.Status, j.RunnerName)
+			}
+			recs, _ := admin.ListRunnerJobs(context.Background(), ns, "ci")
+			for _, j := range recs {
+				fmt.Fprintf(&b, "\n  record %d %s vm %q: %s", j.ID, j.State, j.VM, j.Message)
+			}
+			return fmt.Errorf("%d of %d jobs completed; pool %+v%s", done, jobs, p.Status, b.String())
 		}
 		return nil
 	})
@@ -225,13 +241,6 @@ func TestRunnerPool_lost_webhook_found_by_polling(t *testing.T) {
 }
 
 func TestRunnerPool_leader_killed_mid_run(t *testing.T) {
-	// Known defect, open (issue 35): once in CI the pool ended with every
-	// record done but 2 of 6 GitHub jobs never run. When GitHub gives a
-	// pool's runner another of its queued jobs, the record whose VM ran it
-	// is closed while the job it was made for stays queued at GitHub with
-	// no record left to serve it; records must follow GitHub's jobs (swap
-	// the VMs between records) before this test can be trusted.
-	t.Skip("known defect in runner pool accounting when GitHub swaps jobs between runners; see the comment")
 	r := newPoolRig(t, 3, time.Second)
 	r.work = 2 * time.Second
 	admin := r.setUp(t, 3)

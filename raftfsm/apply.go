@@ -122,6 +122,8 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyRunnerPoolDelete)
 	case TypeRunnerJobUpdate:
 		return applyBody(c, s.applyRunnerJobUpdate)
+	case TypeRunnerJobRan:
+		return applyBody(c, s.applyRunnerJobRan)
 	}
 	return nil, ErrUnknownCommand
 }

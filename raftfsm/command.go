@@ -71,6 +71,7 @@ const (
 	TypeRunnerPoolSet    Type = 54
 	TypeRunnerPoolDelete Type = 55
 	TypeRunnerJobUpdate  Type = 56
+	TypeRunnerJobRan     Type = 57
 )
 
 var typeNames = map[Type]string{
@@ -116,6 +117,7 @@ var typeNames = map[Type]string{
 	TypeRunnerPoolSet:    "runner-pool-set",
 	TypeRunnerPoolDelete: "runner-pool-delete",
 	TypeRunnerJobUpdate:  "runner-job-update",
+	TypeRunnerJobRan:     "runner-job-ran",
 	TypeSigningKeySet:    "signing-key-set",
 	TypeBlobDropHolder:   "blob-drop-holder",
 	TypeImageCopy:        "image-copy",

@@ -68,6 +68,7 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeRunnerPoolSet, RunnerPoolSet{Pool: testPool()}),
 		mustEncode(f, TypeRunnerJobUpdate, RunnerJobUpdate{Job: RunnerJob{Namespace: api.DefaultNamespace, Pool: "ci", ID: 7, State: RunnerJobQueued}, Time: t0}),
 		mustEncode(f, TypeRunnerJobUpdate, RunnerJobUpdate{Job: RunnerJob{Namespace: api.DefaultNamespace, Pool: "ci", ID: 7, State: RunnerJobStarting, VM: "ci-7"}, Time: t0}),
+		mustEncode(f, TypeRunnerJobRan, RunnerJobRan{Job: RunnerJob{Namespace: api.DefaultNamespace, Pool: "ci", ID: 8, State: RunnerJobRunning}, Runner: "ci-7", Time: t0}),
 		mustEncode(f, TypeRunnerPoolDelete, RunnerPoolDelete{Namespace: api.DefaultNamespace, Name: "ci"}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},

@@ -25,9 +25,13 @@ const (
 // ServiceAccount is the account a pool acts as in its namespace.
 func ServiceAccount(pool string) string { return "runner-" + pool }
 
-// VMName is the VM of a pool's job.
-func VMName(pool string, job int64) string {
+// VMName is the VM of a pool's job at its attempt-th claim (each claim
+// makes a new VM: the VM of an earlier one may still run another job).
+func VMName(pool string, job int64, attempt int) string {
 	id := strconv.FormatInt(job, 10)
+	if attempt > 1 {
+		id += "-r" + strconv.Itoa(attempt)
+	}
 	if max := api.MaxNameLen - len(id) - 1; len(pool) > max {
 		pool = strings.TrimRight(pool[:max], "-")
 	}
@@ -60,7 +64,7 @@ type Controller struct {
 	cfg Config
 
 	mu       sync.Mutex
-	starting map[string]bool // job keys being started by this leader
+	starting map[string]bool // "namespace/VM" being started by this leader
 	polled   map[string]time.Time
 	clients  map[string]*poolClient
 }
@@ -94,10 +98,8 @@ func (c *Controller) Run(ctx context.Context) {
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	first := true
 	for {
-		c.pass(ctx, &wg, first)
-		first = false
+		c.pass(ctx, &wg)
 		select {
 		case <-ctx.Done():
 			return
@@ -107,15 +109,13 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-func jobKey(j raftfsm.RunnerJob) string {
-	return j.Namespace + "/" + j.Pool + "/" + strconv.FormatInt(j.ID, 10)
-}
+func vmKey(j raftfsm.RunnerJob) string { return j.Namespace + "/" + j.VM }
 
 // pass does one round over every pool.
-func (c *Controller) pass(ctx context.Context, wg *sync.WaitGroup, first bool) {
+func (c *Controller) pass(ctx context.Context, wg *sync.WaitGroup) {
 	pools := c.cfg.FSM.RunnerPools("")
 	for _, p := range pools {
-		if err := c.pool(ctx, wg, p, first); err != nil {
+		if err := c.pool(ctx, wg, p); err != nil {
 			c.cfg.Log.Warn("runner pool", "namespace", p.Namespace, "pool", p.Name, "err", err)
 		}
 	}
@@ -126,7 +126,7 @@ func (c *Controller) pass(ctx context.Context, wg *sync.WaitGroup, first bool) {
 }
 
 // pool moves one pool's jobs on.
-func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.RunnerPool, first bool) error {
+func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.RunnerPool) error {
 	cl, err := c.client(p)
 	if err != nil {
 		return err
@@ -151,11 +151,12 @@ func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.Run
 		case raftfsm.RunnerJobStarting:
 			active++
 			c.mu.Lock()
-			mine := c.starting[jobKey(j)]
+			mine := c.starting[vmKey(j)]
 			c.mu.Unlock()
-			if !mine && first {
-				// Left starting by another leader: its VM may be half made and
-				// its runner never started. Start again from queued.
+			if !mine {
+				// Left starting by another leader (or by a start whose last
+				// word was lost): its VM may be half made and its runner
+				// never started. Start again from queued.
 				c.abandon(ctx, p, cl, j)
 			}
 		case raftfsm.RunnerJobRunning:
@@ -170,19 +171,18 @@ func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.Run
 		if active >= p.Max {
 			break
 		}
-		vm := VMName(p.Name, j.ID)
-		j.State, j.VM = raftfsm.RunnerJobStarting, vm
+		j.State, j.VM = raftfsm.RunnerJobStarting, VMName(p.Name, j.ID, j.Attempts+1)
 		if _, err := c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: time.Now().UTC()}); err != nil {
 			continue // claimed meanwhile, or no leader: the next pass sees
 		}
 		active++
 		c.mu.Lock()
-		c.starting[jobKey(j)] = true
+		c.starting[vmKey(j)] = true
 		c.mu.Unlock()
 		wg.Go(func() {
 			defer func() {
 				c.mu.Lock()
-				delete(c.starting, jobKey(j))
+				delete(c.starting, vmKey(j))
 				c.mu.Unlock()
 			}()
 			c.start(ctx, p, cl, j)
@@ -239,8 +239,12 @@ func SecretAAD(ns, pool, what string) []byte {
 	return []byte("svc-runner-pool/" + ns + "/" + pool + "/" + what)
 }
 
+// maxJobChecks bounds the jobs one sweep asks GitHub about.
+const maxJobChecks = 100
+
 // sweep asks GitHub for the queued jobs a webhook may have missed, and
-// for the state of the jobs that run (a lost completed delivery).
+// for the state of the jobs the pool serves (a lost in_progress or
+// completed delivery), at most maxJobChecks of them, oldest first.
 func (c *Controller) sweep(ctx context.Context, p raftfsm.RunnerPool, cl *github.Client, known []raftfsm.RunnerJob) {
 	have := map[int64]raftfsm.RunnerJob{}
 	for _, j := range known {
@@ -258,37 +262,38 @@ func (c *Controller) sweep(ctx context.Context, p raftfsm.RunnerPool, cl *github
 			Namespace: p.Namespace, Pool: p.Name, ID: j.ID, RunID: j.RunID, Repo: j.Repo, Labels: j.Labels, State: raftfsm.RunnerJobQueued,
 			Message: "found by polling (no webhook delivery)"}, Time: time.Now().UTC()})
 	}
+	var check []raftfsm.RunnerJob
 	for _, j := range known {
-		if (j.State != raftfsm.RunnerJobRunning && j.State != raftfsm.RunnerJobQueued) || j.Repo == "" {
-			continue
+		if j.State != raftfsm.RunnerJobCompleted && j.State != raftfsm.RunnerJobDone && j.Repo != "" {
+			check = append(check, j)
 		}
+	}
+	slices.SortFunc(check, func(a, b raftfsm.RunnerJob) int { return a.QueuedAt.Compare(b.QueuedAt) })
+	for _, j := range check[:min(len(check), maxJobChecks)] {
 		gj, conclusion, err := cl.JobState(ctx, j.Repo, j.ID)
-		if err != nil || gj.Status != "completed" {
-			continue
+		switch {
+		case err != nil:
+		case gj.Status == "completed":
+			c.Ran(ctx, p, gj, conclusion)
+		case gj.Status == "in_progress" && gj.RunnerName != "" && gj.RunnerName != j.VM:
+			c.Ran(ctx, p, gj, "")
 		}
-		c.Completed(ctx, p, gj, conclusion)
 	}
 }
 
-// Completed records what a completed job means (a webhook delivery, or
-// the sweep): the job whose VM ran it
-// is completed (its VM goes); the job itself, when it never got a VM, is
-// done. GitHub may hand a pool's runner another of the pool's jobs than
-// the one it was made for: the VM named by the runner is the one to go.
-func (c *Controller) Completed(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string) {
-	now := time.Now().UTC()
-	for _, j := range c.cfg.FSM.RunnerJobs(p.Namespace, p.Name) {
-		switch {
-		case gj.RunnerName != "" && j.VM == gj.RunnerName && (j.State == raftfsm.RunnerJobStarting || j.State == raftfsm.RunnerJobRunning):
-			j.State, j.Conclusion = raftfsm.RunnerJobCompleted, conclusion
-			_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: now})
-		case j.ID == gj.ID && j.State == raftfsm.RunnerJobQueued:
-			j.State, j.Conclusion, j.Message = raftfsm.RunnerJobDone, conclusion, "completed without a VM of this pool"
-			_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: now})
-		case j.ID == gj.ID && gj.RunnerName == "" && (j.State == raftfsm.RunnerJobStarting || j.State == raftfsm.RunnerJobRunning):
-			// Cancelled before a runner took it: its VM would wait for ever.
-			j.State, j.Conclusion = raftfsm.RunnerJobCompleted, conclusion
-			_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Time: now})
-		}
+// Ran records what GitHub says of a job that a runner took (in_progress)
+// or that completed (a webhook delivery, or the sweep): the records follow
+// the runner GitHub chose (raftfsm.RunnerJobRan); the VM that ran a
+// completed job goes.
+func (c *Controller) Ran(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string) {
+	state := raftfsm.RunnerJobRunning
+	if gj.Status == "completed" {
+		state = raftfsm.RunnerJobCompleted
+	}
+	_, err := c.cfg.Apply(ctx, raftfsm.TypeRunnerJobRan, raftfsm.RunnerJobRan{Job: raftfsm.RunnerJob{
+		Namespace: p.Namespace, Pool: p.Name, ID: gj.ID, RunID: gj.RunID, Repo: gj.Repo, Labels: gj.Labels,
+		State: state, Conclusion: conclusion}, Runner: gj.RunnerName, Time: time.Now().UTC()})
+	if err != nil {
+		c.cfg.Log.Warn("runner pool: record a job's runner", "pool", p.Name, "job", gj.ID, "runner", gj.RunnerName, "err", err)
 	}
 }

@@ -30,9 +30,12 @@ func (c *Controller) apiClient(p raftfsm.RunnerPool) (*api.Client, error) {
 	return cl, nil
 }
 
-// update proposes a job's next state.
+// update proposes the next state of the job that holds j.VM: GitHub may
+// have moved the VM to another job since it was claimed (RunnerJobRan).
 func (c *Controller) update(ctx context.Context, j raftfsm.RunnerJob, requeue bool) error {
-	_, err := c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: j, Requeue: requeue, Time: time.Now().UTC()})
+	_, err := c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: raftfsm.RunnerJob{
+		Namespace: j.Namespace, Pool: j.Pool, State: j.State, RunnerID: j.RunnerID, Message: j.Message},
+		ByVM: j.VM, Requeue: requeue, Time: time.Now().UTC()})
 	return err
 }
 
@@ -40,23 +43,30 @@ func (c *Controller) update(ctx context.Context, j raftfsm.RunnerJob, requeue bo
 // placed, or any failure, puts the job back in the queue, saying why.
 func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob) {
 	fail := func(err error) {
-		c.cfg.Log.Info("runner pool: job waits", "pool", p.Name, "job", j.ID, "err", err)
+		bg := context.WithoutCancel(ctx)
+		c.cfg.Log.Info("runner pool: job waits", "pool", p.Name, "job", j.ID, "vm", j.VM, "err", err)
+		runnerID := j.RunnerID
+		j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, "waiting: "+err.Error(), 0
+		if uerr := c.update(bg, j, true); errors.Is(uerr, raftfsm.ErrConflict) {
+			return // the VM's runner took a job meanwhile: it stays
+		}
 		if cl, cerr := c.apiClient(p); cerr == nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			dctx, cancel := context.WithTimeout(bg, time.Minute)
 			_ = cl.DeleteVM(dctx, p.Namespace, j.VM)
 			cancel()
 		}
-		if j.RunnerID != 0 {
-			_ = gh.RemoveRunner(context.WithoutCancel(ctx), j.RunnerID)
+		if runnerID != 0 {
+			_ = gh.RemoveRunner(bg, runnerID)
 		}
-		j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, "waiting: "+err.Error(), 0
-		_ = c.update(context.WithoutCancel(ctx), j, true)
 	}
 	cl, err := c.apiClient(p)
 	if err != nil {
 		fail(err)
 		return
 	}
+	// fail speaks without ctx's end (context.WithoutCancel).
+	ctx, cancel := c.watchNode(ctx, p.Namespace, j.VM)
+	defer cancel()
 	// The runner is named after the VM: GitHub's in_progress and completed
 	// deliveries name it, which tells which VM ran which job.
 	runnerID, jit, err := gh.JITConfig(ctx, j.VM, p.Labels, p.GitHub.RunnerGroupID)
@@ -74,11 +84,12 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 	vm, err := cl.DeployVM(ctx, p.Namespace, api.DeployRequest{Name: j.VM, VMConfig: p.VMConfig, TTL: ttl,
 		CustomMetadata: map[string]string{MetaPool: p.Name, MetaJob: fmt.Sprint(j.ID)}})
 	if err != nil {
-		fail(fmt.Errorf("deploy: %w", err))
+		fail(fmt.Errorf("deploy: %w", errors.Join(err, context.Cause(ctx))))
 		return
 	}
-	if err := c.waitAgent(ctx, cl, p.Namespace, vm.Name); err != nil {
-		fail(err)
+	// The runner starts in a guest that answers and has its own identity.
+	if err := cl.WaitGuestReady(ctx, p.Namespace, vm.Name, c.cfg.AgentWait); err != nil {
+		fail(errors.Join(err, context.Cause(ctx)))
 		return
 	}
 	cmd := strings.ReplaceAll(p.RunnerCommand, "{jitconfig}", jit)
@@ -94,33 +105,55 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 	}
 }
 
-// waitAgent waits until the VM's agent runs a command.
-func (c *Controller) waitAgent(ctx context.Context, cl *api.Client, ns, vm string) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.AgentWait)
-	defer cancel()
-	for {
-		r, err := cl.RunVM(ctx, ns, vm, api.RunRequest{Command: []string{"true"}})
-		if err == nil && r.ExitCode == 0 {
-			return nil
+// errNodeLost ends a start whose VM landed on a node that stopped.
+var errNodeLost = errors.New("the VM's node is not ready")
+
+// watchNode returns a context that ends, with errNodeLost as its cause,
+// once the VM is placed on a node that is not ready (a peer that died
+// while the VM was being made: its deploy would wait in vain).
+func (c *Controller) watchNode(ctx context.Context, ns, vm string) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			v, ok := c.cfg.FSM.VM(ns, vm)
+			if !ok || v.Node == "" {
+				continue
+			}
+			if n, ok := c.cfg.FSM.Node(v.Node); ok && n.Phase == api.PhaseNotReady {
+				cancel(fmt.Errorf("%w: %s", errNodeLost, v.Node))
+				return
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the agent of %s did not answer within %s: %v", vm, c.cfg.AgentWait, err)
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
+	}()
+	return wctx, func() { cancel(nil) }
 }
 
 // abandon undoes a start another leader left: the VM and runner go, the
-// job is queued again.
+// job is queued again; but a runner that runs a job already (GitHub
+// refuses to remove it) stays, and its job is running.
 func (c *Controller) abandon(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob) {
+	if j.RunnerID != 0 {
+		err := gh.RemoveRunner(ctx, j.RunnerID)
+		if errors.Is(err, github.ErrRunnerBusy) {
+			j.State, j.Message = raftfsm.RunnerJobRunning, ""
+			_ = c.update(ctx, j, false)
+			return
+		}
+		if err != nil {
+			return // try again at the next pass
+		}
+	}
 	if cl, err := c.apiClient(p); err == nil {
 		if err := cl.DeleteVM(ctx, p.Namespace, j.VM); err != nil && api.CodeOf(err) != http.StatusNotFound {
 			return // try again at the next pass
 		}
-	}
-	if j.RunnerID != 0 {
-		_ = gh.RemoveRunner(ctx, j.RunnerID)
 	}
 	j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, "queued again: the leader that started it changed", 0
 	_ = c.update(ctx, j, true)
@@ -141,7 +174,7 @@ func (c *Controller) finish(ctx context.Context, p raftfsm.RunnerPool, gh *githu
 	if j.RunnerID != 0 {
 		_ = gh.RemoveRunner(ctx, j.RunnerID) // an ephemeral runner is gone already
 	}
-	j.State = raftfsm.RunnerJobDone
+	j.State, j.Message = raftfsm.RunnerJobDone, ""
 	_ = c.update(ctx, j, false)
 }
 

@@ -151,7 +151,12 @@ func (c *Client) JITConfig(ctx context.Context, name string, labels []string, ru
 	return cfg.GetRunner().GetID(), cfg.GetEncodedJITConfig(), nil
 }
 
-// RemoveRunner unregisters a runner; one already gone is no error.
+// ErrRunnerBusy is GitHub refusing to remove a runner that runs a job
+// (422).
+var ErrRunnerBusy = errors.New("github: the runner is running a job")
+
+// RemoveRunner unregisters a runner; one already gone is no error, one
+// that runs a job is ErrRunnerBusy.
 func (c *Client) RemoveRunner(ctx context.Context, id int64) error {
 	var resp *gh.Response
 	var err error
@@ -159,6 +164,9 @@ func (c *Client) RemoveRunner(ctx context.Context, id int64) error {
 		resp, err = c.gh.Actions.RemoveOrganizationRunner(ctx, c.scope.Owner, id)
 	} else {
 		resp, err = c.gh.Actions.RemoveRunner(ctx, c.scope.Owner, c.scope.Repo, id)
+	}
+	if err != nil && resp != nil && resp.StatusCode == http.StatusUnprocessableEntity {
+		return fmt.Errorf("remove runner %d of %s: %w (%w)", id, c.scope, ErrRunnerBusy, err)
 	}
 	if err != nil && !(resp != nil && resp.StatusCode == http.StatusNotFound) {
 		return fmt.Errorf("github: remove runner %d of %s: %w", id, c.scope, err)

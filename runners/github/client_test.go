@@ -97,7 +97,10 @@ func TestClient_against_the_API(t *testing.T) {
 			if err != nil || job == nil || job.Status != "in_progress" {
 				t.Fatalf("the runner takes a job: %+v %v", job, err)
 			}
-			if err := c.RemoveRunner(ctx, id); err != nil {
+			if err := c.RemoveRunner(ctx, id); !errors.Is(err, github.ErrRunnerBusy) {
+				t.Fatalf("removing a runner that runs a job: %v, want ErrRunnerBusy", err)
+			}
+			if err := s.Complete(ctx, job.ID, "success"); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.RemoveRunner(ctx, id); err != nil {

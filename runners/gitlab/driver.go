@@ -156,68 +156,15 @@ func (d *Driver) Prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("deploy the job's VM: %w", err)
 	}
-	if err := d.waitAgent(ctx, name); err != nil {
-		return err
-	}
-	fmt.Fprintf(d.Stdout, "svc: VM %s runs on node %s (%s), ready in %s\n", name, vm.Node, vm.IP, time.Since(start).Round(100*time.Millisecond))
-	return nil
-}
-
-// identityDone reports whether a VM's identity step ran or never will:
-// not while it is pending, or "none" only because the agent had not
-// answered yet (the step runs once it does).
-func identityDone(id *api.GuestIdentity) bool {
-	switch {
-	case id == nil, id.State == api.IdentityPending:
-		return false
-	case id.State == api.IdentityNone:
-		return !strings.HasPrefix(id.Message, api.IdentityNoAgentYet)
-	}
-	return true
-}
-
-// identityGrace is how long prepare waits for a VM's identity state to be
-// recorded at all once its agent answers.
-const identityGrace = 15 * time.Second
-
-// waitAgent waits until the guest's agent runs a command and the guest's
-// identity step ran.
-func (d *Driver) waitAgent(ctx context.Context, name string) error {
 	wait := d.AgentWait
 	if wait <= 0 {
 		wait = 3 * time.Minute
 	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	var last error
-	var answered time.Time
-	for {
-		// The agent runs commands, and the guest has its own identity
-		// (host name, keys, machine id) before the job's first script. The
-		// host records the identity's state a moment after the VM runs; a
-		// host that records none (a driver without the step) is not waited
-		// for longer than identityGrace.
-		r, err := d.Client.RunVM(ctx, d.Namespace, name, api.RunRequest{Command: []string{"true"}})
-		if err == nil && r.ExitCode == 0 {
-			if answered.IsZero() {
-				answered = time.Now()
-			}
-			vm, gerr := d.Client.GetVM(ctx, d.Namespace, name)
-			if gerr == nil && (identityDone(vm.Identity) || time.Since(answered) > identityGrace) {
-				return nil
-			}
-			err = gerr
-			if err == nil {
-				err = errors.New("its identity step has not run yet")
-			}
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the guest agent of VM %s did not run a command within %s: %v", name, wait, last)
-		case <-time.After(500 * time.Millisecond):
-		}
+	if err := d.Client.WaitGuestReady(ctx, d.Namespace, name, wait); err != nil {
+		return err
 	}
+	fmt.Fprintf(d.Stdout, "svc: VM %s runs on node %s (%s), ready in %s\n", name, vm.Node, vm.IP, time.Since(start).Round(100*time.Millisecond))
+	return nil
 }
 
 // Run carries one of the job's scripts (gitlab-runner writes it to a file

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/svc-project/svc/api"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -85,25 +83,5 @@ func TestConfig_describes_the_executor(t *testing.T) {
 	}
 	if got.BuildsDir != "/b" || got.CacheDir != "/cache" || got.Shared || got.Hostname != "gl-7" || got.Driver.Name != "svc" || got.Driver.Version != "1.2.3" {
 		t.Fatalf("config: %+v", got)
-	}
-}
-
-func TestIdentityDone_waits_for_the_step(t *testing.T) {
-	cases := []struct {
-		name string
-		id   *api.GuestIdentity
-		want bool
-	}{
-		{"not recorded yet", nil, false},
-		{"pending", &api.GuestIdentity{State: api.IdentityPending}, false},
-		{"no agent yet (the step runs when it answers)", &api.GuestIdentity{State: api.IdentityNone, Message: api.IdentityNoAgentYet + " within 10s: ..."}, false},
-		{"set", &api.GuestIdentity{State: api.IdentitySet}, true},
-		{"failed", &api.GuestIdentity{State: api.IdentityFailed}, true},
-		{"an image without the step", &api.GuestIdentity{State: api.IdentityNone, Message: "the image has no identity step"}, true},
-	}
-	for _, tc := range cases {
-		if got := identityDone(tc.id); got != tc.want {
-			t.Errorf("%s: %v", tc.name, got)
-		}
 	}
 }

@@ -253,12 +253,19 @@ func (s *Server) removeRunner(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	s.mu.Lock()
 	rn, ok := s.runners[id]
-	if ok && rn.Scope == scopeOf(r) {
+	ok = ok && rn.Scope == scopeOf(r)
+	busy := ok && rn.Busy
+	if ok && !busy {
 		delete(s.runners, id)
 	}
 	s.mu.Unlock()
-	if !ok {
+	switch {
+	case !ok:
 		fail(w, http.StatusNotFound, "Not Found")
+		return
+	case busy:
+		// GitHub's answer for a runner that runs a job.
+		fail(w, http.StatusUnprocessableEntity, "Bad request - Runner \""+rn.Name+"\" is still running a job")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

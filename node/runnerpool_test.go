@@ -30,7 +30,9 @@ type poolRig struct {
 	c        *testcluster.Cluster
 	gh       *githubapi.Server
 	secret   string
-	runs     sync.Map // job id -> *atomic.Int32: runner starts
+	runs     sync.Map     // job id -> *atomic.Int32: runner starts
+	exited   sync.Map     // VM -> its runner's exit status
+	crashes  atomic.Int32 // runners to end at once, without a job
 	work     time.Duration
 	maxMu    sync.Mutex
 	maxVMs   int
@@ -50,6 +52,12 @@ func newPoolRig(t *testing.T, peers int, poll time.Duration) *poolRig {
 
 // program is the image's runner: "sh -c 'nohup ...' svc-runner CMD".
 func (r *poolRig) program(ctx context.Context, vm string, argv []string, _ []byte) ([]byte, int, bool) {
+	if len(argv) == 2 && argv[0] == "cat" && argv[1] == runnerpool.RunnerExit {
+		if st, ok := r.exited.Load(vm); ok {
+			return []byte(st.(string) + "\n"), 0, true
+		}
+		return []byte("cat: can't open '" + argv[1] + "': No such file or directory\n"), 1, true
+	}
 	if len(argv) != 5 || argv[0] != "sh" || argv[3] != "svc-runner" {
 		return nil, 0, false
 	}
@@ -57,7 +65,12 @@ func (r *poolRig) program(ctx context.Context, vm string, argv []string, _ []byt
 	if len(cmd) != 3 || cmd[1] != "--jitconfig" {
 		return []byte("bad runner command\n"), 2, true
 	}
+	if r.crashes.Add(-1) >= 0 {
+		r.exited.Store(vm, "1") // the runner fails at once
+		return nil, 0, true
+	}
 	go func() {
+		defer r.exited.Store(vm, "0")
 		// As GitHub's runner: wait for a job until one comes, or the runner
 		// is removed.
 		bg := context.Background()
@@ -131,8 +144,17 @@ func (r *poolRig) setUp(t *testing.T, max int) *api.Client {
 	if _, err := admin.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "runner", Image: "tiny", CPU: 1, Memory: 0.25}); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := admin.CreateRunnerPool(ctx(t), ns, api.RunnerPoolRequest{Name: "ci", VMConfig: "runner", Labels: []string{"svc-linux"}, Max: max,
-		RunnerCommand: "runner --jitconfig {jitconfig}", JobTimeout: "30m",
+	r.createPool(t, admin, "runner", "runner --jitconfig {jitconfig}", max)
+	return admin
+}
+
+// createPool makes pool "ci" of the VM config, its webhook delivered to a
+// follower.
+func (r *poolRig) createPool(t *testing.T, admin *api.Client, vmconfig, command string, max int) {
+	t.Helper()
+	leader := r.c.WaitLeader()
+	pool, err := admin.CreateRunnerPool(ctx(t), ns, api.RunnerPoolRequest{Name: "ci", VMConfig: vmconfig, Labels: []string{"svc-linux"}, Max: max,
+		RunnerCommand: command, JobTimeout: "30m",
 		GitHub: api.RunnerPoolGitHubRequest{URL: "https://github.com/acme/app", APIBase: r.gh.URL, Token: r.gh.Token, WebhookSecret: r.secret}})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +168,6 @@ func (r *poolRig) setUp(t *testing.T, max int) *api.Client {
 		to = f[0]
 	}
 	r.gh.Hook("http://"+to.Peer.APIAddr()+pool.WebhookPath, []byte(r.secret))
-	return admin
 }
 
 // waitDone waits until every job of the stand-in completed and the pool has
@@ -266,6 +287,25 @@ func TestRunnerPool_leader_killed_mid_run(t *testing.T) {
 	r.checkOnce(t)
 }
 
+// A runner that ends before it takes a job (a bad image, a crash): the
+// sweep finds its exit status, the job is queued again for a new VM, and
+// the spent VM goes.
+func TestRunnerPool_runner_ended_without_a_job(t *testing.T) {
+	r := newPoolRig(t, 1, 300*time.Millisecond)
+	r.crashes.Store(1)
+	admin := r.setUp(t, 2)
+	jobs := r.gh.Queue(context.Background(), "acme/app", false, []string{"svc-linux"})
+	r.waitDone(t, admin, 1, time.Minute)
+	r.checkOnce(t)
+	recs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
+	if err != nil || len(recs) != 1 || recs[0].Attempts != 2 || recs[0].VM != runnerpool.VMName("ci", jobs[0].ID, 2) {
+		t.Fatalf("records %+v %v: want the job done on its second VM", recs, err)
+	}
+	if got := r.gh.Jobs()[jobs[0].ID].RunnerName; got != recs[0].VM {
+		t.Fatalf("the job ran on %q", got)
+	}
+}
+
 func TestRunnerPool_wrong_signature_refused(t *testing.T) {
 	r := newPoolRig(t, 1, time.Hour)
 	r.setUp(t, 1)
@@ -279,16 +319,8 @@ func TestRunnerPool_wrong_signature_refused(t *testing.T) {
 		{"no signature", "", http.StatusUnauthorized},
 		{"signed", githubapi.Sign([]byte(r.secret), body), http.StatusOK},
 	} {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+m.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/runnerpools/ci/webhook", bytes.NewReader(body))
-		req.Header.Set("X-GitHub-Event", "workflow_job")
-		req.Header.Set("X-Hub-Signature-256", tc.sig)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != tc.code {
-			t.Fatalf("%s: %d, want %d", tc.name, resp.StatusCode, tc.code)
+		if code := deliver(t, m, body, tc.sig); code != tc.code {
+			t.Fatalf("%s: %d, want %d", tc.name, code, tc.code)
 		}
 		if _, ok := m.Peer.FSM().RunnerJob(ns, "ci", 5); ok != (tc.code == http.StatusOK) {
 			t.Fatalf("%s: job recorded %v", tc.name, ok)
@@ -313,4 +345,19 @@ func TestWebUI_runner_pools_view(t *testing.T) {
 	}
 	waitJS(t, r.c, bctx, "the pool's row", `document.querySelector('tr[data-pool="ci"]').textContent.includes("0 / 2") && document.querySelector('tr[data-pool="ci"]').children[6].textContent === "3"`, 10*time.Second)
 	browser.Screenshot(t, bctx, "webui-runnerpools")
+}
+
+// deliver posts a workflow_job delivery with signature sig to pool ci's
+// webhook at m, and returns the status code.
+func deliver(t *testing.T, m *testcluster.Member, body []byte, sig string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+m.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/runnerpools/ci/webhook", bytes.NewReader(body))
+	req.Header.Set("X-GitHub-Event", "workflow_job")
+	req.Header.Set("X-Hub-Signature-256", sig)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

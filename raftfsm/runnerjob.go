@@ -70,7 +70,8 @@ func runnerJobKey(ns, pool string, id int64) string {
 type RunnerJobUpdate struct {
 	Job  RunnerJob `json:"job"`
 	ByVM string    `json:"byVM,omitempty"`
-	// Requeue moves a starting job back to queued (Job.Message says why).
+	// Requeue moves a starting or running job back to queued (its VM could
+	// not be made, or its runner ended without a job; Job.Message says why).
 	Requeue bool      `json:"requeue,omitempty"`
 	Time    time.Time `json:"time"`
 }
@@ -118,9 +119,10 @@ func (s *State) applyRunnerJobUpdate(c RunnerJobUpdate) (any, error) {
 	case in.VM != "" && j.VM != "" && in.VM != j.VM:
 		return nil, ruleErr(ErrConflict, "job %d holds VM %s now, not %s", in.ID, j.VM, in.VM)
 	case c.Requeue:
-		if j.State != RunnerJobStarting {
-			return nil, ruleErr(ErrConflict, "job %d is %s, not starting", in.ID, j.State)
+		if j.State != RunnerJobStarting && j.State != RunnerJobRunning {
+			return nil, ruleErr(ErrConflict, "job %d is %s, not starting or running", in.ID, j.State)
 		}
+		j.StartedAt = nil
 		j.State, j.VM, j.RunnerID, j.Message = RunnerJobQueued, "", 0, in.Message
 		return j.clone(), nil
 	case to < from:
@@ -130,6 +132,8 @@ func (s *State) applyRunnerJobUpdate(c RunnerJobUpdate) (any, error) {
 			j.Message = in.Message
 		}
 		return j.clone(), nil
+	case in.State == RunnerJobStarting && j.State == RunnerJobStarting && in.VM == j.VM:
+		// The starting leader's word on its VM (the runner's id).
 	case in.State == RunnerJobStarting:
 		if j.State != RunnerJobQueued {
 			return nil, ruleErr(ErrConflict, "job %d is %s: it has its VM %s", in.ID, j.State, j.VM)

@@ -118,6 +118,12 @@ func TestRunnerJobRan_records_follow_github(t *testing.T) {
 		{name: "1 running", cmd: mustEncode(t, TypeRunnerJobUpdate, RunnerJobUpdate{Job: RunnerJob{Namespace: ns, Pool: "ci", State: RunnerJobRunning}, ByVM: "ci-1", Time: t0})},
 		{name: "ci-1's runner took job 2: swapped", cmd: ran(2, RunnerJobRunning, "ci-1"),
 			check: want(map[int64][2]string{1: {RunnerJobStarting, "ci-2"}, 2: {RunnerJobRunning, "ci-1"}})},
+		{name: "the runner's id, by VM", cmd: mustEncode(t, TypeRunnerJobUpdate, RunnerJobUpdate{Job: RunnerJob{Namespace: ns, Pool: "ci", State: RunnerJobStarting, RunnerID: 42}, ByVM: "ci-2", Time: t0}),
+			check: func(t *testing.T, f *FSM) {
+				if j, _ := f.RunnerJob(ns, "ci", 1); j.RunnerID != 42 || j.State != RunnerJobStarting {
+					t.Fatalf("job 1: %+v", j)
+				}
+			}},
 		{name: "the leader still starting ci-2 speaks of the VM", cmd: mustEncode(t, TypeRunnerJobUpdate, RunnerJobUpdate{Job: RunnerJob{Namespace: ns, Pool: "ci", State: RunnerJobRunning}, ByVM: "ci-2", Time: t0}),
 			check: want(map[int64][2]string{1: {RunnerJobRunning, "ci-2"}})},
 		{name: "a stale word of job 2 on ci-2 is refused", cmd: upd(2, RunnerJobCompleted, "ci-2"), wantErr: ErrConflict},

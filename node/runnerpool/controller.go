@@ -279,6 +279,48 @@ func (c *Controller) sweep(ctx context.Context, p raftfsm.RunnerPool, cl *github
 			c.Ran(ctx, p, gj, "")
 		}
 	}
+	c.exits(ctx, p, cl)
+}
+
+// exits looks for runners that ended (their exit status in the guest)
+// while their job, as GitHub tells, never started on them: such a job is
+// queued again, for a new VM, and the VM goes. A runner that ended with
+// its job is left to the job's completed event.
+func (c *Controller) exits(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client) {
+	vmc, err := c.apiClient(p)
+	if err != nil {
+		return
+	}
+	checked := 0
+	for _, j := range c.cfg.FSM.RunnerJobs(p.Namespace, p.Name) {
+		if j.State != raftfsm.RunnerJobRunning || j.Repo == "" || checked >= maxJobChecks {
+			continue
+		}
+		checked++
+		status, ended := c.runnerExited(ctx, vmc, p.Namespace, j.VM)
+		if !ended {
+			continue
+		}
+		gj, conclusion, err := gh.JobState(ctx, j.Repo, j.ID)
+		switch {
+		case err != nil:
+			continue
+		case gj.Status == "completed" || gj.Status == "in_progress" && gj.RunnerName != "":
+			c.Ran(ctx, p, gj, conclusion)
+			continue
+		}
+		if err := gh.RemoveRunner(ctx, j.RunnerID); err != nil {
+			continue // busy after all, or GitHub unreachable: the next sweep sees
+		}
+		c.cfg.Log.Info("runner pool: a runner ended without its job", "pool", p.Name, "vm", j.VM, "status", status)
+		j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, "queued again: the runner in "+j.VM+" ended (status "+status+") before it took a job", 0
+		if err := c.update(ctx, j, true); err != nil {
+			continue
+		}
+		if err := vmc.DeleteVM(ctx, p.Namespace, j.VM); err != nil && api.CodeOf(err) != http.StatusNotFound {
+			c.cfg.Log.Warn("runner pool: delete a spent runner's VM", "vm", j.VM, "err", err)
+		}
+	}
 }
 
 // Ran records what GitHub says of a job that a runner took (in_progress)

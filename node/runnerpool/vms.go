@@ -79,7 +79,13 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		return
 	}
 	j.RunnerID = runnerID
-	_ = c.update(ctx, j, false) // the runner's id, so a later cleanup can remove it
+	// The runner's id, so that a later cleanup can remove it. A VM no job
+	// holds as starting any more (its job ended meanwhile) is not made.
+	if err := c.update(ctx, j, false); err != nil {
+		c.cfg.Log.Info("runner pool: start given up", "pool", p.Name, "vm", j.VM, "err", err)
+		_ = gh.RemoveRunner(context.WithoutCancel(ctx), runnerID)
+		return
+	}
 	ttl := (time.Duration(p.JobTimeoutSeconds)*time.Second + 5*time.Minute).String()
 	vm, err := cl.DeployVM(ctx, p.Namespace, api.DeployRequest{Name: j.VM, VMConfig: p.VMConfig, TTL: ttl,
 		CustomMetadata: map[string]string{MetaPool: p.Name, MetaJob: fmt.Sprint(j.ID)}})
@@ -93,8 +99,10 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		return
 	}
 	cmd := strings.ReplaceAll(p.RunnerCommand, "{jitconfig}", jit)
-	// Detached: the runner lives as long as its job; the agent's call ends now.
-	r, err := cl.RunVM(ctx, p.Namespace, vm.Name, api.RunRequest{Command: []string{"sh", "-c", `nohup sh -c "$1" >/var/log/svc-runner.log 2>&1 </dev/null &`, "svc-runner", cmd}})
+	// Detached: the runner lives as long as its job; the agent's call ends
+	// now. Its exit status is left for the sweep (runnerExited).
+	r, err := cl.RunVM(ctx, p.Namespace, vm.Name, api.RunRequest{Command: []string{"sh", "-c",
+		`(sh -c "$1" >` + RunnerLog + ` 2>&1 </dev/null; echo $? >` + RunnerExit + `) >/dev/null 2>&1 </dev/null &`, "svc-runner", cmd}})
 	if err != nil || r.ExitCode != 0 {
 		fail(fmt.Errorf("start the runner in %s: %v %s", vm.Name, err, r.Stderr))
 		return
@@ -103,6 +111,24 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 	if err := c.update(ctx, j, false); err != nil {
 		c.cfg.Log.Warn("runner pool: record running", "pool", p.Name, "job", j.ID, "err", err)
 	}
+}
+
+// Where the runner's output and exit status are kept in the guest.
+const (
+	RunnerLog  = "/var/log/svc-runner.log"
+	RunnerExit = "/var/log/svc-runner.exit"
+)
+
+// runnerExited reports whether the runner in a job's VM has ended, with
+// the status it left (an agent that cannot tell says no).
+func (c *Controller) runnerExited(ctx context.Context, cl *api.Client, ns, vm string) (string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := cl.RunVM(ctx, ns, vm, api.RunRequest{Command: []string{"cat", RunnerExit}})
+	if err != nil || r.ExitCode != 0 || strings.TrimSpace(r.Stdout) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(r.Stdout), true
 }
 
 // errNodeLost ends a start whose VM landed on a node that stopped.

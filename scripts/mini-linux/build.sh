@@ -4,7 +4,9 @@
 # kernel and an initramfs of busybox (init, udhcpc, acpid), dropbear (SSH),
 # QEMU's guest agent (qemu-ga, on the virtio-serial channel the domain has) and
 # svc's identity step (/usr/lib/svc/identity, the static Go program in
-# identity/, which also makes the machine id and SSH host keys at boot), with
+# identity/, which also makes the machine id and SSH host keys at boot), the
+# test stand-in for GitHub's actions runner (/usr/lib/svc/ghrunner, from
+# ghrunner/: it speaks only to svc's GitHub stand-in, testkit/githubapi), with
 # user admin / password admin. The result is a small qcow2, and the same
 # kernel and initramfs as a bootable ISO 9660 image (ISOLINUX), the installer
 # CD-ROM of the ISO path: booted with an empty disk, it gives that disk to admin.
@@ -72,6 +74,8 @@ done
 # The identity step: static, for the guest's architecture (amd64).
 mkdir -p "$r/usr/lib/svc"
 (cd "$here" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$go" build -trimpath -ldflags='-s -w' -o "$r/usr/lib/svc/identity" ./identity)
+# The runner stand-in of the runner pools' end-to-end tests.
+(cd "$here" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$go" build -trimpath -ldflags='-s -w' -o "$r/usr/lib/svc/ghrunner" ./ghrunner)
 : >"$r/etc/modules.order"
 for m in $mods; do
   modprobe -d "$work/k" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'

@@ -28,10 +28,16 @@ const identityGrace = 15 * time.Second
 
 // WaitGuestReady waits, at most wait, until the VM's guest agent runs a
 // command and the guest has its own identity (host name, keys, machine
-// id): what a job needs before its first command in the guest.
+// id): what a job needs before its first command in the guest. A guest
+// whose identity step ran has both.
 func (c *Client) WaitGuestReady(ctx context.Context, namespace, vm string, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	// A guest whose identity step ran (through its agent: a VM restored
+	// from a template has it before it is Running) is ready now.
+	if got, err := c.GetVM(ctx, namespace, vm); err == nil && got.Identity != nil && got.Identity.State == IdentitySet {
+		return nil
+	}
 	var last error
 	var answered time.Time
 	for {

@@ -34,14 +34,7 @@ func newLibvirtPoolRig(t *testing.T, peers int, prefix string, subnet, hostNet i
 	}
 	r := &poolRig{secret: "hook-secret"}
 	r.gh = githubapi.Start(t, key, "")
-	l, err := net.Listen("tcp", guest.HostAddr(t, hostNet)+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: r.gh.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	r.gh.SetRunnerURL("http://" + l.Addr().String())
+	serveToGuests(t, r.gh, hostNet)
 
 	r.c = testcluster.New(t, peers, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: prefix, Subnet: subnet, Templates: 2,
 		Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 8 << 30}, RunnerPollInterval: poll})
@@ -73,6 +66,21 @@ func newLibvirtPoolRig(t *testing.T, peers int, prefix string, subnet, hostNet i
 		}
 	})
 	return r, admin
+}
+
+// serveToGuests serves GitHub's stand-in also at a host address the
+// guests reach (hostNet tells the tests' addresses apart), where the
+// runners in them are sent.
+func serveToGuests(tb testing.TB, gh *githubapi.Server, hostNet int) {
+	tb.Helper()
+	l, err := net.Listen("tcp", guest.HostAddr(tb, hostNet)+":0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: gh.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	tb.Cleanup(func() { _ = srv.Close() })
+	gh.SetRunnerURL("http://" + l.Addr().String())
 }
 
 // checkRealRun checks what GitHub's stand-in saw: every job completed by

@@ -35,7 +35,7 @@ func waitWarm(t *testing.T, c *testcluster.Cluster, cl *api.Client, config strin
 	return waitWarmFor(t, c, cl, 30*time.Second, config, want...)
 }
 
-func waitWarmFor(t *testing.T, c *testcluster.Cluster, cl *api.Client, timeout time.Duration, config string, want ...string) api.VMConfig {
+func waitWarmFor(t testing.TB, c *testcluster.Cluster, cl *api.Client, timeout time.Duration, config string, want ...string) api.VMConfig {
 	t.Helper()
 	var got api.VMConfig
 	c.WaitFor(fmt.Sprintf("vmconfig %s warm on %v", config, want), timeout, func() error {

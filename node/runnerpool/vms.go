@@ -67,6 +67,7 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 	// fail speaks without ctx's end (context.WithoutCancel).
 	ctx, cancel := c.watchNode(ctx, p.Namespace, j.VM)
 	defer cancel()
+	began := time.Now()
 	// The runner is named after the VM: GitHub's in_progress and completed
 	// deliveries name it, which tells which VM ran which job.
 	runnerID, jit, err := gh.JITConfig(ctx, j.VM, p.Labels, p.GitHub.RunnerGroupID)
@@ -86,6 +87,7 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		_ = gh.RemoveRunner(context.WithoutCancel(ctx), runnerID)
 		return
 	}
+	registered := time.Now()
 	ttl := (time.Duration(p.JobTimeoutSeconds)*time.Second + 5*time.Minute).String()
 	vm, err := cl.DeployVM(ctx, p.Namespace, api.DeployRequest{Name: j.VM, VMConfig: p.VMConfig, TTL: ttl,
 		CustomMetadata: map[string]string{MetaPool: p.Name, MetaJob: fmt.Sprint(j.ID)}})
@@ -93,11 +95,13 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		fail(fmt.Errorf("deploy: %w", errors.Join(err, context.Cause(ctx))))
 		return
 	}
+	deployed := time.Now()
 	// The runner starts in a guest that answers and has its own identity.
 	if err := cl.WaitGuestReady(ctx, p.Namespace, vm.Name, c.cfg.AgentWait); err != nil {
 		fail(errors.Join(err, context.Cause(ctx)))
 		return
 	}
+	ready := time.Now()
 	cmd := strings.ReplaceAll(p.RunnerCommand, "{jitconfig}", jit)
 	// Detached: the runner lives as long as its job; the agent's call ends
 	// now. Its exit status is left for the sweep (runnerExited).
@@ -107,6 +111,9 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		fail(fmt.Errorf("start the runner in %s: %v %s", vm.Name, err, r.Stderr))
 		return
 	}
+	c.cfg.Log.Info("runner pool: runner started", "pool", p.Name, "vm", j.VM, "node", vm.Node,
+		"register", registered.Sub(began).Round(time.Millisecond), "deploy", deployed.Sub(registered).Round(time.Millisecond),
+		"ready", ready.Sub(deployed).Round(time.Millisecond), "start", time.Since(ready).Round(time.Millisecond))
 	j.State, j.Message = raftfsm.RunnerJobRunning, ""
 	if err := c.update(ctx, j, false); err != nil {
 		c.cfg.Log.Warn("runner pool: record running", "pool", p.Name, "job", j.ID, "err", err)

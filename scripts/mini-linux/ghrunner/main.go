@@ -78,7 +78,7 @@ func run(ctx context.Context, out io.Writer, jit string, work, wait time.Duratio
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond): // GitHub's runner long-polls: a job reaches it at once
 		}
 	}
 }

@@ -361,3 +361,29 @@ func deliver(t *testing.T, m *testcluster.Member, body []byte, sig string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// A namespace quota of one VM under a pool of max 3: one job's VM at a
+// time, the others wait saying why (in the pool's status), and every job
+// is done in the end, none failed.
+func TestRunnerPool_jobs_wait_for_the_quota(t *testing.T) {
+	r := newPoolRig(t, 1, time.Hour)
+	r.work = time.Second
+	admin := r.setUp(t, 3)
+	if _, err := admin.SetQuota(ctx(t), ns, api.Quota{CPU: 100, Memory: 100, VMs: 1, Disk: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	r.watchPeak(t)
+	r.gh.Queue(context.Background(), "acme/app", false, []string{"svc-linux"}, []string{"svc-linux"}, []string{"svc-linux"})
+	r.c.WaitFor("a job waiting for the quota, said in the pool's status", time.Minute, func() error {
+		p, err := admin.GetRunnerPool(ctx(t), ns, "ci")
+		if err != nil || !strings.Contains(p.Status.Waiting, "quota") {
+			return fmt.Errorf("status %+v %v", p.Status, err)
+		}
+		return nil
+	})
+	r.waitDone(t, admin, 3, 2*time.Minute)
+	if peak := r.stopPeak(); peak != 1 {
+		t.Fatalf("%d VMs at once under a quota of 1", peak)
+	}
+	r.checkOnce(t)
+}

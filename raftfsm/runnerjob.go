@@ -70,9 +70,11 @@ func runnerJobKey(ns, pool string, id int64) string {
 type RunnerJobUpdate struct {
 	Job  RunnerJob `json:"job"`
 	ByVM string    `json:"byVM,omitempty"`
-	// Requeue moves a starting or running job back to queued (its VM could
-	// not be made, or its runner ended without a job; Job.Message says why).
-	Requeue bool      `json:"requeue,omitempty"`
+	// Requeue moves a starting job back to queued (its VM could not be
+	// made; Job.Message says why); with RunnerEnded, a running one too (its
+	// runner ended without a job).
+	Requeue     bool `json:"requeue,omitempty"`
+	RunnerEnded bool `json:"runnerEnded,omitempty"`
 	Time    time.Time `json:"time"`
 }
 
@@ -119,8 +121,8 @@ func (s *State) applyRunnerJobUpdate(c RunnerJobUpdate) (any, error) {
 	case in.VM != "" && j.VM != "" && in.VM != j.VM:
 		return nil, ruleErr(ErrConflict, "job %d holds VM %s now, not %s", in.ID, j.VM, in.VM)
 	case c.Requeue:
-		if j.State != RunnerJobStarting && j.State != RunnerJobRunning {
-			return nil, ruleErr(ErrConflict, "job %d is %s, not starting or running", in.ID, j.State)
+		if j.State != RunnerJobStarting && !(j.State == RunnerJobRunning && c.RunnerEnded) {
+			return nil, ruleErr(ErrConflict, "job %d is %s, not starting", in.ID, j.State)
 		}
 		j.StartedAt = nil
 		j.State, j.VM, j.RunnerID, j.Message = RunnerJobQueued, "", 0, in.Message

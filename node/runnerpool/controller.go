@@ -88,13 +88,15 @@ func New(cfg Config) *Controller {
 	if cfg.AgentWait <= 0 {
 		cfg.AgentWait = 3 * time.Minute
 	}
-	return &Controller{cfg: cfg}
+	return &Controller{cfg: cfg, starting: map[string]bool{}}
 }
 
 // Run runs the pools until ctx ends (the end of the leader's term).
 func (c *Controller) Run(ctx context.Context) {
 	c.mu.Lock()
-	c.starting, c.polled, c.clients = map[string]bool{}, map[string]time.Time{}, map[string]*poolClient{}
+	// starting is kept across terms: a start of this peer's last term may
+	// still be ending (it fails on its own, its context gone).
+	c.polled, c.clients = map[string]time.Time{}, map[string]*poolClient{}
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -314,7 +316,9 @@ func (c *Controller) exits(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		}
 		c.cfg.Log.Info("runner pool: a runner ended without its job", "pool", p.Name, "vm", j.VM, "status", status)
 		j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, "queued again: the runner in "+j.VM+" ended (status "+status+") before it took a job", 0
-		if err := c.update(ctx, j, true); err != nil {
+		if _, err := c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: raftfsm.RunnerJob{
+			Namespace: j.Namespace, Pool: j.Pool, State: j.State, Message: j.Message},
+			ByVM: j.VM, Requeue: true, RunnerEnded: true, Time: time.Now().UTC()}); err != nil {
 			continue
 		}
 		if err := vmc.DeleteVM(ctx, p.Namespace, j.VM); err != nil && api.CodeOf(err) != http.StatusNotFound {

@@ -73,9 +73,9 @@ type RunnerJobUpdate struct {
 	// Requeue moves a starting job back to queued (its VM could not be
 	// made; Job.Message says why); with RunnerEnded, a running one too (its
 	// runner ended without a job).
-	Requeue     bool `json:"requeue,omitempty"`
-	RunnerEnded bool `json:"runnerEnded,omitempty"`
-	Time    time.Time `json:"time"`
+	Requeue     bool      `json:"requeue,omitempty"`
+	RunnerEnded bool      `json:"runnerEnded,omitempty"`
+	Time        time.Time `json:"time"`
 }
 
 func (s *State) applyRunnerJobUpdate(c RunnerJobUpdate) (any, error) {

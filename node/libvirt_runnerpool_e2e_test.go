@@ -179,23 +179,7 @@ func TestLibvirtRunnerPool_twenty_jobs_max_four(t *testing.T) {
 // (it removes the domains it no longer has).
 func TestLibvirtRunnerPool_leader_killed_mid_run(t *testing.T) {
 	r, admin := newLibvirtPoolRig(t, 3, "ghkill", 10, 10, 2*time.Second)
-	labels := make([][]string, 8)
-	for i := range labels {
-		labels[i] = []string{"svc-linux"}
-	}
-	r.gh.Queue(context.Background(), "acme/app", false, labels...)
-	r.c.WaitFor("jobs running", 3*time.Minute, func() error {
-		p, err := admin.GetRunnerPool(ctx(t), ns, "ci")
-		if err != nil || p.Status.Running == 0 {
-			return fmt.Errorf("%+v %v", p.Status, err)
-		}
-		return nil
-	})
-	old := r.c.WaitLeader()
-	r.c.Crash(old)
-	nl := r.c.WaitLeader()
-	admin = r.c.Client(nl)
-	r.gh.Hook("http://"+nl.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/runnerpools/ci/webhook", []byte(r.secret))
+	admin, old := r.killLeaderWhileRunning(t, admin, 8, 3*time.Minute)
 	r.waitDone(t, admin, 8, 8*time.Minute)
 	r.c.Restart(old)
 	r.c.WaitCaughtUp(old)

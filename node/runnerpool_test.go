@@ -264,13 +264,23 @@ func TestRunnerPool_lost_webhook_found_by_polling(t *testing.T) {
 func TestRunnerPool_leader_killed_mid_run(t *testing.T) {
 	r := newPoolRig(t, 3, time.Second)
 	r.work = 2 * time.Second
-	admin := r.setUp(t, 3)
-	labels := make([][]string, 6)
+	admin, _ := r.killLeaderWhileRunning(t, r.setUp(t, 3), 6, time.Minute)
+	r.waitDone(t, admin, 6, 2*time.Minute)
+	r.checkOnce(t)
+}
+
+// killLeaderWhileRunning queues n jobs, kills the leader once one runs
+// (waiting at most wait), and returns an admin client of the new leader
+// and the killed member. GitHub then delivers to the new leader (the
+// webhook's peer may be the one that died: the sweep finds what it missed).
+func (r *poolRig) killLeaderWhileRunning(t *testing.T, admin *api.Client, n int, wait time.Duration) (*api.Client, *testcluster.Member) {
+	t.Helper()
+	labels := make([][]string, n)
 	for i := range labels {
 		labels[i] = []string{"svc-linux"}
 	}
 	r.gh.Queue(context.Background(), "acme/app", false, labels...)
-	r.c.WaitFor("jobs running", time.Minute, func() error {
+	r.c.WaitFor("jobs running", wait, func() error {
 		p, err := admin.GetRunnerPool(context.Background(), ns, "ci")
 		if err != nil || p.Status.Running == 0 {
 			return fmt.Errorf("%+v %v", p.Status, err)
@@ -280,11 +290,8 @@ func TestRunnerPool_leader_killed_mid_run(t *testing.T) {
 	old := r.c.WaitLeader()
 	r.c.Crash(old)
 	nl := r.c.WaitLeader()
-	admin = r.c.Client(nl)
-	// The webhook's peer may be the one that died: the sweep finds what it missed.
 	r.gh.Hook("http://"+nl.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/runnerpools/ci/webhook", []byte(r.secret))
-	r.waitDone(t, admin, 6, 2*time.Minute)
-	r.checkOnce(t)
+	return r.c.Client(nl), old
 }
 
 // A runner that ends before it takes a job (a bad image, a crash): the

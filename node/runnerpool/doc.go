@@ -10,7 +10,10 @@
 // completed delivery was lost is found by asking GitHub for the jobs that
 // run. The pool acts through the cluster's own API as its service account
 // (runner-<pool>), so its VMs get the placement, quotas, cordons and ttl of
-// any deploy. After a leader change the new leader takes over where the
-// state says: a job left starting loses its half-made VM and is queued
-// again; VMs of the pool that no job names are deleted.
+// any deploy. GitHub gives a job to any idle runner of matching labels:
+// the records follow it (raftfsm.RunnerJobRan), so every waiting job keeps
+// one VM on its way. After a leader change the new leader takes over where
+// the state says: a job left starting loses its half-made VM and is queued
+// again (unless its runner runs a job already); a runner that ended before
+// taking a job is replaced; VMs of the pool that no job names are deleted.
 package runnerpool

@@ -20,6 +20,7 @@ import (
 	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/internal/netgate"
+	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	// RunnerPools is the leader's runner pool controller (nil: completed
 	// deliveries are only recorded by the next sweep).
 	RunnerPools RunnerPools
+	// Swarm serves chunks of blobs to other peers and, on the leader,
+	// tracks who has which (nil: none).
+	Swarm *swarm.Service
 
 	Log *slog.Logger
 	// Registry receives the HTTP metrics and is served on /metrics.
@@ -82,6 +86,7 @@ type Server struct {
 	images     *imagestore.Store
 	signin     SignIn
 	pools      RunnerPools
+	swarm      *swarm.Service
 	log        *slog.Logger
 	router     *httprouter.Router
 	routes     []Route
@@ -131,7 +136,7 @@ func New(cfg Config) *Server {
 	cfg.Limits.setDefaults()
 	s := &Server{
 		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, placer: cfg.Placer,
-		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership, signin: cfg.SignIn, pools: cfg.RunnerPools,
+		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership, signin: cfg.SignIn, pools: cfg.RunnerPools, swarm: cfg.Swarm,
 		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(),
 	}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
@@ -261,6 +266,9 @@ func (s *Server) routesV1() {
 	// The peers' own routes: a caller is a peer only by its certificate,
 	// over the fabric (the HTTPS port, the peers' server name).
 	s.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
+	s.handle(Route{Method: get, Path: swarm.ChunkRoute, Rule: RulePeer}, s.serveChunk)
+	s.handle(Route{Method: get, Path: swarm.PlanRoute, Rule: RulePeer}, s.chunkPlan)
+	s.handle(Route{Method: post, Path: swarm.AnnounceRoute, Rule: RulePeer}, s.announce)
 	s.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RulePeer}, s.commitIndex)
 	s.handle(Route{Method: get, Path: api.AppliedIndexPath, Rule: RulePeer}, s.appliedIndex)
 	s.handle(Route{Method: get, Path: api.TrustPath, Rule: RulePeer}, s.trust)

@@ -107,3 +107,20 @@ func (f *ChunkFinder) ReadChunk(digest string, buf []byte) bool {
 	sum := sha256.Sum256(buf)
 	return "sha256:"+hex.EncodeToString(sum[:]) == digest
 }
+
+// LoadChunks reads the chunk index of a blob (os.ErrNotExist when it has
+// none).
+func (s *Store) LoadChunks(digest string) ([]IndexedChunk, error) {
+	if !ValidDigest(digest) {
+		return nil, fmt.Errorf("%q: %w", digest, ErrBadDigest)
+	}
+	body, err := os.ReadFile(s.chunkIndexPath(digest))
+	if err != nil {
+		return nil, fmt.Errorf("chunk index: %w", err)
+	}
+	var cs []IndexedChunk
+	if err := json.Unmarshal(body, &cs); err != nil {
+		return nil, fmt.Errorf("chunk index of %s: %w", digest, err)
+	}
+	return cs, nil
+}

@@ -100,6 +100,14 @@ type Config struct {
 	// MaxJobs bounds the jobs (pushes, pulls) this peer runs at once; the
 	// others wait their turn, oldest first (default 4).
 	MaxJobs int
+	// MaxUploadStreams bounds the chunks of images this peer serves to
+	// other peers at once (default 4), so that serving never takes its
+	// VMs' whole link; a peer asked for more answers busy and the asker
+	// goes to another peer.
+	MaxUploadStreams int
+	// CorruptServedChunks flips a byte of every image chunk this peer
+	// serves: a test hook standing for a peer with a bad disk.
+	CorruptServedChunks bool
 	// Templates bounds the booted templates this node keeps for warm VM
 	// configs (0: none, and those an earlier run left are removed);
 	// TemplatesMaxBytes their disk use (default 16 GiB).

@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -125,7 +127,7 @@ func TestImageCache_bad_input(t *testing.T) {
 func TestImageCache_node_killed_mid_copy(t *testing.T) {
 	c := testcluster.New(t, 3, testcluster.Options{})
 	cl := c.Client(c.WaitLeader())
-	big := bigRawImage(t, 512<<20)
+	big := randomImage(t, 256<<20)
 	img := upload(t, cl, "big", big)
 	holder := holderOf(t, c, cl, "big")
 	var target *testcluster.Member
@@ -139,7 +141,7 @@ func TestImageCache_node_killed_mid_copy(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for target.Peer.Images().Received(img.Digest) == 0 {
+	for target.Peer.BlobReceived(img.Digest) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the copy never began")
 		}
@@ -159,15 +161,16 @@ func TestImageCache_node_killed_mid_copy(t *testing.T) {
 	}
 }
 
-// bigRawImage writes a sparse raw disk of size bytes.
-func bigRawImage(t *testing.T, size int64) string {
+// randomImage writes a raw disk of size random bytes (nothing of it is a
+// hole: all of it travels).
+func randomImage(t testing.TB, size int64) string {
 	t.Helper()
-	p := t.TempDir() + "/big.raw"
+	p := t.TempDir() + "/random.raw"
 	f, err := os.Create(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(size); err != nil {
+	if _, err := io.CopyN(f, rand.NewChaCha8([32]byte{byte(size >> 20)}), size); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

@@ -23,7 +23,7 @@ func newPeerMetrics(p *Peer) *peerMetrics {
 		blobsFetched: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "svc_image_fetched_bytes_total",
 			Help: "Bytes of image blobs this peer received from other peers (a first deploy of an image here, a cache job's copy).",
-		}, func() float64 { return float64(p.images.FetchedBytes()) }),
+		}, func() float64 { return float64(p.images.FetchedBytes() + p.swarm.FetchedBytes()) }),
 	}
 	p.reg.MustRegister(m.caughtUp, m.blobsFetched)
 	return m

@@ -29,6 +29,7 @@ import (
 	"github.com/svc-project/svc/node/membership"
 	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/node/signin"
+	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/node/templates"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
@@ -70,9 +71,11 @@ type Peer struct {
 	// peerHTTP talks to other peers (blob transfers, applies via the
 	// leader) over the fabric: TLS with this peer's certificate.
 	peerHTTP *http.Client
-	caught   caughtUp
-	metrics  *peerMetrics
-	sync     indexSync
+	// swarm fetches and serves image chunks, peer to peer.
+	swarm   *swarm.Service
+	caught  caughtUp
+	metrics *peerMetrics
+	sync    indexSync
 	// seedPeers are gossip addresses a join answered with.
 	seedPeers []string
 	// announceCh asks announceLoop to gossip this peer's report again;
@@ -199,10 +202,18 @@ func Start(cfg Config) (*Peer, error) {
 		hc.Templates = p.templates
 	}
 	p.host = host.New(hc)
+	p.swarm = swarm.New(swarm.Config{
+		Name: cfg.Name, Store: p.images, HTTP: p.peerHTTP, PeerURL: p.peerURL, MaxUploads: cfg.MaxUploadStreams,
+		Leader: func(ctx context.Context) (string, string, error) {
+			name, addr, err := p.WaitLeader(ctx)
+			return name, p.PeerScheme() + "://" + addr, err
+		},
+		CorruptServed: cfg.CorruptServedChunks, Registry: p.reg, Log: cfg.Log.With("part", "swarm"),
+	})
 	disks, _ := p.driver.(hypervisor.Disks)
 	p.jobs = jobs.New(jobs.Config{
 		Name: cfg.Name, Arch: cfg.Arch, ChunkMiB: cfg.ChunkMiB, MaxJobs: cfg.MaxJobs, Interval: cfg.ReconcileInterval,
-		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p, Ready: p, Egress: p.egress, Gate: cfg.Gate,
+		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p, Swarm: p.swarm, Ready: p, Egress: p.egress, Gate: cfg.Gate,
 		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
 	})
 	p.leader = leader.New(leader.Config{
@@ -222,9 +233,9 @@ func Start(cfg Config) (*Peer, error) {
 	p.api = httpapi.New(httpapi.Config{
 		Replica: p, Consensus: p, Readiness: p, Peers: p, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Images: p.images, Audit: p.audit,
-		RunnerPools: p.pools,
-		SignIn:      signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
-		Log:         cfg.Log.With("part", "api"), Registry: p.reg,
+		RunnerPools: p.pools, Swarm: p.swarm,
+		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
+		Log:    cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,
 	})
 	p.wg.Go(func() {

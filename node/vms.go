@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -39,25 +40,22 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 		}
 		return nil
 	}
-	var sources []string
+	var seeds []string
 	for _, h := range b.Holders {
-		if h == p.cfg.Name {
-			continue
-		}
-		if url := p.peerURL(h); url != "" {
-			sources = append(sources, url)
+		if h != p.cfg.Name && p.peerURL(h) != "" {
+			seeds = append(seeds, h)
 		}
 	}
 	fromRegistry := digest == vm.ImageDigest && vm.ImageSource != ""
-	if len(sources) == 0 && !fromRegistry {
+	if len(seeds) == 0 && !fromRegistry {
 		return fmt.Errorf("image blob %s: no peer holds it", digest)
 	}
 	start := time.Now()
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	var ferr error
-	if len(sources) > 0 {
-		if ferr = p.images.Fetch(fctx, p.peerHTTP, digest, sources, blobCheck(vm, digest)); ferr == nil {
+	if len(seeds) > 0 {
+		if ferr = p.fetchBlob(fctx, vm, b, seeds); ferr == nil {
 			p.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))
 			if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name}); err != nil {
 				p.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
@@ -77,6 +75,29 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 		return errors.Join(ferr, err)
 	}
 	return nil
+}
+
+// fetchBlob gets a blob from the peers: in chunks from every peer that
+// has some (node/swarm), or whole from one holder when no holder tells
+// how the blob is cut (a peer of an earlier release).
+func (p *Peer) fetchBlob(ctx context.Context, vm raftfsm.VM, b raftfsm.Blob, seeds []string) error {
+	check := blobCheck(vm, b.Digest)
+	err := p.swarm.FetchBlob(ctx, swarm.Blob{Digest: b.Digest, Size: b.SizeBytes, Seeds: seeds, Check: check})
+	if !errors.Is(err, swarm.ErrNoPlan) {
+		return err
+	}
+	p.cfg.Log.Warn("no holder gave the chunk plan: fetching the blob whole from one", "digest", b.Digest, "err", err)
+	var urls []string
+	for _, s := range seeds {
+		urls = append(urls, p.peerURL(s))
+	}
+	return p.images.Fetch(ctx, p.peerHTTP, b.Digest, urls, check)
+}
+
+// BlobReceived is how many bytes of a blob the fetch under way here has
+// received.
+func (p *Peer) BlobReceived(digest string) int64 {
+	return p.images.Received(digest) + p.swarm.Received(digest)
 }
 
 // maxNVRAM bounds a macOS image's NVRAM (auxiliary storage: 32 MiB as

@@ -50,6 +50,7 @@ type agentFlags struct {
 	maxConnsClient     int
 	chunkMiB           int
 	maxJobs            int
+	maxUploadStreams   int
 	templates          int
 	templatesMaxBytes  string
 	auditEntries       int
@@ -130,6 +131,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.chunkMiB, "chunk-mib", 64, "size in MiB of the chunks a disk is cut into when pushed to a registry (1 to 512)")
 	f.StringSliceVar(&a.registryAllow, "registry-allow", nil, "registries peers may contact beyond public addresses: CIDRs, addresses, host names (default: none; with --dev, loopback and private ranges)")
 	f.IntVar(&a.maxJobs, "max-jobs", 4, "registry jobs (pushes, pulls) this peer runs at once; the others wait their turn (1 to 64)")
+	f.IntVar(&a.maxUploadStreams, "max-upload-streams", 4, "image chunks this peer serves to other peers at once; more are sent elsewhere (1 to 64)")
 	f.IntVar(&a.auditEntries, "audit-entries", 10000, fmt.Sprintf("API writes the cluster's audit log keeps, the oldest dropped (%d to %d; the last peer to write sets it)", raftfsm.MinAuditKeep, raftfsm.MaxAuditKeep))
 	f.IntVar(&a.templates, "templates", 4, "booted templates this node keeps for warm VM configs, whose VMs then start without a boot (0 to 32; 0: none)")
 	f.StringVar(&a.templatesMaxBytes, "templates-max-bytes", "16G", "disk the booted templates may take (memory files and disks), e.g. 16G")
@@ -220,7 +222,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		BootstrapExpect: a.bootstrapExpect, Join: a.join, JoinToken: a.joinToken, Version: version, ReapAfter: a.reapAfter,
 		APILimits: httpapi.Limits{MaxConns: a.maxConns, MaxConnsPerClient: a.maxConnsClient},
 		ChunkMiB:  a.chunkMiB,
-		MaxJobs:   a.maxJobs, RegistryAllow: a.registryAllow,
+		MaxJobs:   a.maxJobs, MaxUploadStreams: a.maxUploadStreams, RegistryAllow: a.registryAllow,
 	}
 	if cfg.JoinToken == "" {
 		cfg.JoinToken = os.Getenv("SVC_JOIN_TOKEN")
@@ -236,6 +238,9 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	}
 	if a.chunkMiB < 1 || a.chunkMiB > 512 {
 		return cfg, errors.New("--chunk-mib must be between 1 and 512")
+	}
+	if a.maxUploadStreams < 1 || a.maxUploadStreams > 64 {
+		return cfg, errors.New("--max-upload-streams must be between 1 and 64")
 	}
 	if a.maxJobs < 1 || a.maxJobs > 64 {
 		return cfg, errors.New("--max-jobs must be between 1 and 64")

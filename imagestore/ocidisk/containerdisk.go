@@ -83,7 +83,7 @@ func copySparse(ctx context.Context, dst string, r io.Reader, size int64, progre
 		}
 		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), size-off)])
 		if n > 0 {
-			if werr := writeSparse(f, buf[:n], off); werr != nil {
+			if werr := WriteSparse(f, buf[:n], off); werr != nil {
 				return off, werr
 			}
 			off += int64(n)

@@ -195,7 +195,7 @@ func PullInto(ctx context.Context, r Resolved, reg Registry, d Disk, local Chunk
 			if err := d.Clear(c.Offset, c.Size); err != nil {
 				return err
 			}
-			if err := writeSparse(f, b, c.Offset); err != nil {
+			if err := WriteSparse(f, b, c.Offset); err != nil {
 				return err
 			}
 			if err := d.Wrote(c.Offset, c.Size); err != nil {
@@ -263,12 +263,12 @@ func fetchOnce(ctx context.Context, puller *remote.Puller, repo name.Repository,
 	return nil
 }
 
-// sparseBlock is the unit writeSparse skips when it is all zeros.
+// sparseBlock is the unit WriteSparse skips when it is all zeros.
 const sparseBlock = 64 << 10
 
-// writeSparse writes b at off, leaving blocks of zeros unwritten (the file
+// WriteSparse writes b at off, leaving blocks of zeros unwritten (the file
 // was truncated to its size, so they read as zeros).
-func writeSparse(f *os.File, b []byte, off int64) error {
+func WriteSparse(f *os.File, b []byte, off int64) error {
 	for start := 0; start < len(b); {
 		end := min(start+sparseBlock, len(b))
 		if allZero(b[start:end]) {

@@ -159,7 +159,7 @@ func pullTartLayer(ctx context.Context, puller *remote.Puller, repo name.Reposit
 	off := l.Offset
 	err = dec.decode(io.LimitReader(rc, l.Layer.Size), l.Size, func(b []byte) error {
 		sum.Write(b)
-		if err := writeSparse(f, b, off); err != nil {
+		if err := WriteSparse(f, b, off); err != nil {
 			return err
 		}
 		off += int64(len(b))

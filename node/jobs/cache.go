@@ -20,6 +20,9 @@ import (
 // registry) and records that it holds it.
 type Blobs interface {
 	EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error
+	// BlobReceived is how many bytes of a blob the fetch under way has
+	// received.
+	BlobReceived(digest string) int64
 }
 
 // cacheReportEvery spaces a copy's progress reports.
@@ -80,7 +83,7 @@ func (m *Manager) cache(ctx context.Context, j raftfsm.Job, rep *jobReporter) (s
 			case err = <-errc:
 				break wait
 			case <-tick.C:
-				rep.done = done + m.cfg.Images.Received(d)
+				rep.done = done + m.cfg.Blobs.BlobReceived(d)
 				rep.send(ctx, true)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/internal/netgate"
+	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	Proposer Proposer
 	// Blobs fetches the blobs a cache job copies here.
 	Blobs Blobs
+	// Swarm shares the chunks of a registry pull with the other peers
+	// pulling the same disk (nil: each pull reads the registry alone).
+	Swarm *swarm.Service
 	Ready Readiness
 	// Egress is the registries this peer may contact.
 	Egress *ocidisk.Egress
@@ -101,7 +105,7 @@ func newMetrics(r prometheus.Registerer) *metrics {
 	m := &metrics{
 		pulledChunks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "svc_pull_chunks_total",
-			Help: "Chunks of the svc disks this peer pulled, by where each came from: registry, local (a disk this peer holds) or resumed (written by an earlier, interrupted pull).",
+			Help: "Chunks of the svc disks this peer pulled, by where each came from: registry, peer (another peer pulling the same disk), local (a disk this peer holds) or resumed (written by an earlier, interrupted pull).",
 		}, []string{"from"}),
 	}
 	r.MustRegister(m.pulledChunks)

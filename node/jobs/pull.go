@@ -17,6 +17,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -128,7 +129,7 @@ func (m *Manager) pullDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.
 		if err != nil {
 			return nil, ocidisk.PullResult{}, err
 		}
-		res, err := ocidisk.PullInto(ctx, r, reg, part, m.cfg.Images.Chunks(), progress)
+		res, err := m.pullInto(ctx, r, reg, part, progress)
 		if err != nil {
 			part.Close() // kept: the next pull of this disk goes on from here
 			return nil, res, err
@@ -143,6 +144,43 @@ func (m *Manager) pullDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.
 		m.cfg.Log.Warn("a resumed pull does not match its digest; pulling it again whole", "reference", r.Ref.String(), "digest", st.Digest, "want", r.Config.Digest)
 		st.Discard()
 	}
+}
+
+// pullInto pulls an svc disk into its partial disk: through the swarm
+// (the chunks another peer pulling the same disk has come from it, and
+// the registry is read about once for all), else straight from the
+// registry.
+func (m *Manager) pullInto(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, part *imagestore.Partial, progress ocidisk.Progress) (ocidisk.PullResult, error) {
+	plan := swarm.Plan{Digest: r.Config.Digest, Size: r.Config.VirtualSize, Chunks: indexOf(r.Chunks)}
+	if m.cfg.Swarm == nil || plan.Validate() != nil {
+		return ocidisk.PullInto(ctx, r, reg, part, m.cfg.Images.Chunks(), progress)
+	}
+	cr, err := ocidisk.NewChunkReader(ctx, r, reg)
+	if err != nil {
+		return ocidisk.PullResult{}, err
+	}
+	var seeds []string
+	if b, ok := m.cfg.FSM.Blob(plan.Digest); ok {
+		for _, h := range b.Holders {
+			if h != m.cfg.Name {
+				seeds = append(seeds, h)
+			}
+		}
+	}
+	finder := m.cfg.Images.Chunks()
+	res, err := m.cfg.Swarm.Pull(ctx, plan, part, seeds,
+		func(ctx context.Context, c swarm.Chunk, buf []byte) error { return cr.Read(ctx, c.Offset, buf) },
+		func(c swarm.Chunk, buf []byte) bool { return finder.ReadChunk(c.Digest, buf) },
+		progress)
+	m.metrics.pulledChunks.WithLabelValues("peer").Add(float64(res.FromPeers))
+	out := ocidisk.PullResult{ChunksFetched: res.FromOrigin, ChunksLocal: res.Local, ChunksResumed: res.Resumed, BytesFetched: cr.BytesFetched()}
+	if err != nil {
+		return out, fmt.Errorf("pull %s: %w", r.Ref, err)
+	}
+	if err := part.File().Sync(); err != nil {
+		return out, fmt.Errorf("pull: %w", err)
+	}
+	return out, nil
 }
 
 // pullDiskAlone pulls an svc disk into a staging file of its own.

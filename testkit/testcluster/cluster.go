@@ -70,6 +70,9 @@ type Options struct {
 	Templates int
 	// Verbose logs the peers' output to stderr.
 	Verbose bool
+	// Configure, when set, changes peer i's (0-based) configuration before
+	// it first starts.
+	Configure func(i int, cfg *node.Config)
 }
 
 // Cluster is a set of in-process peers on 127.0.0.1.
@@ -196,6 +199,9 @@ func (c *Cluster) addMember() *Member {
 	}
 	if opts.ProductionTiming {
 		m.cfg.RaftTiming, m.cfg.Local = raftstore.Timing{}, false
+	}
+	if opts.Configure != nil {
+		opts.Configure(i, &m.cfg)
 	}
 	if i == 0 {
 		m.cfg.BootstrapExpect = 1

@@ -152,6 +152,7 @@ func (s *Service) run(ctx context.Context, a *active, job Job) (Result, error) {
 	s.chunks.WithLabelValues("origin").Add(float64(res.FromOrigin))
 	s.chunks.WithLabelValues("local").Add(float64(res.Local))
 	s.chunks.WithLabelValues("resumed").Add(float64(res.Resumed))
+	s.dropped.Add(float64(len(res.Dropped)))
 	return res, err
 }
 

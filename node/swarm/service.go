@@ -51,6 +51,7 @@ type Service struct {
 	served  atomic.Int64
 	fetched atomic.Int64
 	chunks  *prometheus.CounterVec
+	dropped prometheus.Counter
 
 	mu     sync.Mutex
 	active map[string]*active // by blob digest
@@ -95,9 +96,13 @@ func New(cfg Config) *Service {
 			Name: "svc_swarm_chunks_total",
 			Help: "Chunks of blobs this peer fetched, by where they came from (peer, origin, local, resumed).",
 		}, []string{"from"}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_swarm_dropped_peers_total",
+			Help: "Peers this peer stopped asking for a blob's chunks because they served a chunk that did not match its digest.",
+		}),
 	}
 	if cfg.Registry != nil {
-		cfg.Registry.MustRegister(s.chunks, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		cfg.Registry.MustRegister(s.chunks, s.dropped, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "svc_swarm_served_bytes_total",
 			Help: "Bytes of chunks this peer served to other peers.",
 		}, func() float64 { return float64(s.served.Load()) }))

@@ -95,7 +95,7 @@ fuzz:
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI
 bench-once:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./...
+	SVC_SWARM_MIB=64 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./...
 
 ## netns-test: 3 peers in network namespaces (needs root; skipped otherwise)
 netns-test: build
@@ -125,6 +125,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Apply_roleBinding' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'FSM_scale' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'Image(Transfer|Download)$$' -benchtime 3x ./node
+	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 25m ./node
 	$(GO) test -run '^$$' -bench 'Registry_' -benchtime 3x -timeout 20m ./imagestore/ocidisk
 	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./node
 	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./node

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	crand "crypto/rand"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -170,7 +171,9 @@ func randomImage(t testing.TB, size int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.CopyN(f, rand.NewChaCha8([32]byte{byte(size >> 20)}), size); err != nil {
+	var seed [32]byte
+	_, _ = crand.Read(seed[:]) // every image its own content
+	if _, err := io.CopyN(f, rand.NewChaCha8(seed), size); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

@@ -22,8 +22,10 @@ type Cluster struct {
 	// cluster's state and logs.
 	Script, Bin, Dir string
 	// N is the number of peers.
-	N     int
-	token string
+	N int
+	// AgentArgs are more agent flags (after --hypervisor fake).
+	AgentArgs string
+	token     string
 }
 
 // Subnet is the network the script puts peers on; .1 is this host.
@@ -50,7 +52,7 @@ func (c *Cluster) Client(i int, timeout time.Duration) *api.Client {
 
 func (c *Cluster) script(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, c.Script, args...)
-	cmd.Env = append(os.Environ(), "SVC_LOCAL_DIR="+c.Dir, "SVC_BIN="+c.Bin, "SVC_AGENT_ARGS=--hypervisor fake", "SVC_TOKEN=")
+	cmd.Env = append(os.Environ(), "SVC_LOCAL_DIR="+c.Dir, "SVC_BIN="+c.Bin, "SVC_AGENT_ARGS=--hypervisor fake "+c.AgentArgs, "SVC_TOKEN=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s %s: %w: %s", filepath.Base(c.Script), strings.Join(args, " "), err, out)

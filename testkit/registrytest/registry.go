@@ -35,6 +35,9 @@ type Options struct {
 	Plain bool
 	// Anonymous serves without authentication.
 	Anonymous bool
+	// Listen is the address clients reach it at (default 127.0.0.1:0),
+	// e.g. a bridge's address for peers in network namespaces.
+	Listen string
 }
 
 // Server is a running registry. Host is what references name
@@ -75,7 +78,11 @@ func Start(t testing.TB, o Options) *Server {
 	if err := s.writeConfig(o); err != nil {
 		t.Fatal(err)
 	}
-	s.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	listen := o.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	s.ln, err = net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,12 +23,17 @@ const (
 	// busyFor is how long a peer that answered "busy" is not asked again.
 	busyFor = 300 * time.Millisecond
 	// failedFor is how long a peer whose answer failed is not asked again.
-	failedFor = 2 * time.Second
+	failedFor = 500 * time.Millisecond
 	// maxAttempts bounds the tries of one chunk (from any source).
 	maxAttempts = 8
 	// aloneAfter is how many failed announcements in a row make a fetch
 	// go on without the tracker (every chunk from the origin).
 	aloneAfter = 4
+	// unreachableAfter is how many failed reads make a fetch stop asking
+	// a peer (as if it served a bad chunk, without saying so).
+	unreachableAfter = 3
+	// chunkTimeout bounds the read of one chunk from one source.
+	chunkTimeout = 2 * time.Minute
 )
 
 // ErrBusy is returned by Net.Chunk when the peer serves as many chunks as
@@ -99,6 +104,7 @@ type run struct {
 	view                map[string]Bits // other fetching peers (and seeds with an Origin)
 	banned              map[string]bool
 	resting             map[string]time.Time // peers not to ask until then
+	failures            map[string]int       // failed reads per peer
 	alone               bool
 	failedAnnouncements int
 	changed             chan struct{} // closed when what may be picked changed
@@ -133,7 +139,7 @@ func newRun(job Job) (*run, error) {
 	r := &run{
 		job: job, key: job.Plan.Key(), total: job.Plan.Size, have: NewBits(n), left: n,
 		inflight: map[int]bool{}, granted: map[int]bool{}, tries: make([]int, n), view: map[string]Bits{},
-		banned: map[string]bool{}, resting: map[string]time.Time{}, changed: make(chan struct{}),
+		banned: map[string]bool{}, resting: map[string]time.Time{}, failures: map[string]int{}, changed: make(chan struct{}),
 	}
 	if job.Origin != nil {
 		for _, s := range job.Seeds {
@@ -326,7 +332,7 @@ func (r *run) pick() (i int, src string, wait <-chan struct{}, err error) {
 		}
 		if r.job.Origin == nil && r.seedLocked(now) == "" {
 			if r.allSeedsBannedLocked() {
-				return -1, "", nil, errors.New("every peer holding the blob served a bad chunk")
+				return -1, "", nil, errors.New("no peer holding the blob may be asked: each served a bad chunk or failed too often")
 			}
 			break // the seeds rest a moment
 		}
@@ -373,6 +379,8 @@ func (r *run) get(ctx context.Context, src string, c Chunk, buf []byte) (string,
 			return "", fmt.Errorf("%w: no peer holding the blob may be asked now", ErrBusy)
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, chunkTimeout)
+	defer cancel()
 	var err error
 	if from == originName {
 		err = r.job.Origin(ctx, c, buf)
@@ -434,6 +442,10 @@ func (r *run) settle(ctx context.Context, i int, src, from string, err error) er
 		return nil // not a failed try
 	case from != originName:
 		r.resting[from] = now.Add(failedFor)
+		if r.failures[from]++; r.failures[from] >= unreachableAfter && !r.banned[from] {
+			r.banned[from] = true // shunned at the tracker: its chunks come from elsewhere
+			r.job.Log.Warn("a peer failed to send chunks: it is not asked again for this blob", "peer", from, "digest", r.job.Plan.Digest, "err", err)
+		}
 	}
 	r.tries[i]++
 	r.job.Log.Debug("a chunk failed", "digest", r.job.Plan.Digest, "offset", c.Offset, "from", nameOf(from), "try", r.tries[i], "err", err)

@@ -228,3 +228,53 @@ func TestRun_without_a_tracker_reads_the_origin(t *testing.T) {
 		t.Fatalf("%+v %v (%d reads)", res, err, reads.Load())
 	}
 }
+
+// ghostNet lists a peer that has every chunk but never sends one.
+type ghostNet struct {
+	memNet
+	asked *atomic.Int64
+}
+
+func (n ghostNet) Chunk(ctx context.Context, node, digest string, c Chunk, buf []byte) error {
+	if node == "ghost" {
+		n.asked.Add(1)
+		return errors.New("connection refused")
+	}
+	return n.memNet.Chunk(ctx, node, digest, c, buf)
+}
+
+func TestRun_unreachable_peer_shunned(t *testing.T) {
+	data, plan := blobOf(t, 16<<20)
+	tr := NewTracker()
+	all := NewBits(len(plan.Chunks))
+	for i := range plan.Chunks {
+		all.Set(i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { // the ghost keeps saying it has everything
+		for ctx.Err() == nil {
+			_, _ = tr.Announce(plan.Key(), "ghost", Announce{Chunks: len(plan.Chunks), Have: all}, time.Now())
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	served := map[string]*atomic.Int64{"seed": {}}
+	var asked atomic.Int64
+	net := ghostNet{memNet: memNet{self: "p", tracker: tr, seed: data, mu: &sync.Mutex{}, runs: map[string]*run{}, served: served}, asked: &asked}
+	if _, err := tr.Announce(plan.Key(), "ghost", Announce{Chunks: len(plan.Chunks), Have: all}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, Job{Plan: plan, Disk: newDisk(t, plan.Size), Seeds: []string{"seed"}, Net: net})
+	if err != nil || res.FromOrigin != len(plan.Chunks) {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n := asked.Load(); n < unreachableAfter || n > unreachableAfter+4 {
+		t.Fatalf("the unreachable peer was asked %d times", n)
+	}
+}

@@ -114,6 +114,10 @@ chaos-short: deps build
 	@if [ "$$(id -u)" -ne 0 ]; then echo "chaos-short: skipped (needs root)"; else \
 	$(GO) build -o bin/svc-chaos ./cmd/svc-chaos && bin/svc-chaos -peers 3 -duration 60s -seed 20261121 -out build/chaos-short; fi
 
+## failover-soak: 3 peers with the production Raft timeouts, every core busy, 10 minutes: no election
+failover-soak:
+	SVC_SOAK=10m $(GO) test -run 'TestRaft_no_spurious_elections_under_load' -v -timeout 15m ./node
+
 ## bench: throughput, latency and failover figures (see README)
 bench:
 	$(GO) test -run '^$$' -bench 'TagWrite$$' -benchtime 300x ./node

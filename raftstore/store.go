@@ -20,13 +20,27 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-// Timing holds the Raft timeouts. Zero fields take raft's defaults.
+// Timing holds the Raft timeouts. Zero fields take the production
+// defaults below.
 type Timing struct {
 	Heartbeat   time.Duration
 	Election    time.Duration
 	LeaderLease time.Duration
 	Commit      time.Duration
 }
+
+// The production timeouts: a follower that hears no leader for a random
+// time between DefaultHeartbeat and twice it starts a pre-vote (raft's
+// default: a peer that cannot win disrupts no one), and a leader that
+// hears no quorum for DefaultLeaderLease steps down. Raft's own defaults
+// (1 s, 1 s, 500 ms) are for WANs; peers of one site answer in
+// milliseconds, and the leader sends heartbeats every tenth of
+// DefaultHeartbeat.
+const (
+	DefaultHeartbeat   = 400 * time.Millisecond
+	DefaultElection    = 400 * time.Millisecond
+	DefaultLeaderLease = 200 * time.Millisecond
+)
 
 // StoreConfig configures a Store.
 type StoreConfig struct {
@@ -134,6 +148,7 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hl
+	rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = DefaultHeartbeat, DefaultElection, DefaultLeaderLease
 	if t := cfg.Timing; t.Heartbeat > 0 {
 		rc.HeartbeatTimeout = t.Heartbeat
 	}

@@ -237,6 +237,18 @@ func (f *FSM) Nodes() []NodeView {
 	return out
 }
 
+// EachNode calls fn with every node and its usage, in no order, under the
+// replica's read lock: fn must not keep n or anything in it, nor call the
+// FSM. It copies nothing (a placement over many nodes reads them all).
+func (f *FSM) EachNode(fn func(n *Node, used Usage)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	used := f.state.ix().used
+	for _, n := range f.state.Nodes {
+		fn(n, used[n.Name])
+	}
+}
+
 // IsNodeAddr reports whether a node of the cluster has address addr.
 func (f *FSM) IsNodeAddr(addr string) bool {
 	f.mu.RLock()

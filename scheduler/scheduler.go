@@ -24,29 +24,33 @@ const (
 	StrategyMostAllocated = api.SchedulerMostAllocated
 )
 
-// Node is what placement knows of a node.
+// Node is what placement knows of a node. The fields placement reads on
+// every node come first, so that a node that cannot take the VM costs one
+// cache line of the scan.
 type Node struct {
-	Name      string
-	Namespace string
-	Ready     bool
+	FreeCPU    int
+	FreeMemory int64 // bytes
+	Ready      bool
 	// Cordoned nodes take no new VM.
 	Cordoned bool
-	Arch     string
-	Tags     []string
-	// Hypervisor runs the node's VMs (HypervisorVZ on Macs).
-	Hypervisor string
-	// MacOSVMs counts the macOS VMs placed on the node.
-	MacOSVMs int
-
-	TotalCPU, FreeCPU       int
-	TotalMemory, FreeMemory int64 // bytes
-	TotalGPU, FreeGPU       int
-	// UsedPorts are the node ports its VMs hold.
-	UsedPorts map[int]bool
 	// HasImage says the node already holds the VM's image (nothing to
 	// copy); HasTemplate that it holds a booted template of the VM's shape
 	// (the VM starts without a boot).
 	HasImage, HasTemplate bool
+	Namespace             string
+	TotalCPU              int
+	TotalMemory           int64 // bytes
+	TotalGPU, FreeGPU     int
+
+	Name string
+	Arch string
+	Tags []string
+	// Hypervisor runs the node's VMs (HypervisorVZ on Macs).
+	Hypervisor string
+	// MacOSVMs counts the macOS VMs placed on the node.
+	MacOSVMs int
+	// UsedPorts are the node ports its VMs hold.
+	UsedPorts map[int]bool
 }
 
 // warmth ranks what a node has ready for the VM: a booted template, the
@@ -206,7 +210,7 @@ func gib(b int64) string { return fmt.Sprintf("%.2fGi", float64(b)/(1<<30)) }
 
 // room is the share of the node left free after the VM lands, averaged over
 // CPU and memory (and GPUs when the node has any): 1 is empty, 0 is full.
-func room(n Node, r Request) float64 {
+func room(n *Node, r *Request) float64 {
 	share := func(free, total float64) float64 {
 		if total <= 0 {
 			return 0
@@ -235,13 +239,26 @@ func Place(nodes []Node, r Request) (string, error) {
 		bestWarmth int
 	)
 	packs := r.Strategy == StrategyMostAllocated
-	cs := applying(&r)
+	// The checks every request has (namespace, ready, cordoned, CPU,
+	// memory) run inline, cheapest first; the others only on the nodes
+	// that pass them.
+	var rest []*check
+	for _, c := range applying(&r) {
+		switch c.name {
+		case "namespace", "ready", "cordoned", "cpu", "memory":
+		default:
+			rest = append(rest, c)
+		}
+	}
 	for i := range nodes {
 		n := &nodes[i]
-		if !fits(n, &r, cs) {
+		if n.FreeCPU < r.CPU || n.FreeMemory < r.Memory || !n.Ready || n.Cordoned || n.Namespace != r.Namespace {
 			continue
 		}
-		score := room(*n, r)
+		if len(rest) > 0 && !fits(n, &r, rest) {
+			continue
+		}
+		score := room(n, &r)
 		if packs {
 			score = -score
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -142,12 +143,12 @@ func TestPlace_property_fits_and_orders(t *testing.T) {
 		if why := Fits(*chosen, req); why != "" {
 			t.Fatalf("case %d: placed on %s that does not fit: %s", i, got, why)
 		}
-		mine := room(*chosen, req)
+		mine := room(chosen, &req)
 		for _, n := range nodes {
 			if Fits(n, req) != "" {
 				continue
 			}
-			other := room(n, req)
+			other := room(&n, &req)
 			if req.Strategy == StrategyMostAllocated && other < mine {
 				t.Fatalf("case %d: most-allocated chose %s (room %.3f) over %s (room %.3f)", i, got, mine, n.Name, other)
 			}
@@ -227,6 +228,83 @@ func TestFits_agrees_with_reasons(t *testing.T) {
 		}
 		if got, why := fits(&nodes[0], &req, applying(&req)), Fits(nodes[0], req); got != (why == "") {
 			t.Fatalf("fits=%v but Fits=%q for %+v / %+v", got, why, nodes[0], req)
+		}
+	}
+}
+
+// placeByReasons is placement written plainly: every node judged by Fits,
+// the best by tag, warmth, room and name. Place must agree with it.
+func placeByReasons(nodes []Node, r Request) string {
+	best := -1
+	key := func(n *Node) (bool, int, float64) {
+		s := room(n, &r)
+		if r.Strategy == StrategyMostAllocated {
+			s = -s
+		}
+		return r.Tag != "" && slices.Contains(n.Tags, r.Tag), n.warmth(), s
+	}
+	for i := range nodes {
+		if Fits(nodes[i], r) != "" {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		t1, w1, s1 := key(&nodes[i])
+		t0, w0, s0 := key(&nodes[best])
+		if t1 != t0 {
+			if t1 {
+				best = i
+			}
+			continue
+		}
+		if w1 != w0 {
+			if w1 > w0 {
+				best = i
+			}
+			continue
+		}
+		if s1 > s0 || s1 == s0 && nodes[i].Name < nodes[best].Name {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return nodes[best].Name
+}
+
+func TestPlace_agrees_with_reasons(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 5000 {
+		nodes := randomCluster(r, 1+r.IntN(30))
+		for j := range nodes {
+			switch r.IntN(6) {
+			case 0:
+				nodes[j].Cordoned = true
+			case 1:
+				nodes[j].Namespace = "other"
+			case 2:
+				nodes[j].HasImage = true
+			case 3:
+				nodes[j].HasImage, nodes[j].HasTemplate = true, true
+			case 4:
+				nodes[j].UsedPorts[8080] = true
+			}
+		}
+		req := randomRequest(r)
+		switch r.IntN(5) {
+		case 0:
+			req.Tag, req.TagRequired = "ssd", r.IntN(2) == 0
+		case 1:
+			req.HostPorts = []int{8080}
+		case 2:
+			req.Node = nodes[r.IntN(len(nodes))].Name
+		}
+		got, err := Place(nodes, req)
+		if want := placeByReasons(nodes, req); got != want || (err != nil) != (want == "") {
+			t.Fatalf("case %d: Place chose %q (%v), the reasons choose %q", i, got, err, want)
 		}
 	}
 }

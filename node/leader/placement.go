@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 type placer struct {
 	mu   sync.Mutex
 	next map[string]int // node -> where its next VNC port search starts (forward ports follow)
+	// nodes is the scheduler's view, reused from placement to placement
+	// (a cluster of 10,000 nodes makes it megabytes).
+	nodes []scheduler.Node
 }
 
 // placeAttempts bounds how often a VM that lost its room or its generated
@@ -41,7 +45,7 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 		if pl.NamePrefix != "" {
 			vm.Name = api.GenerateName(pl.NamePrefix)
 		}
-		node, err := scheduler.Place(l.schedulerNodes(pl.VM), req)
+		node, err := scheduler.Place(l.schedulerNodes(pl.VM, req), req)
 		if err != nil {
 			return vm, raftfsm.NewRuleError(raftfsm.ErrConflict, err.Error())
 		}
@@ -81,11 +85,13 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 }
 
 // schedulerNodes turns the replica's nodes into the scheduler's view for
-// placing vm: with what each holds ready for it (its image, a booted
-// template of its shape).
-func (l *Leader) schedulerNodes(vm raftfsm.VM) []scheduler.Node {
-	views := l.cfg.FSM.Nodes()
-	out := make([]scheduler.Node, 0, len(views))
+// placing vm (as req): with what each holds ready for it (its image, a
+// booted template of its shape). It reads the nodes in place (no copy of
+// the state); tags are kept only when the request names one, ports and
+// macOS VMs looked up only when the scheduler checks them (reserved host
+// ports, a macOS guest): on a large cluster they are most of a
+// placement's cost.
+func (l *Leader) schedulerNodes(vm raftfsm.VM, req scheduler.Request) []scheduler.Node {
 	holders := map[string]bool{}
 	if b, ok := l.cfg.FSM.Blob(vm.ImageDigest); ok {
 		for _, h := range b.Holders {
@@ -96,17 +102,35 @@ func (l *Leader) schedulerNodes(vm raftfsm.VM) []scheduler.Node {
 	if sh, ok := vm.Shape(); ok {
 		template = sh.Key()
 	}
-	for _, n := range views {
-		out = append(out, scheduler.Node{
-			Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Cordoned: n.Cordoned, Arch: n.Arch, Tags: n.Tags,
-			Hypervisor: n.Hypervisor, MacOSVMs: l.macOSVMs(n.Name),
-			TotalCPU: n.Capacity.CPU, FreeCPU: n.Capacity.CPU - n.Used.CPU,
-			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - n.Used.MemoryBytes,
-			TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - n.Used.GPU,
-			UsedPorts: usedPorts(l.cfg.FSM.PortsInUse(n.Name), n.OwnPorts()),
-			HasImage:  holders[n.Name], HasTemplate: template != "" && n.HasTemplate(template),
-		})
+	out := l.placer.nodes[:0] // under l.placer.mu
+	var own []map[int]bool
+	ports, macOS := len(req.HostPorts) > 0, req.MacOS
+	l.cfg.FSM.EachNode(func(n *raftfsm.Node, used raftfsm.Usage) {
+		sn := scheduler.Node{
+			Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Cordoned: n.Cordoned, Arch: n.Arch,
+			Hypervisor: n.Hypervisor,
+			TotalCPU:   n.Capacity.CPU, FreeCPU: n.Capacity.CPU - used.CPU,
+			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - used.MemoryBytes,
+			TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - used.GPU,
+			HasImage: holders[n.Name], HasTemplate: template != "" && n.HasTemplate(template),
+		}
+		if req.Tag != "" {
+			sn.Tags = slices.Clone(n.Tags)
+		}
+		if ports {
+			own = append(own, n.OwnPorts())
+		}
+		out = append(out, sn)
+	})
+	for i := range out {
+		if ports {
+			out[i].UsedPorts = usedPorts(l.cfg.FSM.PortsInUse(out[i].Name), own[i])
+		}
+		if macOS {
+			out[i].MacOSVMs = l.macOSVMs(out[i].Name)
+		}
 	}
+	l.placer.nodes = out
 	return out
 }
 

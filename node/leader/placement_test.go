@@ -1,0 +1,113 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/raftstore"
+	"github.com/svc-project/svc/scheduler"
+)
+
+// fsmRaft applies commands straight to an FSM, as a one-peer Raft would.
+type fsmRaft struct {
+	f   *raftfsm.FSM
+	idx uint64
+}
+
+func (r *fsmRaft) ApplyCommand(_ context.Context, t raftfsm.Type, body any) (any, error) {
+	b, err := raftfsm.Encode(t, body)
+	if err != nil {
+		return nil, err
+	}
+	c, err := raftfsm.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	r.idx++
+	res := r.f.ApplyCommand(r.idx, c)
+	return res.Value, res.Err
+}
+
+var errNoRaft = errors.New("not in this test")
+
+func (*fsmRaft) Servers(context.Context) ([]raftstore.Server, error) { return nil, errNoRaft }
+func (*fsmRaft) AddVoter(context.Context, string, string) error      { return errNoRaft }
+func (*fsmRaft) AddNonvoter(context.Context, string, string) error   { return errNoRaft }
+func (*fsmRaft) RemoveServer(context.Context, string) error          { return errNoRaft }
+
+// cluster is a leader over a state of n READY nodes of the default
+// namespace and one image.
+func cluster(tb testing.TB, n int) (*Leader, *fsmRaft) {
+	tb.Helper()
+	r := &fsmRaft{f: raftfsm.NewFSM(nil)}
+	apply := func(t raftfsm.Type, body any) {
+		if _, err := r.ApplyCommand(context.Background(), t, body); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	apply(raftfsm.TypeInit, raftfsm.TestInit("c", t0))
+	for i := range n {
+		apply(raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: fmt.Sprintf("n%05d", i), Phase: api.PhaseReady, NodeFacts: raftfsm.NodeFacts{
+			Addr: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255), Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 256 << 30},
+		}})
+	}
+	apply(raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "mini", Namespace: api.DefaultNamespace, Digest: "sha256:aa", Format: "qcow2"}, Holder: "n00000"})
+	return New(Config{Name: "n00000", FSM: r.f, Raft: r}), r
+}
+
+func placement(name string, cpu int, mem int64) scheduler.Placement {
+	return scheduler.Placement{VM: raftfsm.VM{Name: name, Namespace: api.DefaultNamespace, Image: "mini", ImageDigest: "sha256:aa",
+		VMOptions: raftfsm.VMOptions{CPU: cpu, MemoryBytes: mem}}}
+}
+
+// Placements go to the node holding the image while it has room, then
+// spread over the others (default strategy); each VM gets ports of its own.
+func TestPlace_holder_first_then_spread(t *testing.T) {
+	l, _ := cluster(t, 4)
+	seen := map[string]int{}
+	ports := map[string]bool{}
+	for i := range 11 {
+		vm, err := l.Place(context.Background(), placement(fmt.Sprintf("vm-%d", i), 8, 32<<30))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[vm.Node]++
+		for _, p := range []int{vm.VNCPort, vm.SSHPort, vm.ScreensharePort} {
+			key := fmt.Sprintf("%s:%d", vm.Node, p)
+			if p == 0 || ports[key] {
+				t.Fatalf("port %s given twice or not at all: %+v", key, vm)
+			}
+			ports[key] = true
+		}
+	}
+	if seen["n00000"] != 8 || len(seen) != 4 {
+		t.Fatalf("placements %v: want 8 on the image's holder (its room), the rest spread", seen)
+	}
+	if _, err := l.Place(context.Background(), placement("huge", 65, 1<<30)); !errors.Is(err, raftfsm.ErrConflict) {
+		t.Fatalf("a VM no node fits: %v", err)
+	}
+}
+
+// BenchmarkLeaderPlace_10000_nodes is the leader's whole placement over
+// 10,000 nodes: the scheduler's view of the replica, the scheduler, the
+// ports and the VM's create applied to the state.
+func BenchmarkLeaderPlace_10000_nodes(b *testing.B) {
+	l, _ := cluster(b, 10000)
+	r := rand.New(rand.NewPCG(1, 2))
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := l.Place(context.Background(), placement(fmt.Sprintf("vm-%d", i), 1+r.IntN(4), int64(1+r.IntN(8))<<30)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "placements/s")
+}

@@ -206,10 +206,6 @@ func (st *Staged) Commit() (*Lease, error) {
 	created := false
 	if _, err := os.Stat(dst); err == nil {
 		_ = os.Remove(st.path)
-		// The blob starts a new grace period: its record may not have
-		// reached this replica yet when the lease ends.
-		now := time.Now()
-		_ = os.Chtimes(dst, now, now)
 	} else {
 		if err := os.Rename(st.path, dst); err != nil {
 			_ = os.Remove(st.path)
@@ -217,6 +213,12 @@ func (st *Staged) Commit() (*Lease, error) {
 		}
 		created = true
 	}
+	// The blob's grace period starts now, not at its last write (a disk
+	// written chunk by chunk was last written before it was hashed and
+	// checked): its record may not have reached this replica yet when the
+	// lease ends.
+	now := time.Now()
+	_ = os.Chtimes(dst, now, now)
 	s.leases[st.Digest]++
 	return &Lease{s: s, digest: st.Digest, created: created}, nil
 }

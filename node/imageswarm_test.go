@@ -65,7 +65,7 @@ func watchListed(t *testing.T, c *testcluster.Cluster, cl *api.Client, image, di
 	}
 }
 
-// Five peers: one holds a 64 MiB image and four copy it at once, one of
+// Five peers: one holds a 32 MiB image and four copy it at once, one of
 // which serves only corrupted chunks. Every copy has the image's digest,
 // the holder sends it less than twice, the copies come partly from one
 // another, and no node is listed before its copy is whole.
@@ -74,7 +74,7 @@ func TestImageSwarm_four_peers_copy_at_once(t *testing.T) {
 		cfg.CorruptServedChunks = i == 4
 	}})
 	cl := c.Client(c.Members[0])
-	img := upload(t, cl, "fleet", randomImage(t, 64<<20))
+	img := upload(t, cl, "fleet", randomImage(t, 32<<20))
 	holder := holderOf(t, c, cl, "fleet")
 	if holder == c.Members[4] {
 		t.Fatal("the upload went to the corrupting peer")
@@ -104,7 +104,7 @@ func TestImageSwarm_four_peers_copy_at_once(t *testing.T) {
 		dropped += metric(t, m, "svc_swarm_dropped_peers_total")
 	}
 	sent := metric(t, holder, "svc_swarm_served_bytes_total")
-	size := float64(64 << 20)
+	size := float64(32 << 20)
 	t.Logf("the holder sent %.2f copies; %v chunks went peer to peer; %v peers dropped the corrupting one", sent/size, fromPeers, dropped)
 	if sent >= 2*size || fromPeers == 0 {
 		t.Fatalf("the holder sent %v bytes (%.2f copies), %v chunks came from peers", sent, sent/size, fromPeers)

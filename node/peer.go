@@ -203,7 +203,7 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.host = host.New(hc)
 	p.swarm = swarm.New(swarm.Config{
-		Name: cfg.Name, Store: p.images, HTTP: p.peerHTTP, PeerURL: p.peerURL, MaxUploads: cfg.MaxUploadStreams,
+		Context: p.ctx, Name: cfg.Name, Store: p.images, HTTP: p.peerHTTP, PeerURL: p.peerURL, MaxUploads: cfg.MaxUploadStreams,
 		Leader: func(ctx context.Context) (string, string, error) {
 			name, addr, err := p.WaitLeader(ctx)
 			return name, p.PeerScheme() + "://" + addr, err

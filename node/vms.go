@@ -55,10 +55,16 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 	defer cancel()
 	var ferr error
 	if len(seeds) > 0 {
-		if ferr = p.fetchBlob(fctx, vm, b, seeds); ferr == nil {
+		var lease *imagestore.Lease
+		if lease, ferr = p.fetchBlob(fctx, vm, b, seeds); ferr == nil {
 			p.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))
+			// Leased until recorded: a collection in between would take
+			// the blob for one this node no longer holds.
 			if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name}); err != nil {
 				p.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
+			}
+			if lease != nil {
+				lease.Release()
 			}
 			return nil
 		}
@@ -80,18 +86,18 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 // fetchBlob gets a blob from the peers: in chunks from every peer that
 // has some (node/swarm), or whole from one holder when no holder tells
 // how the blob is cut (a peer of an earlier release).
-func (p *Peer) fetchBlob(ctx context.Context, vm raftfsm.VM, b raftfsm.Blob, seeds []string) error {
+func (p *Peer) fetchBlob(ctx context.Context, vm raftfsm.VM, b raftfsm.Blob, seeds []string) (*imagestore.Lease, error) {
 	check := blobCheck(vm, b.Digest)
-	err := p.swarm.FetchBlob(ctx, swarm.Blob{Digest: b.Digest, Size: b.SizeBytes, Seeds: seeds, Check: check})
+	lease, err := p.swarm.FetchBlob(ctx, swarm.Blob{Digest: b.Digest, Size: b.SizeBytes, Seeds: seeds, Check: check})
 	if !errors.Is(err, swarm.ErrNoPlan) {
-		return err
+		return lease, err
 	}
 	p.cfg.Log.Warn("no holder gave the chunk plan: fetching the blob whole from one", "digest", b.Digest, "err", err)
 	var urls []string
 	for _, s := range seeds {
 		urls = append(urls, p.peerURL(s))
 	}
-	return p.images.Fetch(ctx, p.peerHTTP, b.Digest, urls, check)
+	return nil, p.images.Fetch(ctx, p.peerHTTP, b.Digest, urls, check)
 }
 
 // BlobReceived is how many bytes of a blob the fetch under way here has

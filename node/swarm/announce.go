@@ -42,8 +42,7 @@ func (r *run) announce(ctx context.Context) {
 	defer r.mu.Unlock()
 	defer r.notifyLocked()
 	if err != nil {
-		r.failedAnnouncements++
-		if r.failedAnnouncements >= aloneAfter && !r.alone {
+		if time.Since(r.lastAnswer) >= aloneAfter && !r.alone {
 			r.alone = true
 			r.job.Log.Warn("the tracker does not answer: reading every chunk from the origin", "digest", r.job.Plan.Digest, "err", err)
 		}
@@ -52,7 +51,7 @@ func (r *run) announce(ctx context.Context) {
 	if r.alone {
 		r.job.Log.Info("the tracker answers again", "digest", r.job.Plan.Digest)
 	}
-	r.failedAnnouncements, r.alone = 0, false
+	r.lastAnswer, r.alone = time.Now(), false
 	for p := range r.view {
 		if !r.isSeed(p) {
 			delete(r.view, p)

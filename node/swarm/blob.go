@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/svc-project/svc/imagestore"
@@ -25,10 +26,12 @@ var ErrRefused = errors.New("the blob was refused")
 // and from every peer fetching it too, into the store's partial disk of
 // it; the whole blob is checked against its digest and with Check before
 // it is committed. Concurrent fetches of one blob on this peer share one.
-func (s *Service) FetchBlob(ctx context.Context, b Blob) error {
+// The blob is leased to the caller (release it once the cluster records
+// that this peer holds it); a caller that found it here gets no lease.
+func (s *Service) FetchBlob(ctx context.Context, b Blob) (*imagestore.Lease, error) {
 	for {
 		if s.cfg.Store.Has(b.Digest) {
-			return nil
+			return nil, nil
 		}
 		s.mu.Lock()
 		a := s.active[b.Digest]
@@ -39,69 +42,68 @@ func (s *Service) FetchBlob(ctx context.Context, b Blob) error {
 		select {
 		case <-a.done:
 			if a.err != nil {
-				return a.err
+				return nil, a.err
 			}
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	if len(b.Seeds) == 0 {
-		return fmt.Errorf("fetch %s: no peer holds it", b.Digest)
+		return nil, fmt.Errorf("fetch %s: no peer holds it", b.Digest)
 	}
 	plan, err := s.planFrom(ctx, b.Digest, b.Size, b.Seeds)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b.Size = plan.Size
 	part, err := s.cfg.Store.OpenPartial(b.Digest, b.Size)
 	if err != nil {
-		return fmt.Errorf("fetch %s: %w", b.Digest, err)
+		return nil, fmt.Errorf("fetch %s: %w", b.Digest, err)
 	}
 	a, err := s.start(plan, part)
 	if err != nil {
 		part.Close()
-		return err
+		return nil, err
 	}
-	err = s.fetchInto(ctx, a, b, plan, part)
+	l, err := s.fetchInto(ctx, a, b, plan, part)
 	s.end(a, err)
-	return err
+	return l, err
 }
 
 // fetchInto fetches b into part, stages, checks and commits it.
-func (s *Service) fetchInto(ctx context.Context, a *active, b Blob, plan Plan, part *imagestore.Partial) error {
+func (s *Service) fetchInto(ctx context.Context, a *active, b Blob, plan Plan, part *imagestore.Partial) (*imagestore.Lease, error) {
 	start := time.Now()
 	finder := s.cfg.Store.Chunks()
 	local := func(c Chunk, buf []byte) bool { return finder.ReadChunk(c.Digest, buf) }
-	res, err := s.run(ctx, a, Job{Plan: plan, Disk: part, Seeds: b.Seeds, Local: local})
-	a.stopServing()
+	res, err := s.run(ctx, a, Job{Plan: plan, Disk: part, Seeds: b.Seeds, Local: local, StayListed: true})
 	if err != nil {
 		part.Close() // kept: the next fetch of this blob goes on from here
-		return fmt.Errorf("fetch %s: %w", b.Digest, err)
+		return nil, fmt.Errorf("fetch %s: %w", b.Digest, err)
 	}
 	st, err := part.Stage(ctx)
 	if err != nil {
-		return fmt.Errorf("fetch %s: %w", b.Digest, err)
+		return nil, fmt.Errorf("fetch %s: %w", b.Digest, err)
 	}
 	defer st.Discard()
 	if st.Digest != b.Digest {
-		return fmt.Errorf("fetch %s: got %s: %w", b.Digest, st.Digest, imagestore.ErrDigestMismatch)
+		return nil, fmt.Errorf("fetch %s: got %s: %w", b.Digest, st.Digest, imagestore.ErrDigestMismatch)
 	}
 	if b.Check != nil {
 		if err := b.Check(ctx, st.Path()); err != nil {
-			return fmt.Errorf("fetch %s: %w: %w", b.Digest, ErrRefused, err)
+			return nil, fmt.Errorf("fetch %s: %w: %w", b.Digest, ErrRefused, err)
 		}
 	}
 	l, err := st.Commit()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	l.Release() // the caller records the holder within the grace period
 	if err := s.cfg.Store.SaveChunks(b.Digest, plan.Chunks); err != nil {
 		s.cfg.Log.Warn("keep the chunk plan", "digest", b.Digest, "err", err)
 	}
+	go s.seed(plan) // served from the store now
 	s.cfg.Log.Info("fetched a blob from the swarm", "digest", b.Digest, "bytes", b.Size, "took", time.Since(start).Round(time.Millisecond),
 		"from_peers", res.FromPeers, "from_origin", res.FromOrigin, "local", res.Local, "resumed", res.Resumed, "dropped", res.Dropped)
-	return nil
+	return l, nil
 }
 
 // Pull runs a registry pull's chunks through the swarm: plan is the
@@ -128,7 +130,13 @@ func (s *Service) start(plan Plan, disk *imagestore.Partial) (*active, error) {
 	if s.active[plan.Digest] != nil {
 		return nil, fmt.Errorf("fetch %s: %w", plan.Digest, imagestore.ErrPartialBusy)
 	}
-	a := &active{digest: plan.Digest, idx: plan.index(), file: disk.File(), done: make(chan struct{})}
+	// A descriptor of its own: the disk's goes when it is staged, this one
+	// serves the chunks until the blob is committed (a rename keeps it).
+	f, err := os.Open(disk.File().Name())
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", plan.Digest, err)
+	}
+	a := &active{digest: plan.Digest, idx: plan.index(), file: f, done: make(chan struct{})}
 	s.active[plan.Digest] = a
 	return a, nil
 }
@@ -167,9 +175,53 @@ func (a *active) stopServing() {
 // end forgets a fetch and wakes those waiting for it.
 func (s *Service) end(a *active, err error) {
 	a.stopServing()
+	_ = a.file.Close()
 	s.mu.Lock()
 	delete(s.active, a.digest)
 	s.mu.Unlock()
 	a.err = err
 	close(a.done)
+}
+
+// seedFor bounds how long a peer that completed a blob stays listed at the
+// tracker while others still fetch it.
+const seedFor = 2 * time.Minute
+
+// seed keeps this peer listed at the tracker with every chunk of plan while
+// other peers fetch it (at most seedFor), then leaves: the chunks it read
+// from the origin reach the others from it, not from the origin again.
+func (s *Service) seed(plan Plan) {
+	ctx, cancel := context.WithTimeout(s.cfg.Context, seedFor)
+	defer cancel()
+	all := NewBits(len(plan.Chunks))
+	for i := range plan.Chunks {
+		all.Set(i)
+	}
+	n, key := httpNet{s}, plan.Key()
+	defer func() {
+		if s.cfg.Context.Err() != nil {
+			return // the peer stops
+		}
+		lctx, lcancel := context.WithTimeout(s.cfg.Context, 2*time.Second)
+		defer lcancel()
+		_, _ = n.Announce(lctx, key, Announce{Chunks: len(plan.Chunks), Have: all, Leave: true})
+	}()
+	if len(plan.Chunks) == 0 {
+		return
+	}
+	t := time.NewTicker(announceEvery)
+	defer t.Stop()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		r, err := n.Announce(actx, key, Announce{Chunks: len(plan.Chunks), Have: all})
+		acancel()
+		if err == nil && len(r.Peers) == 0 {
+			return // nobody else fetches it
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -26,9 +26,11 @@ const (
 	failedFor = 500 * time.Millisecond
 	// maxAttempts bounds the tries of one chunk (from any source).
 	maxAttempts = 8
-	// aloneAfter is how many failed announcements in a row make a fetch
-	// go on without the tracker (every chunk from the origin).
-	aloneAfter = 4
+	// aloneAfter is how long without an answer from the tracker makes a
+	// fetch go on without it (every chunk from the origin): longer than
+	// an election, so that a change of leader does not send every fetch
+	// to the origin.
+	aloneAfter = 5 * time.Second
 	// unreachableAfter is how many failed reads make a fetch stop asking
 	// a peer (as if it served a bad chunk, without saying so).
 	unreachableAfter = 3
@@ -78,7 +80,12 @@ type Job struct {
 	Workers int
 	// Progress is told the bytes written so far (and the total).
 	Progress func(done, total int64)
-	Log      *slog.Logger
+	// StayListed keeps this peer listed at the tracker when the fetch
+	// succeeds: the caller goes on serving the blob and leaves later
+	// (Service.seed), so that the chunks only it had are not read from
+	// the origin again.
+	StayListed bool
+	Log        *slog.Logger
 }
 
 // Result counts where the chunks came from.
@@ -95,21 +102,21 @@ type run struct {
 	key   string
 	total int64
 
-	mu                  sync.Mutex
-	have                Bits
-	left                int // chunks not had yet
-	inflight            map[int]bool
-	granted             map[int]bool
-	tries               []int
-	view                map[string]Bits // other fetching peers (and seeds with an Origin)
-	banned              map[string]bool
-	resting             map[string]time.Time // peers not to ask until then
-	failures            map[string]int       // failed reads per peer
-	alone               bool
-	failedAnnouncements int
-	changed             chan struct{} // closed when what may be picked changed
-	res                 Result
-	done                atomic.Int64
+	mu         sync.Mutex
+	have       Bits
+	left       int // chunks not had yet
+	inflight   map[int]bool
+	granted    map[int]bool
+	tries      []int
+	view       map[string]Bits // other fetching peers (and seeds with an Origin)
+	banned     map[string]bool
+	resting    map[string]time.Time // peers not to ask until then
+	failures   map[string]int       // failed reads per peer
+	alone      bool
+	lastAnswer time.Time     // the tracker's last answer (or the fetch's start)
+	changed    chan struct{} // closed when what may be picked changed
+	res        Result
+	done       atomic.Int64
 }
 
 // Run fetches job's chunks into its disk; the caller checks the whole
@@ -140,6 +147,7 @@ func newRun(job Job) (*run, error) {
 		job: job, key: job.Plan.Key(), total: job.Plan.Size, have: NewBits(n), left: n,
 		inflight: map[int]bool{}, granted: map[int]bool{}, tries: make([]int, n), view: map[string]Bits{},
 		banned: map[string]bool{}, resting: map[string]time.Time{}, failures: map[string]int{}, changed: make(chan struct{}),
+		lastAnswer: time.Now(),
 	}
 	if job.Origin != nil {
 		for _, s := range job.Seeds {
@@ -180,7 +188,9 @@ func (r *run) fetch(ctx context.Context) (Result, error) {
 		}
 	}
 	stopAnnouncing()
-	r.leave()
+	if len(errs) > 0 || !job.StayListed {
+		r.leave()
+	}
 	return r.result(), errors.Join(errs...)
 }
 

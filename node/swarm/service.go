@@ -19,6 +19,8 @@ import (
 
 // Config sets up a peer's swarm service.
 type Config struct {
+	// Context ends with the peer: seeding stops with it.
+	Context context.Context
 	// Name is this peer's node name.
 	Name  string
 	Store *imagestore.Store
@@ -88,6 +90,9 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Context == nil {
+		cfg.Context = context.Background()
 	}
 	s := &Service{
 		cfg: cfg, tracker: NewTracker(), slots: make(chan struct{}, cfg.MaxUploads),

@@ -42,6 +42,10 @@ func (r *run) announce(ctx context.Context) {
 	defer r.mu.Unlock()
 	defer r.notifyLocked()
 	if err != nil {
+		if !r.warned {
+			r.warned = true // once a fetch: why the tracker did not answer
+			r.job.Log.Warn("the tracker did not answer", "digest", r.job.Plan.Digest, "err", err)
+		}
 		if time.Since(r.lastAnswer) >= aloneAfter && !r.alone {
 			r.alone = true
 			r.job.Log.Warn("the tracker does not answer: reading every chunk from the origin", "digest", r.job.Plan.Digest, "err", err)

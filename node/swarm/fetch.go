@@ -114,6 +114,7 @@ type run struct {
 	failures   map[string]int       // failed reads per peer
 	alone      bool
 	lastAnswer time.Time     // the tracker's last answer (or the fetch's start)
+	warned     bool          // a failed announcement was logged
 	changed    chan struct{} // closed when what may be picked changed
 	res        Result
 	done       atomic.Int64

@@ -122,9 +122,6 @@ func (s *Service) Tracker() *Tracker { return s.tracker }
 // started (counted as each fetch ends).
 func (s *Service) FetchedBytes() int64 { return s.fetched.Load() }
 
-// ServedBytes is what this peer served to others since it started.
-func (s *Service) ServedBytes() int64 { return s.served.Load() }
-
 // ErrNotHeld is returned by OpenChunk for a chunk this peer does not have.
 var ErrNotHeld = errors.New("this peer does not have that chunk")
 

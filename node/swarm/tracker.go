@@ -193,10 +193,3 @@ func (t *Tracker) expire(now time.Time) {
 		}
 	}
 }
-
-// Len is the number of plans followed.
-func (t *Tracker) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.swarms)
-}

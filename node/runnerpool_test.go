@@ -27,16 +27,19 @@ import (
 // the GitHub stand-in: started with a JIT configuration it takes a job,
 // works a moment and completes it, as GitHub's ephemeral runner does.
 type poolRig struct {
-	c        *testcluster.Cluster
-	gh       *githubapi.Server
-	secret   string
-	runs     sync.Map     // job id -> *atomic.Int32: runner starts
-	exited   sync.Map     // VM -> its runner's exit status
-	crashes  atomic.Int32 // runners to end at once, without a job
-	work     time.Duration
-	maxMu    sync.Mutex
-	maxVMs   int
-	stopPeak func() int // stops the watch and returns the peak
+	c       *testcluster.Cluster
+	gh      *githubapi.Server
+	secret  string
+	runs    sync.Map     // job id -> *atomic.Int32: runner starts
+	exited  sync.Map     // VM -> its runner's exit status
+	crashes atomic.Int32 // runners to end at once, without a job
+	// lateFails is how many starts are told failed after their runner took
+	// its job (the agent's answer lost); such a runner dies with its VM.
+	lateFails atomic.Int32
+	work      time.Duration
+	maxMu     sync.Mutex
+	maxVMs    int
+	stopPeak  func() int // stops the watch and returns the peak
 }
 
 func newPoolRig(t *testing.T, peers int, poll time.Duration) *poolRig {
@@ -69,6 +72,9 @@ func (r *poolRig) program(ctx context.Context, vm string, argv []string, _ []byt
 		r.exited.Store(vm, "1") // the runner fails at once
 		return nil, 0, true
 	}
+	if r.lateFails.Add(-1) >= 0 {
+		return r.lateFail(vm, cmd[2])
+	}
 	go func() {
 		defer r.exited.Store(vm, "0")
 		// As GitHub's runner: wait for a job until one comes, or the runner
@@ -90,6 +96,36 @@ func (r *poolRig) program(ctx context.Context, vm string, argv []string, _ []byt
 		_ = r.gh.Complete(bg, job.ID, "success")
 	}()
 	return nil, 0, true
+}
+
+// lateFail takes a job for the runner of vm with its in_progress event
+// lost, and tells the start it failed. The runner then works only if its
+// VM lives on and its job is recorded running; it dies with its VM.
+func (r *poolRig) lateFail(domain, jit string) ([]byte, int, bool) {
+	vm := domain[strings.LastIndex(domain, ".")+1:] // svc.PEER.NAMESPACE.VM
+	r.gh.LoseDeliveries("in_progress", 1)
+	job, err := r.gh.Start(context.Background(), jit)
+	if err != nil || job == nil {
+		return []byte(fmt.Sprintf("no job for the runner: %v\n", err)), 2, true
+	}
+	go func() {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			fsm := r.c.Running()[0].Peer.FSM()
+			if _, ok := fsm.VM(ns, vm); !ok {
+				return // killed with its VM: the job never completes
+			}
+			for _, j := range fsm.RunnerJobs(ns, "ci") {
+				if j.VM == vm && j.State == raftfsm.RunnerJobRunning {
+					n, _ := r.runs.LoadOrStore(job.ID, new(atomic.Int32))
+					n.(*atomic.Int32).Add(1)
+					_ = r.gh.Complete(context.Background(), job.ID, "success")
+					r.exited.Store(domain, "0")
+					return
+				}
+			}
+		}
+	}()
+	return []byte("the agent's answer was lost\n"), 1, true
 }
 
 // watchPeak records the most VMs of the pool that ever existed at once.
@@ -310,6 +346,23 @@ func TestRunnerPool_runner_ended_without_a_job(t *testing.T) {
 	}
 	if got := r.gh.Jobs()[jobs[0].ID].RunnerName; got != recs[0].VM {
 		t.Fatalf("the job ran on %q", got)
+	}
+}
+
+// A start told failed after its runner took a job (the agent's answer
+// lost, and GitHub's in_progress event too): the runner is removed before
+// its VM goes, GitHub refuses since it runs a job, and so the VM stays and
+// the job runs to its end there, once.
+func TestRunnerPool_start_failed_after_the_runner_took_its_job(t *testing.T) {
+	r := newPoolRig(t, 1, time.Hour) // no sweep: nothing but the start's own undo
+	r.lateFails.Store(1)
+	admin := r.setUp(t, 1)
+	jobs := r.gh.Queue(context.Background(), "acme/app", false, []string{"svc-linux"})
+	r.waitDone(t, admin, 1, time.Minute)
+	r.checkOnce(t)
+	recs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
+	if err != nil || len(recs) != 1 || recs[0].Attempts != 1 || recs[0].VM != runnerpool.VMName("ci", jobs[0].ID, 1) {
+		t.Fatalf("records %+v %v: want the job done on its first VM", recs, err)
 	}
 }
 

@@ -159,7 +159,7 @@ func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.Run
 				// Left starting by another leader (or by a start whose last
 				// word was lost): its VM may be half made and its runner
 				// never started. Start again from queued.
-				c.abandon(ctx, p, cl, j)
+				c.undo(ctx, p, cl, j, "queued again: its start was left unfinished (a change of leader, or GitHub or the API unreachable)")
 			}
 		case raftfsm.RunnerJobRunning:
 			active++

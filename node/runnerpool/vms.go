@@ -43,21 +43,12 @@ func (c *Controller) update(ctx context.Context, j raftfsm.RunnerJob, requeue bo
 // placed, or any failure, puts the job back in the queue, saying why.
 func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob) {
 	fail := func(err error) {
-		bg := context.WithoutCancel(ctx)
 		c.cfg.Log.Info("runner pool: job waits", "pool", p.Name, "job", j.ID, "vm", j.VM, "err", err)
-		runnerID := j.RunnerID
-		j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, "waiting: "+err.Error(), 0
-		if uerr := c.update(bg, j, true); errors.Is(uerr, raftfsm.ErrConflict) {
-			return // the VM's runner took a job meanwhile: it stays
-		}
-		if cl, cerr := c.apiClient(p); cerr == nil {
-			dctx, cancel := context.WithTimeout(bg, time.Minute)
-			_ = cl.DeleteVM(dctx, p.Namespace, j.VM)
-			cancel()
-		}
-		if runnerID != 0 {
-			_ = gh.RemoveRunner(bg, runnerID)
-		}
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		// Not undone (GitHub or the API unreachable): the job stays starting
+		// with no start of this leader's, and the next pass undoes it.
+		c.undo(bg, p, gh, j, "waiting: "+err.Error())
 	}
 	cl, err := c.apiClient(p)
 	if err != nil {
@@ -168,28 +159,37 @@ func (c *Controller) watchNode(ctx context.Context, ns, vm string) (context.Cont
 	return wctx, func() { cancel(nil) }
 }
 
-// abandon undoes a start another leader left: the VM and runner go, the
-// job is queued again; but a runner that runs a job already (GitHub
-// refuses to remove it) stays, and its job is running.
-func (c *Controller) abandon(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob) {
+// undo takes back a start that did not end with its runner started (it
+// failed, or another leader left it): the runner is removed first, so
+// that it cannot take a job once its VM is going. A runner GitHub refuses
+// to remove runs a job already (its start failed only as far as svc could
+// tell): it and its VM stay, and the job is running. Else the VM goes and
+// the job is queued again, saying why. It reports whether it is done;
+// false leaves the job starting, for the next pass.
+func (c *Controller) undo(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob, why string) bool {
 	if j.RunnerID != 0 {
 		err := gh.RemoveRunner(ctx, j.RunnerID)
 		if errors.Is(err, github.ErrRunnerBusy) {
+			c.cfg.Log.Info("runner pool: the runner took a job although its start failed; it stays", "pool", p.Name, "vm", j.VM)
 			j.State, j.Message = raftfsm.RunnerJobRunning, ""
 			_ = c.update(ctx, j, false)
-			return
+			return true
 		}
 		if err != nil {
-			return // try again at the next pass
+			return false
 		}
 	}
-	if cl, err := c.apiClient(p); err == nil {
-		if err := cl.DeleteVM(ctx, p.Namespace, j.VM); err != nil && api.CodeOf(err) != http.StatusNotFound {
-			return // try again at the next pass
-		}
+	cl, err := c.apiClient(p)
+	if err != nil {
+		return false
 	}
-	j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, "queued again: the leader that started it changed", 0
+	if err := cl.DeleteVM(ctx, p.Namespace, j.VM); err != nil && api.CodeOf(err) != http.StatusNotFound {
+		return false
+	}
+	j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, why, 0
+	// A conflict: GitHub moved the VM to another job meanwhile (RunnerJobRan).
 	_ = c.update(ctx, j, true)
+	return true
 }
 
 // finish deletes a completed job's VM and runner, then marks it done.

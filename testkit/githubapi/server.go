@@ -45,6 +45,15 @@ type Server struct {
 	hooks     []hook
 	requests  map[string]int // "METHOD pattern" -> count
 	delivered []Delivery
+	lose      map[string]int // action -> deliveries of it still to lose
+}
+
+// LoseDeliveries has the next n deliveries of action not made, as GitHub
+// sometimes fails to deliver an event.
+func (s *Server) LoseDeliveries(action string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose[action] += n
 }
 
 // Requests returns how many requests a route ("METHOD pattern") served.
@@ -106,7 +115,7 @@ type Delivery struct {
 func Start(t testing.TB, key *rsa.PrivateKey, prefix string) *Server {
 	t.Helper()
 	s := &Server{Token: "github_pat_standin", AppID: 4242, InstallationID: 77, AppKey: key, nextID: 1000,
-		repos: map[string][]*run{}, runners: map[int64]*Runner{}, instToks: map[string]time.Time{}, requests: map[string]int{}}
+		repos: map[string][]*run{}, runners: map[int64]*Runner{}, instToks: map[string]time.Time{}, requests: map[string]int{}, lose: map[string]int{}}
 	mux := http.NewServeMux()
 	route := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
 		method, path, _ := strings.Cut(pattern, " ")
@@ -615,6 +624,11 @@ func Sign(secret, body []byte) string {
 // attempt; a failed delivery is not retried).
 func (s *Server) deliver(ctx context.Context, action string, j *Job) {
 	s.mu.Lock()
+	if s.lose[action] > 0 {
+		s.lose[action]--
+		s.mu.Unlock()
+		return
+	}
 	hooks := slices.Clone(s.hooks)
 	body, _ := json.Marshal(map[string]any{
 		"action": action, "workflow_job": jobJSON(j),

@@ -46,7 +46,8 @@ func (r *run) announce(ctx context.Context) {
 			r.warned = true // once a fetch: why the tracker did not answer
 			r.job.Log.Warn("the tracker did not answer", "digest", r.job.Plan.Digest, "err", err)
 		}
-		if time.Since(r.lastAnswer) >= aloneAfter && !r.alone {
+		r.failed++
+		if r.failed >= aloneFailures && time.Since(r.lastAnswer) >= aloneAfter && !r.alone {
 			r.alone = true
 			r.job.Log.Warn("the tracker does not answer: reading every chunk from the origin", "digest", r.job.Plan.Digest, "err", err)
 		}
@@ -55,7 +56,7 @@ func (r *run) announce(ctx context.Context) {
 	if r.alone {
 		r.job.Log.Info("the tracker answers again", "digest", r.job.Plan.Digest)
 	}
-	r.lastAnswer, r.alone = time.Now(), false
+	r.lastAnswer, r.alone, r.failed = time.Now(), false, 0
 	for p := range r.view {
 		if !r.isSeed(p) {
 			delete(r.view, p)

@@ -27,10 +27,13 @@ const (
 	// maxAttempts bounds the tries of one chunk (from any source).
 	maxAttempts = 8
 	// aloneAfter is how long without an answer from the tracker makes a
-	// fetch go on without it (every chunk from the origin): longer than
-	// an election, so that a change of leader does not send every fetch
-	// to the origin.
-	aloneAfter = 5 * time.Second
+	// fetch go on without it (every chunk from the origin), once
+	// aloneFailures announcements in a row failed: longer than an
+	// election, so that a change of leader does not send every fetch to
+	// the origin; and more than one slow call, so that one answer late on
+	// a starved machine does not either.
+	aloneAfter    = 5 * time.Second
+	aloneFailures = 4
 	// unreachableAfter is how many failed reads make a fetch stop asking
 	// a peer (as if it served a bad chunk, without saying so).
 	unreachableAfter = 3
@@ -113,6 +116,7 @@ type run struct {
 	resting    map[string]time.Time // peers not to ask until then
 	failures   map[string]int       // failed reads per peer
 	alone      bool
+	failed     int           // announcements failed in a row
 	lastAnswer time.Time     // the tracker's last answer (or the fetch's start)
 	warned     bool          // a failed announcement was logged
 	changed    chan struct{} // closed when what may be picked changed

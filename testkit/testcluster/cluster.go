@@ -3,7 +3,6 @@ package testcluster
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -82,6 +81,7 @@ type Cluster struct {
 	dir     string
 	Members []*Member
 
+	warnings   warnings
 	mu         sync.Mutex
 	adminToken string
 }
@@ -137,6 +137,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 		c.dir = guest.TempDir(tb) // QEMU's user reaches the data dirs
 	}
 	tb.Cleanup(c.Close)
+	tb.Cleanup(c.showWarnings) // before Close: a stopping peer's words are no clue
 	for range n {
 		c.addMember()
 	}
@@ -251,13 +252,6 @@ func (c *Cluster) JoinToken() string {
 		return fmt.Errorf("no running peer made a join token")
 	})
 	return tok
-}
-
-func (c *Cluster) logger() *slog.Logger {
-	if !c.opts.Verbose && os.Getenv("SVC_TEST_VERBOSE") == "" {
-		return slog.New(slog.DiscardHandler)
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func (c *Cluster) start(m *Member) {

@@ -8,7 +8,9 @@
 # libvirt-qemu) in place, undoing the root user earlier versions set.
 set -euo pipefail
 sock=/var/run/libvirt/libvirt-sock
-answers() { virsh -c qemu:///system version >/dev/null 2>&1; }
+# A libvirtd that hangs (stuck on a domain left from a host that stopped
+# mid-run) must not hang this script: each probe has 10 s.
+answers() { timeout 10 virsh -c qemu:///system version >/dev/null 2>&1; }
 # What udev does on a Debian host: /dev/kvm belongs to group kvm, mode 0660.
 # Without it (no udev here), QEMU's user cannot open /dev/kvm, and libvirt
 # probes QEMU again at every call (4 s each) because its capabilities said

@@ -38,9 +38,10 @@ type Consensus interface {
 	// Apply proposes a command on the leader and returns the FSM's answer.
 	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
 	// AppliedIndex returns, if this peer is a leader that has applied the
-	// entries of earlier terms, the index of the last command it applied
-	// (every acknowledged write is at or below it); an error otherwise.
-	AppliedIndex() (uint64, error)
+	// entries of earlier terms (waiting for that, bounded by ctx), the index
+	// of the last command it applied (every acknowledged write is at or
+	// below it); an error otherwise.
+	AppliedIndex(ctx context.Context) (uint64, error)
 	// SyncReplica waits until the replica has applied every command the
 	// leader had applied when asked.
 	SyncReplica(ctx context.Context) error

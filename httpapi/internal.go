@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -43,8 +44,10 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 // commitIndex tells a restarted peer the index its replica must reach.
-func (s *Server) commitIndex(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	idx, err := s.raft.AppliedIndex()
+func (s *Server) commitIndex(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LeaderWait)
+	defer cancel()
+	idx, err := s.raft.AppliedIndex(ctx)
 	if err != nil {
 		return unavailable("1", "%v", err)
 	}

@@ -380,7 +380,9 @@ func (s *Server) handle(rt Route, h handler) {
 // once this leader has applied its term's barrier), confirms with a quorum
 // that it still leads, and waits until the replica has applied that index.
 func (s *Server) readIndex(ctx context.Context) error {
-	idx, err := s.raft.AppliedIndex()
+	actx, acancel := context.WithTimeout(ctx, s.cfg.LeaderWait)
+	idx, err := s.raft.AppliedIndex(actx) // a leader just elected: its barrier first
+	acancel()
 	if err != nil {
 		return unavailable("1", "cannot serve a consistent read yet: %v", err)
 	}

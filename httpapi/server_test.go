@@ -197,9 +197,9 @@ func (b *fakeBackend) Place(ctx context.Context, p scheduler.Placement) (raftfsm
 }
 func (b *fakeBackend) WaitPeersApplied(context.Context, uint64) []string { return nil }
 
-func (b *fakeBackend) IsPeer(ip string) bool             { return ip == b.peerAddr || ip == "10.1.0.1" }
-func (b *fakeBackend) SyncReplica(context.Context) error { return nil }
-func (b *fakeBackend) AppliedIndex() (uint64, error)     { return b.fsm.Index(), nil }
+func (b *fakeBackend) IsPeer(ip string) bool                        { return ip == b.peerAddr || ip == "10.1.0.1" }
+func (b *fakeBackend) SyncReplica(context.Context) error            { return nil }
+func (b *fakeBackend) AppliedIndex(context.Context) (uint64, error) { return b.fsm.Index(), nil }
 func (b *fakeBackend) ClusterInfo(context.Context) api.ClusterInfo {
 	return api.ClusterInfo{Leader: "n1", Peers: []api.ClusterPeer{{Name: "n1", Raft: api.RaftLeader}}}
 }

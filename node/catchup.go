@@ -100,30 +100,39 @@ func (p *Peer) SyncReplica(ctx context.Context) error {
 	return p.FSM().WaitIndex(ctx, idx)
 }
 
-// AppliedIndex returns, if this peer leads and has applied the entries of
-// earlier terms, the index of the last command its replica applied: every
-// acknowledged write is at or below it (a write is acknowledged once the
-// leader applied it). It is not raft's commit index: the no-op that opens a
-// term and barriers are committed entries no replica records, so a replica
-// waiting for them would wait for the next write.
-func (p *Peer) AppliedIndex() (uint64, error) {
-	if !p.IsLeader() {
-		return 0, fmt.Errorf("peer %s is not the leader", p.cfg.Name)
+// AppliedIndex returns, if this peer leads, the index of the last command
+// its replica applied once it has applied the entries of earlier terms (a
+// leader just elected is waited for, bounded by ctx): every acknowledged
+// write is at or below it (a write is acknowledged once the leader applied
+// it). It is not raft's commit index: the no-op that opens a term and
+// barriers are committed entries no replica records, so a replica waiting
+// for them would wait for the next write.
+func (p *Peer) AppliedIndex(ctx context.Context) (uint64, error) {
+	for {
+		changed := p.store.LeaderChanged() // before the look: no change missed
+		if !p.IsLeader() {
+			return 0, fmt.Errorf("peer %s is not the leader", p.cfg.Name)
+		}
+		p.mu.Lock()
+		ready, readyCh := p.leaderReady, p.leaderReadyCh
+		p.mu.Unlock()
+		if ready {
+			return p.FSM().Index(), nil
+		}
+		select {
+		case <-readyCh:
+		case <-changed:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w (waited: %w)", errLeaderNotDone, ctx.Err())
+		}
 	}
-	p.mu.Lock()
-	ready := p.leaderReady
-	p.mu.Unlock()
-	if !ready {
-		return 0, errLeaderNotDone
-	}
-	return p.FSM().Index(), nil
 }
 
 // leaderAppliedIndex asks the leader (or this peer, if it leads) for the
 // index of the last command it applied.
 func (p *Peer) leaderAppliedIndex(ctx context.Context) (uint64, error) {
 	if p.IsLeader() {
-		return p.AppliedIndex()
+		return p.AppliedIndex(ctx)
 	}
 	_, addr := p.LeaderAPI()
 	if addr == "" {

@@ -52,7 +52,9 @@ func (p *Peer) lead(ctx context.Context) {
 	since := time.Now()
 	defer func() {
 		p.mu.Lock()
-		p.leaderReady = false
+		if p.leaderReady {
+			p.leaderReady, p.leaderReadyCh = false, make(chan struct{})
+		}
 		p.mu.Unlock()
 	}()
 	log := p.cfg.Log.With("part", "leader")
@@ -75,6 +77,7 @@ func (p *Peer) lead(ctx context.Context) {
 	}
 	p.mu.Lock()
 	p.leaderReady = true
+	close(p.leaderReadyCh)
 	p.mu.Unlock()
 	p.markCaughtUp("leads and applied its term's barrier")
 	pools := make(chan struct{})

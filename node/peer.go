@@ -88,10 +88,13 @@ type Peer struct {
 
 	mu          sync.Mutex
 	leaderReady bool // this term's barrier has been applied
-	errCh       chan error
-	problem     string              // why this node takes no VMs ("" when it does)
-	guarded     []hypervisor.Target // the ports the VMs' guard keeps them from
-	halt        bool                // Halt: stop without hand-over or snapshot
+	// leaderReadyCh is closed when leaderReady becomes true, and replaced
+	// when the term ends after that.
+	leaderReadyCh chan struct{}
+	errCh         chan error
+	problem       string              // why this node takes no VMs ("" when it does)
+	guarded       []hypervisor.Target // the ports the VMs' guard keeps them from
+	halt          bool                // Halt: stop without hand-over or snapshot
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins
@@ -115,7 +118,7 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, egress: &egress, announceCh: make(chan struct{}, 1), trustRefresh: make(chan struct{}, 1)}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, leaderReadyCh: make(chan struct{}), egress: &egress, announceCh: make(chan struct{}, 1), trustRefresh: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {

@@ -70,7 +70,10 @@ func watchListed(t *testing.T, c *testcluster.Cluster, cl *api.Client, image, di
 // the holder sends it less than twice, the copies come partly from one
 // another, and no node is listed before its copy is whole.
 func TestImageSwarm_four_peers_copy_at_once(t *testing.T) {
-	c := testcluster.New(t, 5, testcluster.Options{Configure: func(i int, cfg *node.Config) {
+	// Production timeouts: 5 peers in one process copying at once, beside
+	// the rest of CI, starve the short test timeouts into elections and a
+	// node declared NOT READY (which fails its part of the job).
+	c := testcluster.New(t, 5, testcluster.Options{ProductionTiming: true, Configure: func(i int, cfg *node.Config) {
 		cfg.CorruptServedChunks = i == 4
 	}})
 	cl := c.Client(c.Members[0])

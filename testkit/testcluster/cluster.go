@@ -105,9 +105,12 @@ type Member struct {
 // and a write forwarded during one must still find the new leader.
 const leaderWait = 5 * time.Second
 
-// Timing returns the short Raft timeouts the test cluster uses.
+// Timing returns the short Raft timeouts the test cluster uses. The
+// leader's lease is as long as the heartbeat timeout (the most raft
+// allows): with half of it, a leader beside the rest of CI stepped down
+// after 133 ms without an answer, refusing a write in flight.
 func Timing() raftstore.Timing {
-	return raftstore.Timing{Heartbeat: 250 * time.Millisecond, Election: 250 * time.Millisecond, LeaderLease: 125 * time.Millisecond, Commit: 5 * time.Millisecond}
+	return raftstore.Timing{Heartbeat: 250 * time.Millisecond, Election: 250 * time.Millisecond, LeaderLease: 250 * time.Millisecond, Commit: 5 * time.Millisecond}
 }
 
 // New starts n peers, joined into one cluster, and waits for a leader and

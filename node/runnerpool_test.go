@@ -337,15 +337,22 @@ func TestRunnerPool_runner_ended_without_a_job(t *testing.T) {
 	r := newPoolRig(t, 1, 300*time.Millisecond)
 	r.crashes.Store(1)
 	admin := r.setUp(t, 2)
+	r.oneJobDoneOn(t, admin, 2)
+}
+
+// oneJobDoneOn queues one job and checks that it ran once, on the VM of
+// the pool's attempt-th claim of it, and is done.
+func (r *poolRig) oneJobDoneOn(t *testing.T, admin *api.Client, attempt int) {
+	t.Helper()
 	jobs := r.gh.Queue(context.Background(), "acme/app", false, []string{"svc-linux"})
 	r.waitDone(t, admin, 1, time.Minute)
 	r.checkOnce(t)
 	recs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
-	if err != nil || len(recs) != 1 || recs[0].Attempts != 2 || recs[0].VM != runnerpool.VMName("ci", jobs[0].ID, 2) {
-		t.Fatalf("records %+v %v: want the job done on its second VM", recs, err)
+	if err != nil || len(recs) != 1 || recs[0].Attempts != attempt || recs[0].VM != runnerpool.VMName("ci", jobs[0].ID, attempt) {
+		t.Fatalf("records %+v %v: want the job done on the VM of attempt %d", recs, err, attempt)
 	}
 	if got := r.gh.Jobs()[jobs[0].ID].RunnerName; got != recs[0].VM {
-		t.Fatalf("the job ran on %q", got)
+		t.Fatalf("the job ran on %q, its record names %s", got, recs[0].VM)
 	}
 }
 
@@ -356,14 +363,7 @@ func TestRunnerPool_runner_ended_without_a_job(t *testing.T) {
 func TestRunnerPool_start_failed_after_the_runner_took_its_job(t *testing.T) {
 	r := newPoolRig(t, 1, time.Hour) // no sweep: nothing but the start's own undo
 	r.lateFails.Store(1)
-	admin := r.setUp(t, 1)
-	jobs := r.gh.Queue(context.Background(), "acme/app", false, []string{"svc-linux"})
-	r.waitDone(t, admin, 1, time.Minute)
-	r.checkOnce(t)
-	recs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
-	if err != nil || len(recs) != 1 || recs[0].Attempts != 1 || recs[0].VM != runnerpool.VMName("ci", jobs[0].ID, 1) {
-		t.Fatalf("records %+v %v: want the job done on its first VM", recs, err)
-	}
+	r.oneJobDoneOn(t, r.setUp(t, 1), 1)
 }
 
 func TestRunnerPool_wrong_signature_refused(t *testing.T) {

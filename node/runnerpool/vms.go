@@ -46,8 +46,6 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		c.cfg.Log.Info("runner pool: job waits", "pool", p.Name, "job", j.ID, "vm", j.VM, "err", err)
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		// Not undone (GitHub or the API unreachable): the job stays starting
-		// with no start of this leader's, and the next pass undoes it.
 		c.undo(bg, p, gh, j, "waiting: "+err.Error())
 	}
 	cl, err := c.apiClient(p)
@@ -164,32 +162,31 @@ func (c *Controller) watchNode(ctx context.Context, ns, vm string) (context.Cont
 // that it cannot take a job once its VM is going. A runner GitHub refuses
 // to remove runs a job already (its start failed only as far as svc could
 // tell): it and its VM stay, and the job is running. Else the VM goes and
-// the job is queued again, saying why. It reports whether it is done;
-// false leaves the job starting, for the next pass.
-func (c *Controller) undo(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob, why string) bool {
+// the job is queued again, saying why. When GitHub or the API cannot be
+// reached, the job stays starting and the next pass undoes it.
+func (c *Controller) undo(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob, why string) {
 	if j.RunnerID != 0 {
 		err := gh.RemoveRunner(ctx, j.RunnerID)
 		if errors.Is(err, github.ErrRunnerBusy) {
 			c.cfg.Log.Info("runner pool: the runner took a job although its start failed; it stays", "pool", p.Name, "vm", j.VM)
 			j.State, j.Message = raftfsm.RunnerJobRunning, ""
 			_ = c.update(ctx, j, false)
-			return true
+			return
 		}
 		if err != nil {
-			return false
+			return
 		}
 	}
 	cl, err := c.apiClient(p)
 	if err != nil {
-		return false
+		return
 	}
 	if err := cl.DeleteVM(ctx, p.Namespace, j.VM); err != nil && api.CodeOf(err) != http.StatusNotFound {
-		return false
+		return
 	}
 	j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, why, 0
 	// A conflict: GitHub moved the VM to another job meanwhile (RunnerJobRan).
 	_ = c.update(ctx, j, true)
-	return true
 }
 
 // finish deletes a completed job's VM and runner, then marks it done.

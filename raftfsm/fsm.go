@@ -31,6 +31,7 @@ type FSM struct {
 	index   uint64
 	changed chan struct{} // closed and replaced after every change
 	topics  waiters       // Watch's channels
+	journal nodeJournal   // the nodes each change touched (NodesSince)
 }
 
 // NewFSM returns a state machine over an empty state.
@@ -81,6 +82,7 @@ func (f *FSM) ApplyCommand(index uint64, c Command) Result {
 	f.changed = make(chan struct{})
 	if err == nil { // a refused command changed nothing
 		f.topics.wake(false, f.state.topicsOf(c, ns, name, before)...)
+		f.journal.noteCommand(c, before, f.state.vmNode(ns, name))
 	}
 	return Result{Value: v, Err: err}
 }
@@ -132,6 +134,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer f.mu.Unlock()
 	f.state = sf.State
 	f.index = sf.Index
+	f.journal.noteAll()
 	close(f.changed)
 	f.changed = make(chan struct{})
 	f.topics.wake(true)

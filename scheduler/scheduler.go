@@ -24,27 +24,21 @@ const (
 	StrategyMostAllocated = api.SchedulerMostAllocated
 )
 
-// Node is what placement knows of a node. The fields placement reads on
-// every node come first, so that a node that cannot take the VM costs one
-// cache line of the scan.
+// Node is what placement knows of a node.
 type Node struct {
-	FreeCPU    int
-	FreeMemory int64 // bytes
-	Ready      bool
+	Name      string
+	Namespace string
+	Ready     bool
 	// Cordoned nodes take no new VM.
-	Cordoned bool
-	// HasImage says the node already holds the VM's image (nothing to
-	// copy); HasTemplate that it holds a booted template of the VM's shape
-	// (the VM starts without a boot).
-	HasImage, HasTemplate bool
-	Namespace             string
-	TotalCPU              int
-	TotalMemory           int64 // bytes
-	TotalGPU, FreeGPU     int
-
-	Name string
-	Arch string
-	Tags []string
+	Cordoned          bool
+	TotalCPU, FreeCPU int
+	TotalMemory       int64 // bytes
+	FreeMemory        int64 // bytes
+	TotalGPU, FreeGPU int
+	Arch              string
+	Tags              []string
+	// Templates are the shape keys of the booted templates the node holds.
+	Templates []string
 	// Hypervisor runs the node's VMs (HypervisorVZ on Macs).
 	Hypervisor string
 	// MacOSVMs counts the macOS VMs placed on the node.
@@ -53,13 +47,14 @@ type Node struct {
 	UsedPorts map[int]bool
 }
 
-// warmth ranks what a node has ready for the VM: a booted template, the
-// image, or nothing.
-func (n *Node) warmth() int {
+// warmth ranks what a node has ready for r's VM: a booted template of its
+// shape (the VM starts without a boot), its image (nothing to copy), or
+// nothing.
+func warmth(n *Node, r *Request) int {
 	switch {
-	case n.HasTemplate:
+	case r.Template != "" && slices.Contains(n.Templates, r.Template):
 		return 2
-	case n.HasImage:
+	case slices.Contains(r.ImageHolders, n.Name):
 		return 1
 	}
 	return 0
@@ -83,6 +78,11 @@ type Request struct {
 	// HostPorts are node ports the VM reserves (reservedPorts).
 	HostPorts []int
 	Strategy  string
+	// ImageHolders are the nodes that hold the VM's image; Template is the
+	// key of the VM's template shape ("" when it has none). Placement
+	// prefers a node with the template, then one with the image.
+	ImageHolders []string
+	Template     string
 }
 
 // Reason says why one node cannot take the VM.
@@ -211,77 +211,16 @@ func gib(b int64) string { return fmt.Sprintf("%.2fGi", float64(b)/(1<<30)) }
 // room is the share of the node left free after the VM lands, averaged over
 // CPU and memory (and GPUs when the node has any): 1 is empty, 0 is full.
 func room(n *Node, r *Request) float64 {
-	share := func(free, total float64) float64 {
-		if total <= 0 {
-			return 0
-		}
-		return free / total
-	}
-	sum := share(float64(n.FreeCPU-r.CPU), float64(n.TotalCPU)) + share(float64(n.FreeMemory-r.Memory), float64(n.TotalMemory))
-	k := 2.0
-	if n.TotalGPU > 0 {
-		sum += share(float64(n.FreeGPU-r.GPU), float64(n.TotalGPU))
-		k++
-	}
-	return sum / k
+	c := capacityOf(n)
+	return c.room(r)
 }
 
-// Place picks the node for r among nodes. Nodes of other namespaces are
-// ignored (and not named in the error). Without TagRequired, nodes carrying
-// the tag come first; then nodes with a booted template of the VM's shape,
-// then nodes holding its image (the VM starts sooner there); then the
-// strategy's score. Ties go to the node whose name sorts first.
+// Place picks the node for r among nodes (see View.Place): a placement
+// over a view made of nodes for this one request.
 func Place(nodes []Node, r Request) (string, error) {
-	var (
-		best       *Node
-		bestScore  float64
-		bestTag    bool
-		bestWarmth int
-	)
-	packs := r.Strategy == StrategyMostAllocated
-	// The checks every request has (namespace, ready, cordoned, CPU,
-	// memory) run inline, cheapest first; the others only on the nodes
-	// that pass them.
-	var rest []*check
-	for _, c := range applying(&r) {
-		switch c.name {
-		case "namespace", "ready", "cordoned", "cpu", "memory":
-		default:
-			rest = append(rest, c)
-		}
+	v := NewView()
+	for _, n := range nodes {
+		v.Set(n)
 	}
-	for i := range nodes {
-		n := &nodes[i]
-		if n.FreeCPU < r.CPU || n.FreeMemory < r.Memory || !n.Ready || n.Cordoned || n.Namespace != r.Namespace {
-			continue
-		}
-		if len(rest) > 0 && !fits(n, &r, rest) {
-			continue
-		}
-		score := room(n, &r)
-		if packs {
-			score = -score
-		}
-		tagged := r.Tag != "" && slices.Contains(n.Tags, r.Tag)
-		warmth := n.warmth()
-		switch {
-		case best == nil,
-			tagged && !bestTag,
-			tagged == bestTag && warmth > bestWarmth,
-			tagged == bestTag && warmth == bestWarmth && score > bestScore,
-			tagged == bestTag && warmth == bestWarmth && score == bestScore && n.Name < best.Name:
-			best, bestScore, bestTag, bestWarmth = n, score, tagged, warmth
-		}
-	}
-	if best == nil {
-		var reasons []Reason
-		for _, n := range nodes {
-			if n.Namespace == r.Namespace {
-				reasons = append(reasons, Reason{Node: n.Name, Reason: Fits(n, r)})
-			}
-		}
-		slices.SortFunc(reasons, func(a, b Reason) int { return strings.Compare(a.Node, b.Node) })
-		return "", &NoFitError{Namespace: r.Namespace, Reasons: reasons}
-	}
-	return best.Name, nil
+	return v.Place(r, nil)
 }

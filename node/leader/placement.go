@@ -23,9 +23,10 @@ import (
 type placer struct {
 	mu   sync.Mutex
 	next map[string]int // node -> where its next VNC port search starts (forward ports follow)
-	// nodes is the scheduler's view, reused from placement to placement
-	// (a cluster of 10,000 nodes makes it megabytes).
-	nodes []scheduler.Node
+	// view is the scheduler's index of the nodes, brought up to date at
+	// each placement with the nodes the replica changed since mark.
+	view *scheduler.View
+	mark uint64
 }
 
 // placeAttempts bounds how often a VM that lost its room or its generated
@@ -45,7 +46,7 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 		if pl.NamePrefix != "" {
 			vm.Name = api.GenerateName(pl.NamePrefix)
 		}
-		node, err := scheduler.Place(l.schedulerNodes(pl.VM, req), req)
+		node, err := l.schedule(pl.VM, req)
 		if err != nil {
 			return vm, raftfsm.NewRuleError(raftfsm.ErrConflict, err.Error())
 		}
@@ -75,7 +76,13 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 				return *created, nil // with its UID
 			}
 			return vm, nil
-		case errors.Is(err, raftfsm.ErrNoRoom), pl.NamePrefix != "" && errors.Is(err, raftfsm.ErrAlreadyExists):
+		case errors.Is(err, raftfsm.ErrNoRoom):
+			// The view and the replica disagreed (a change the view missed
+			// would be a defect): read every node again.
+			l.placer.mark = 0
+			lastErr = err
+			continue
+		case pl.NamePrefix != "" && errors.Is(err, raftfsm.ErrAlreadyExists):
 			lastErr = err
 			continue
 		}
@@ -84,55 +91,72 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 	return pl.VM, raftfsm.NewRuleError(raftfsm.ErrConflict, fmt.Sprintf("could not place the VM after %d attempts: %v", placeAttempts, lastErr))
 }
 
-// schedulerNodes turns the replica's nodes into the scheduler's view for
-// placing vm (as req): with what each holds ready for it (its image, a
-// booted template of its shape). It reads the nodes in place (no copy of
-// the state); tags are kept only when the request names one, ports and
-// macOS VMs looked up only when the scheduler checks them (reserved host
-// ports, a macOS guest): on a large cluster they are most of a
-// placement's cost.
-func (l *Leader) schedulerNodes(vm raftfsm.VM, req scheduler.Request) []scheduler.Node {
-	holders := map[string]bool{}
+// schedule runs the scheduler for vm (as req) over the view, brought up to
+// date first, with what the nodes hold ready for it (its image, a booted
+// template of its shape).
+func (l *Leader) schedule(vm raftfsm.VM, req scheduler.Request) (string, error) {
+	l.refreshView()
 	if b, ok := l.cfg.FSM.Blob(vm.ImageDigest); ok {
-		for _, h := range b.Holders {
-			holders[h] = true
-		}
+		req.ImageHolders = b.Holders
 	}
-	template := ""
 	if sh, ok := vm.Shape(); ok {
-		template = sh.Key()
+		req.Template = sh.Key()
 	}
-	out := l.placer.nodes[:0] // under l.placer.mu
-	var own []map[int]bool
-	ports, macOS := len(req.HostPorts) > 0, req.MacOS
-	l.cfg.FSM.EachNode(func(n *raftfsm.Node, used raftfsm.Usage) {
-		sn := scheduler.Node{
-			Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Cordoned: n.Cordoned, Arch: n.Arch,
-			Hypervisor: n.Hypervisor,
-			TotalCPU:   n.Capacity.CPU, FreeCPU: n.Capacity.CPU - used.CPU,
-			TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - used.MemoryBytes,
-			TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - used.GPU,
-			HasImage: holders[n.Name], HasTemplate: template != "" && n.HasTemplate(template),
-		}
-		if req.Tag != "" {
-			sn.Tags = slices.Clone(n.Tags)
-		}
-		if ports {
-			own = append(own, n.OwnPorts())
-		}
-		out = append(out, sn)
-	})
-	for i := range out {
-		if ports {
-			out[i].UsedPorts = usedPorts(l.cfg.FSM.PortsInUse(out[i].Name), own[i])
-		}
-		if macOS {
-			out[i].MacOSVMs = l.macOSVMs(out[i].Name)
-		}
-	}
-	l.placer.nodes = out
-	return out
+	return l.placer.view.Place(req, placeFacts{l})
 }
+
+// refreshView brings the view up to date with the replica: the nodes
+// changed since the last placement, or every node when the replica cannot
+// say which (under l.placer.mu).
+func (l *Leader) refreshView() {
+	p := &l.placer
+	var changed []scheduler.Node
+	mark, all := l.cfg.FSM.NodesSince(p.mark, func(n *raftfsm.Node, used raftfsm.Usage) {
+		changed = append(changed, schedulerNode(n, used))
+	})
+	if all || p.view == nil {
+		p.view = scheduler.NewView()
+	}
+	for _, n := range changed {
+		p.view.Set(n)
+	}
+	p.mark = mark
+}
+
+// schedulerNode is what the scheduler knows of n: copies of everything it
+// keeps (n belongs to the replica).
+func schedulerNode(n *raftfsm.Node, used raftfsm.Usage) scheduler.Node {
+	sn := scheduler.Node{
+		Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Cordoned: n.Cordoned, Arch: n.Arch,
+		Hypervisor: n.Hypervisor,
+		TotalCPU:   n.Capacity.CPU, FreeCPU: n.Capacity.CPU - used.CPU,
+		TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - used.MemoryBytes,
+		TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - used.GPU,
+		Tags: slices.Clone(n.Tags),
+	}
+	for _, t := range n.Templates {
+		sn.Templates = append(sn.Templates, t.Key)
+	}
+	return sn
+}
+
+// placeFacts gives the scheduler the ports and macOS VMs of the nodes it
+// checks them on (requests reserving host ports, macOS guests).
+type placeFacts struct{ l *Leader }
+
+// UsedPorts are the ports of a node that no VM may take: its VMs' and its
+// peer's own.
+func (f placeFacts) UsedPorts(node string) map[int]bool {
+	used := f.l.cfg.FSM.PortsInUse(node)
+	if n, ok := f.l.cfg.FSM.Node(node); ok {
+		for port := range n.OwnPorts() {
+			used[port] = true
+		}
+	}
+	return used
+}
+
+func (f placeFacts) MacOSVMs(node string) int { return f.l.macOSVMs(node) }
 
 // macOSVMs counts the macOS VMs placed on a node.
 func (l *Leader) macOSVMs(node string) int {
@@ -143,15 +167,6 @@ func (l *Leader) macOSVMs(node string) int {
 		}
 	}
 	return n
-}
-
-// usedPorts are the ports of a node that no VM may take: its VMs' and its
-// peer's own.
-func usedPorts(vms, own map[int]bool) map[int]bool {
-	for port := range own {
-		vms[port] = true
-	}
-	return vms
 }
 
 // allocatePorts picks a free VNC port and two forward ports (SSH, screen

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,4 +111,74 @@ func BenchmarkLeaderPlace_10000_nodes(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "placements/s")
+}
+
+// The leader's view, brought up to date node by node from the replica's
+// journal, places like a view read afresh from the replica, whatever
+// changed in between: VMs created and deleted, nodes tagged, cordoned, NOT
+// READY, dedicated to another namespace, holding templates and images,
+// removed, and changes that touch no node.
+func TestPlace_view_follows_the_replica(t *testing.T) {
+	l, fr := cluster(t, 30)
+	r := rand.New(rand.NewPCG(5, 6))
+	ctx := context.Background()
+	apply := func(typ raftfsm.Type, body any) { _, _ = fr.ApplyCommand(ctx, typ, body) } // a refused change is a change too
+	apply(raftfsm.TypeNamespaceCreate, raftfsm.NamespaceCreate{Name: "other"})
+	// Probes and templates share a few shapes, so that probes find nodes
+	// with their template.
+	shaped := func(name string) scheduler.Placement {
+		return placement(name, 1+r.IntN(2), int64(1+r.IntN(2))<<30)
+	}
+	templateKey := func() string {
+		vm := shaped("t").VM
+		sh, _ := vm.Shape()
+		return sh.Key()
+	}
+	var vms []string
+	for step := range 3000 {
+		node := fmt.Sprintf("n%05d", r.IntN(30))
+		switch r.IntN(12) {
+		case 0, 1, 2:
+			vm, err := l.Place(ctx, placement(fmt.Sprintf("vm-%d", step), 1+r.IntN(16), int64(1+r.IntN(64))<<30))
+			if err == nil {
+				vms = append(vms, vm.Name)
+			}
+		case 3, 4:
+			if len(vms) > 0 {
+				i := r.IntN(len(vms))
+				apply(raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: api.DefaultNamespace, Name: vms[i]})
+				vms = slices.Delete(vms, i, i+1)
+			}
+		case 5:
+			apply(raftfsm.TypeNodeTag, raftfsm.NodeTag{Namespace: api.DefaultNamespace, Name: node, Tag: "ssd"})
+		case 6:
+			apply(raftfsm.TypeNodeCordon, raftfsm.NodeCordon{Namespace: api.DefaultNamespace, Name: node, Cordoned: r.IntN(2) == 0})
+		case 7:
+			apply(raftfsm.TypeNodeSetPhase, raftfsm.NodeSetPhase{Name: node, Phase: []string{api.PhaseReady, api.PhaseNotReady}[r.IntN(2)]})
+		case 8:
+			apply(raftfsm.TypeNodeSetNamespace, raftfsm.NodeSetNamespace{Name: node, Namespace: []string{api.DefaultNamespace, "other"}[r.IntN(2)]})
+		case 9:
+			apply(raftfsm.TypeNodeTemplates, raftfsm.NodeTemplates{Node: node, Templates: []raftfsm.Template{{Key: templateKey()}}})
+		case 10:
+			apply(raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: "sha256:aa", Node: node})
+		case 11:
+			apply(raftfsm.TypeJobCreate, raftfsm.JobCreate{})
+		}
+		pl := placement("probe", 1+r.IntN(16), int64(1+r.IntN(64))<<30)
+		if r.IntN(2) == 0 {
+			pl = shaped("probe")
+		}
+		if r.IntN(3) == 0 {
+			pl.Tag = "ssd"
+		}
+		req := pl.Request()
+		got, gotErr := l.schedule(pl.VM, req)
+		want, wantErr := New(Config{Name: "n00000", FSM: fr.f, Raft: fr}).schedule(pl.VM, req)
+		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("step %d: the kept view chose %q (%v), a fresh one %q (%v)", step, got, gotErr, want, wantErr)
+		}
+	}
+	if len(vms) == 0 {
+		t.Fatal("no VM was placed: the test placed nothing")
+	}
 }

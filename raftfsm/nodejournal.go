@@ -1,5 +1,7 @@
 package raftfsm
 
+import "encoding/json"
+
 // nodeJournal records which nodes each applied change touched (a node's
 // record, or what its VMs take and hold), so that a reader that keeps its
 // own view of the nodes (the leader's scheduler) brings it up to date node
@@ -52,9 +54,24 @@ var blindResources = map[Resource]bool{
 
 // noteCommand records what an applied command c touched: for a VM's
 // command the nodes it was on before and after, when they differ (a
-// create, a delete); nothing for a blind resource; every node otherwise.
+// create, a delete); for a command about one node (but its removal) that
+// node; nothing for a blind resource; every node otherwise.
 func (j *nodeJournal) noteCommand(c Command, before, after string) {
 	switch r := c.Type.Resource(); {
+	case r == ResourceNode && c.Type != TypeNodeRemove:
+		var b struct {
+			Name string `json:"name"`
+			Node string `json:"node"` // node-templates
+		}
+		_ = json.Unmarshal(c.Body, &b)
+		switch {
+		case b.Name != "":
+			j.note(b.Name)
+		case b.Node != "":
+			j.note(b.Node)
+		default:
+			j.noteAll()
+		}
 	case r == ResourceVM:
 		if before != after {
 			for _, n := range []string{before, after} {

@@ -137,7 +137,7 @@ func TestPlace_view_follows_the_replica(t *testing.T) {
 	var vms []string
 	for step := range 3000 {
 		node := fmt.Sprintf("n%05d", r.IntN(30))
-		switch r.IntN(12) {
+		switch r.IntN(14) {
 		case 0, 1, 2:
 			vm, err := l.Place(ctx, placement(fmt.Sprintf("vm-%d", step), 1+r.IntN(16), int64(1+r.IntN(64))<<30))
 			if err == nil {
@@ -163,6 +163,12 @@ func TestPlace_view_follows_the_replica(t *testing.T) {
 			apply(raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: "sha256:aa", Node: node})
 		case 11:
 			apply(raftfsm.TypeJobCreate, raftfsm.JobCreate{})
+		case 12: // a node joins, or one of the first changes its facts
+			apply(raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: fmt.Sprintf("n%05d", r.IntN(40)), Phase: api.PhaseReady, NodeFacts: raftfsm.NodeFacts{
+				Capacity: raftfsm.Capacity{CPU: 8 + r.IntN(64), MemoryBytes: int64(8+r.IntN(256)) << 30},
+			}})
+		case 13:
+			apply(raftfsm.TypeNodeRemove, raftfsm.NodeRemove{Name: fmt.Sprintf("n%05d", 30+r.IntN(10))})
 		}
 		pl := placement("probe", 1+r.IntN(16), int64(1+r.IntN(64))<<30)
 		if r.IntN(2) == 0 {

@@ -31,6 +31,10 @@ type Report struct {
 	// KeyEpoch is the epoch of the gossip keyring the peer has installed
 	// (a key rotation waits for every peer's).
 	KeyEpoch uint64 `json:"ke,omitempty"`
+	// SharedStorage says the peer offers namespaces' shared storage; when it
+	// does not, SharedStorageWhy says why (short: gossip metadata is small).
+	SharedStorage    bool   `json:"sh,omitempty"`
+	SharedStorageWhy string `json:"shw,omitempty"`
 }
 
 // maxProblem bounds Problem so that the report fits the metadata limit.

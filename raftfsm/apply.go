@@ -124,6 +124,10 @@ func (s *State) apply(index uint64, c Command) (any, error) {
 		return applyBody(c, s.applyRunnerJobUpdate)
 	case TypeRunnerJobRan:
 		return applyBody(c, s.applyRunnerJobRan)
+	case TypeNamespaceSharedStorage:
+		return applyBody(c, s.applyNamespaceSharedStorage)
+	case TypeNodeSharedUsage:
+		return applyBody(c, s.applyNodeSharedUsage)
 	}
 	return nil, ErrUnknownCommand
 }

@@ -70,6 +70,8 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeRunnerJobUpdate, RunnerJobUpdate{Job: RunnerJob{Namespace: api.DefaultNamespace, Pool: "ci", ID: 7, State: RunnerJobStarting, VM: "ci-7"}, Time: t0}),
 		mustEncode(f, TypeRunnerJobRan, RunnerJobRan{Job: RunnerJob{Namespace: api.DefaultNamespace, Pool: "ci", ID: 8, State: RunnerJobRunning}, Runner: "ci-7", Time: t0}),
 		mustEncode(f, TypeRunnerPoolDelete, RunnerPoolDelete{Namespace: api.DefaultNamespace, Name: "ci"}),
+		mustEncode(f, TypeNamespaceSharedStorage, NamespaceSharedStorage{Namespace: api.DefaultNamespace, SharedStorage: &SharedStorage{MaxBytes: 2 << 30}}),
+		mustEncode(f, TypeNodeSharedUsage, NodeSharedUsage{Node: "n1", Usage: map[string]int64{api.DefaultNamespace: 4096}}),
 		{byte(FlagIgnorable | 0x55), '{', '}'},
 		{},
 	} {

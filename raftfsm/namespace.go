@@ -14,6 +14,9 @@ type Namespace struct {
 	CreatedAt time.Time `json:"createdAt"`
 	// Quota, when set, bounds what the namespace's VMs take together.
 	Quota *Quota `json:"quota,omitempty"`
+	// SharedStorage, when set, gives the namespace's VMs that ask for it a
+	// folder shared on each node.
+	SharedStorage *SharedStorage `json:"sharedStorage,omitempty"`
 }
 
 func (ns *Namespace) sortKey() string { return ns.Name }
@@ -23,6 +26,10 @@ func (ns *Namespace) clone() *Namespace {
 	if ns.Quota != nil {
 		q := *ns.Quota
 		c.Quota = &q
+	}
+	if ns.SharedStorage != nil {
+		ss := *ns.SharedStorage
+		c.SharedStorage = &ss
 	}
 	return &c
 }

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -37,6 +38,10 @@ type NodeFacts struct {
 	Capacity   Capacity `json:"capacity"`
 	// CPUOvercommit is how many vCPUs the node offers per CPU (0: 1).
 	CPUOvercommit float64 `json:"cpuOvercommit,omitempty"`
+	// SharedStorage says the node offers namespaces' shared storage; when
+	// it does not, SharedStorageWhy says why.
+	SharedStorage    bool   `json:"sharedStorage,omitempty"`
+	SharedStorageWhy string `json:"sharedStorageWhy,omitempty"`
 }
 
 // OwnPorts are the ports the node's peer listens on at its address (API,
@@ -69,6 +74,9 @@ type Node struct {
 
 	// Templates are the booted templates the node holds ready.
 	Templates []Template `json:"templates,omitempty"`
+	// SharedUsage is what each namespace's shared folder takes on the node,
+	// as its peer last reported.
+	SharedUsage map[string]int64 `json:"sharedUsage,omitempty"`
 
 	Phase       string    `json:"phase"`
 	PhaseReason string    `json:"phaseReason,omitempty"`
@@ -82,6 +90,7 @@ func (n *Node) clone() *Node {
 	c.Tags = make([]string, len(n.Tags))
 	copy(c.Tags, n.Tags)
 	c.Templates = slices.Clone(n.Templates)
+	c.SharedUsage = maps.Clone(n.SharedUsage)
 	return &c
 }
 

@@ -39,7 +39,7 @@ func (f *FSM) CheckProposer(peer string, t Type, body []byte, now time.Time) err
 		return nil
 	}
 	switch t {
-	case TypeVMStatus, TypeVMDiskSize, TypeVMImageOpDone, TypeVMImageOpFailed, TypeBlobAddHolder, TypeBlobDropHolder, TypeNodeTemplates:
+	case TypeVMStatus, TypeVMDiskSize, TypeVMImageOpDone, TypeVMImageOpFailed, TypeBlobAddHolder, TypeBlobDropHolder, TypeNodeTemplates, TypeNodeSharedUsage:
 		return own(b.Node)
 	case TypeImageCreate:
 		return own(b.Holder)

@@ -44,9 +44,10 @@ func (s Shape) Key() string {
 }
 
 // Shape is the VM's template shape; false for a VM no template starts: one
-// with an installer ISO, a GPU or a macOS NVRAM of its own.
+// with an installer ISO, a GPU, a macOS NVRAM of its own or its
+// namespace's shared folder (a device the template's saved memory lacks).
 func (vm *VM) Shape() (Shape, bool) {
-	if vm.ISODigest != "" || vm.GPU > 0 || vm.NVRAMDigest != "" || vm.ImageDigest == "" {
+	if vm.ISODigest != "" || vm.GPU > 0 || vm.NVRAMDigest != "" || vm.ImageDigest == "" || vm.SharedStorage {
 		return Shape{}, false
 	}
 	return Shape{ImageDigest: vm.ImageDigest, ImageFormat: vm.ImageFormat, CPU: vm.CPU, MemoryBytes: vm.MemoryBytes, LegacyIO: vm.LegacyIO, OS: vm.OS}, true

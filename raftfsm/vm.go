@@ -34,13 +34,15 @@ type Display struct {
 
 // VMOptions are the settings a VM config can hold and a deploy can override.
 type VMOptions struct {
-	CPU            int               `json:"cpu"`
-	MemoryBytes    int64             `json:"memoryBytes"`
-	GPU            int               `json:"gpu"`
-	GPUPassthrough bool              `json:"gpuPassthrough"`
-	ISO            string            `json:"iso,omitempty"`
-	LegacyIO       bool              `json:"legacyIO"`
-	NetBoost       bool              `json:"netBoost"`
+	CPU            int    `json:"cpu"`
+	MemoryBytes    int64  `json:"memoryBytes"`
+	GPU            int    `json:"gpu"`
+	GPUPassthrough bool   `json:"gpuPassthrough"`
+	ISO            string `json:"iso,omitempty"`
+	LegacyIO       bool   `json:"legacyIO"`
+	NetBoost       bool   `json:"netBoost"`
+	// SharedStorage gives the VM its namespace's shared folder on its node.
+	SharedStorage  bool              `json:"sharedStorage,omitempty"`
 	Display        Display           `json:"display"`
 	CustomMetadata map[string]string `json:"customMetadata,omitempty"`
 	// TTLSeconds, when set, is the VM's time-to-live: the leader sets its
@@ -253,6 +255,9 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 		return nil, ruleErr(ErrConflict, "node %s is cordoned: it takes no new VMs", vm.Node)
 	}
 	if err := s.checkQuota(vm); err != nil {
+		return nil, err
+	}
+	if err := s.checkSharedStorage(vm); err != nil {
 		return nil, err
 	}
 	if vm.ExpiresAt != nil && vm.ExpiresAt.Sub(vm.CreatedAt) > MaxTTL {

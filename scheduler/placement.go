@@ -28,7 +28,7 @@ type Placement struct {
 func (p Placement) Request() Request {
 	r := Request{
 		Namespace: p.VM.Namespace, CPU: p.VM.CPU, Memory: p.VM.MemoryBytes, GPU: p.VM.GPU, Arch: p.Arch, MacOS: p.MacOS,
-		Node: p.Node, Tag: p.Tag, TagRequired: p.TagRequired, Strategy: p.Scheduler,
+		Node: p.Node, Tag: p.Tag, TagRequired: p.TagRequired, Strategy: p.Scheduler, SharedStorage: p.VM.SharedStorage,
 	}
 	for _, rp := range p.VM.ReservedPorts {
 		r.HostPorts = append(r.HostPorts, rp.Host)

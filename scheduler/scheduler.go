@@ -45,6 +45,10 @@ type Node struct {
 	MacOSVMs int
 	// UsedPorts are the node ports its VMs hold.
 	UsedPorts map[int]bool
+	// SharedStorage says the node offers namespaces' shared storage; when
+	// it does not, SharedStorageWhy says why.
+	SharedStorage    bool
+	SharedStorageWhy string
 }
 
 // warmth ranks what a node has ready for r's VM: a booted template of its
@@ -83,6 +87,8 @@ type Request struct {
 	// prefers a node with the template, then one with the image.
 	ImageHolders []string
 	Template     string
+	// SharedStorage asks for the namespace's shared folder on the node.
+	SharedStorage bool
 }
 
 // Reason says why one node cannot take the VM.
@@ -157,6 +163,13 @@ var checks = [...]check{
 		}},
 	{"ports", func(r *Request) bool { return len(r.HostPorts) > 0 }, func(n *Node, r *Request) bool { return takenPort(n, r) == 0 },
 		func(n *Node, r *Request) string { return fmt.Sprintf("port %d is taken", takenPort(n, r)) }},
+	{"shared storage", func(r *Request) bool { return r.SharedStorage }, func(n *Node, _ *Request) bool { return n.SharedStorage },
+		func(n *Node, _ *Request) string {
+			if n.SharedStorageWhy == "" {
+				return "it offers no shared storage"
+			}
+			return "it offers no shared storage: " + n.SharedStorageWhy
+		}},
 }
 
 // applying returns the checks that can fail for r.

@@ -64,6 +64,10 @@ func TestPlace_cases(t *testing.T) {
 		{name: "the tag before the template", nodes: []Node{node("a", 2, 4, tagged("ssd")), node("b", 16, 64, warm)}, req: Request{CPU: 1, Memory: gi, Tag: "ssd"}, want: "a"},
 		{name: "packing among template nodes", nodes: []Node{node("a", 12, 48, warm), node("b", 4, 8, warm), node("c", 2, 2)}, req: Request{CPU: 1, Memory: gi, Strategy: StrategyMostAllocated}, want: "b"},
 		{name: "other namespace is invisible", nodes: []Node{node("a", 16, 64, func(n *Node) { n.Namespace = "other" })}, req: Request{CPU: 1, Memory: gi}, wantErrs: []string{`namespace "ns" has no nodes`}},
+		{name: "shared storage where it is offered", nodes: []Node{node("a", 16, 64), node("b", 2, 2, func(n *Node) { n.SharedStorage = true })},
+			req: Request{CPU: 1, Memory: gi, SharedStorage: true}, want: "b"},
+		{name: "shared storage nowhere", nodes: []Node{node("a", 16, 64, func(n *Node) { n.SharedStorageWhy = "QEMU has no virtio-9p" })},
+			req: Request{CPU: 1, Memory: gi, SharedStorage: true}, wantErrs: []string{"a: it offers no shared storage: QEMU has no virtio-9p"}},
 		{name: "every reason named", nodes: []Node{node("b", 0, 64), node("a", 16, 64, func(n *Node) { n.Ready = false })}, req: Request{CPU: 1, Memory: gi},
 			wantErrs: []string{"no node can take the VM: a: NOT READY; b: not enough CPU (0 free, 1 needed)"}},
 	}
@@ -102,6 +106,9 @@ func randomCluster(r *rand.Rand, n int) []Node {
 		}
 		if r.IntN(4) == 0 {
 			nodes[i].Tags = []string{"ssd"}
+		}
+		if r.IntN(3) > 0 {
+			nodes[i].SharedStorage = true
 		}
 	}
 	return nodes
@@ -321,6 +328,7 @@ func TestPlace_agrees_with_reasons(t *testing.T) {
 		}
 		req := randomRequest(r)
 		req.ImageHolders, req.Template = holders, "tpl"
+		req.SharedStorage = r.IntN(4) == 0
 		switch r.IntN(5) {
 		case 0:
 			req.Tag, req.TagRequired = "ssd", r.IntN(2) == 0

@@ -132,7 +132,8 @@ func schedulerNode(n *raftfsm.Node, used raftfsm.Usage) scheduler.Node {
 		TotalCPU:   n.Capacity.CPU, FreeCPU: n.Capacity.CPU - used.CPU,
 		TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - used.MemoryBytes,
 		TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - used.GPU,
-		Tags: slices.Clone(n.Tags),
+		Tags:          slices.Clone(n.Tags),
+		SharedStorage: n.SharedStorage, SharedStorageWhy: n.SharedStorageWhy,
 	}
 	for _, t := range n.Templates {
 		sn.Templates = append(sn.Templates, t.Key)

@@ -1,9 +1,6 @@
 package raftfsm
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // SharedStorage is a namespace's shared VM storage: on each node, a folder
 // that the namespace's VMs deployed with SharedStorage see, read-write, and
@@ -136,8 +133,4 @@ func (f *FSM) SharedStorageUsers(node, ns string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func (u NodeSharedUsage) String() string {
-	return fmt.Sprintf("%s: %d namespaces", u.Node, len(u.Usage))
 }

@@ -77,9 +77,9 @@ func domainXML(domainType string, s Spec, f domainFiles) (string, error) {
 		return "", fmt.Errorf("domain %s: base format %q is not qcow2 or raw", s.Name, baseFormat)
 	}
 	data := struct {
-		Type, Disk, BaseFormat, Console, Netdev, NIC, VNC, Secret, Label, UUID string
+		Type, Disk, BaseFormat, Console, Netdev, NIC, VNC, Secret, Label, UUID, SharedTag string
 		Spec
-	}{domainType, f.disk, baseFormat, f.console, netdev, nic, vnc, secret, f.label, f.uuid, s}
+	}{domainType, f.disk, baseFormat, f.console, netdev, nic, vnc, secret, f.label, f.uuid, SharedTag, s}
 	var buf bytes.Buffer
 	if err := domainTmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("domain %s: %w", s.Name, err)
@@ -158,6 +158,12 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
     <channel type='unix'>
       <target type='virtio' name='org.qemu.guest_agent.0'/>
     </channel>{{end}}
+{{- if .SharedDir}}
+    <filesystem type='mount' accessmode='mapped'>
+      <driver type='path' wrpolicy='immediate'/>
+      <source dir='{{x .SharedDir}}'/>
+      <target dir='{{x .SharedTag}}'/>
+    </filesystem>{{end}}
     <memballoon model='none'/>
   </devices>
   <seclabel type='static' model='dac' relabel='yes'>

@@ -33,6 +33,9 @@ func TestDomainXML_cases(t *testing.T) {
 		{name: "reserved ports", typ: TypeQEMU, mod: func(s *Spec) { s.Forwards = append(s.Forwards, Forward{HostPort: 8080, GuestPort: 80}) }, want: []string{`hostfwd=tcp:10.0.0.5:8080-:80`}},
 		{name: "vnc password from a secret file", typ: TypeQEMU, mod: func(s *Spec) { s.VNCPassword = "pw" },
 			want: []string{`secret,id=vncpw0,file=/vms/d.vnc,format=raw`, `10.0.0.5:1,password-secret=vncpw0`}, notWant: []string{"pw'"}},
+		{name: "no shared folder unless asked", typ: TypeQEMU, notWant: []string{"<filesystem"}},
+		{name: "a shared folder: 9p, mapped (the guest sets no host owner), written through", typ: TypeQEMU, mod: func(s *Spec) { s.SharedDir = "/data/shared/ns&1" },
+			want: []string{"<filesystem type='mount' accessmode='mapped'>\n      <driver type='path' wrpolicy='immediate'/>\n      <source dir='/data/shared/ns&amp;1'/>\n      <target dir='svc-shared'/>"}},
 		{name: "no cpu", typ: TypeQEMU, mod: func(s *Spec) { s.CPU = 0 }, wantErr: true},
 		{name: "vnc port below the display range", typ: TypeQEMU, mod: func(s *Spec) { s.VNCPort = 5000 }, wantErr: true},
 	}

@@ -66,6 +66,21 @@ type Spec struct {
 	// platform the image was installed for.
 	NVRAM         string
 	HardwareModel []byte
+	// SharedDir, when set, is a host folder the guest sees read-write as a
+	// shared directory tagged SharedTag (its namespace's shared storage):
+	// virtio-9p under libvirt, a virtio file system under vz.
+	SharedDir string
+}
+
+// SharedTag is the tag of a VM's shared folder: mini-linux mounts it at
+// /shared.
+const SharedTag = "svc-shared"
+
+// SharedDirs is the role of a driver that can give a guest a host folder
+// (Spec.SharedDir).
+type SharedDirs interface {
+	// CanShareDirs returns nil when the hypervisor can, or why it cannot.
+	CanShareDirs(ctx context.Context) error
 }
 
 // Domain is a domain of this peer as the hypervisor reports it.

@@ -32,6 +32,7 @@ type Fake struct {
 	calls      []string
 	lists      int
 	memoryDir  string
+	noShare    bool
 }
 
 type fakeDomain struct {

@@ -192,7 +192,7 @@ func (d *Driver) prepare(ctx context.Context, s hypervisor.Spec, fresh bool) (Ru
 		Name: s.Name, OS: s.GuestOS, CPU: s.CPU, MemoryMiB: s.MemoryMiB,
 		Disk: disk, ISO: s.ISO, NVRAM: filepath.Join(dir, nvramFile),
 		HardwareModel: s.HardwareModel, ConsoleLog: filepath.Join(dir, consoleFile),
-		Width: 1920, Height: 1080,
+		Width: 1920, Height: 1080, SharedDir: s.SharedDir,
 	}
 	if m.OS == "" {
 		m.OS = GuestLinux

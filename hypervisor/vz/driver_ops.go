@@ -259,3 +259,10 @@ var (
 	_ hypervisor.Console         = (*Driver)(nil)
 	_ hypervisor.MemorySnapshots = memoryDriver{}
 )
+
+var _ hypervisor.SharedDirs = (*Driver)(nil)
+
+// CanShareDirs answers nil: the framework's virtio file system device gives
+// a guest a host folder (macOS 12 or later; a VM on an older Mac fails to
+// start and says so).
+func (d *Driver) CanShareDirs(context.Context) error { return nil }

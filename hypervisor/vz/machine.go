@@ -48,6 +48,10 @@ type MachineConfig struct {
 	// InstallIPSW, when set, installs macOS from this restore image onto
 	// Disk before the first boot.
 	InstallIPSW string `json:"installIPSW,omitempty"`
+	// SharedDir, when set, is a host folder the guest sees read-write through
+	// a virtio file system device: tagged hypervisor.SharedTag for a Linux
+	// guest, automounted by a macOS guest (under /Volumes/My Shared Files).
+	SharedDir string `json:"sharedDir,omitempty"`
 }
 
 // Bounds of a machine.

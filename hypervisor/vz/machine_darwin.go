@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/Code-Hex/vz/v3"
+
+	"github.com/svc-project/svc/hypervisor"
 )
 
 // vzMachine is a Machine run by Apple's Virtualization framework.
@@ -183,6 +185,37 @@ func commonDevices(vmc *vz.VirtualMachineConfiguration, cfg *MachineConfig) erro
 		return err
 	}
 	vmc.SetMemoryBalloonDevicesVirtualMachineConfiguration([]vz.MemoryBalloonDeviceConfiguration{balloon})
+	return sharedDir(vmc, cfg)
+}
+
+// sharedDir gives the guest its namespace's shared folder, when it has one:
+// a virtio file system device (macOS 12 or later) with the folder
+// read-write, tagged for mini-linux's mount, or with the tag a macOS guest
+// (13 or later) mounts by itself.
+func sharedDir(vmc *vz.VirtualMachineConfiguration, cfg *MachineConfig) error {
+	if cfg.SharedDir == "" {
+		return nil
+	}
+	dir, err := vz.NewSharedDirectory(cfg.SharedDir, false)
+	if err != nil {
+		return fmt.Errorf("shared folder %s: %w", cfg.SharedDir, err)
+	}
+	share, err := vz.NewSingleDirectoryShare(dir)
+	if err != nil {
+		return fmt.Errorf("shared folder %s: %w", cfg.SharedDir, err)
+	}
+	tag := hypervisor.SharedTag
+	if cfg.OS == GuestMacOS {
+		if tag, err = vz.MacOSGuestAutomountTag(); err != nil {
+			return fmt.Errorf("shared folder of a macOS guest: %w", err)
+		}
+	}
+	fs, err := vz.NewVirtioFileSystemDeviceConfiguration(tag)
+	if err != nil {
+		return fmt.Errorf("shared folder device: %w", err)
+	}
+	fs.SetDirectoryShare(share)
+	vmc.SetDirectorySharingDevicesVirtualMachineConfiguration([]vz.DirectorySharingDeviceConfiguration{fs})
 	return nil
 }
 

@@ -1,0 +1,29 @@
+package hypervisor
+
+import (
+	"context"
+	"errors"
+)
+
+var _ SharedDirs = (*Fake)(nil)
+
+// errFakeNoShare is what a fake set without shared folders answers.
+var errFakeNoShare = errors.New("the fake hypervisor was set without shared folders")
+
+// CanShareDirs answers nil unless SetShareDirs(false) was called. A domain's
+// shared folder is its spec's SharedDir (Spec).
+func (f *Fake) CanShareDirs(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noShare {
+		return errFakeNoShare
+	}
+	return nil
+}
+
+// SetShareDirs says whether the fake can give guests host folders.
+func (f *Fake) SetShareDirs(can bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noShare = !can
+}

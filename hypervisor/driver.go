@@ -81,6 +81,9 @@ const SharedTag = "svc-shared"
 type SharedDirs interface {
 	// CanShareDirs returns nil when the hypervisor can, or why it cannot.
 	CanShareDirs(ctx context.Context) error
+	// SharedDirOwner is the user and group the guest's files in the folder
+	// belong to on the host (the folder's root must be theirs).
+	SharedDirOwner() (uid, gid int)
 }
 
 // Domain is a domain of this peer as the hypervisor reports it.

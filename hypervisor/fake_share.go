@@ -3,6 +3,7 @@ package hypervisor
 import (
 	"context"
 	"errors"
+	"os"
 )
 
 var _ SharedDirs = (*Fake)(nil)
@@ -20,6 +21,9 @@ func (f *Fake) CanShareDirs(context.Context) error {
 	}
 	return nil
 }
+
+// SharedDirOwner is this process's user.
+func (f *Fake) SharedDirOwner() (uid, gid int) { return os.Getuid(), os.Getgid() }
 
 // SetShareDirs says whether the fake can give guests host folders.
 func (f *Fake) SetShareDirs(can bool) {

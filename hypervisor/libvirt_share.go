@@ -23,6 +23,10 @@ func (d *Libvirt) CanShareDirs(ctx context.Context) error {
 	return sharesDirs(caps)
 }
 
+// SharedDirOwner is QEMU's user: with mapped access every file a guest
+// makes is QEMU's on the host.
+func (d *Libvirt) SharedDirOwner() (uid, gid int) { return d.user.uid, d.user.gid }
+
 // sharesDirs reads libvirt's domain capabilities: nil when they offer the
 // 9p file system driver ("path").
 func sharesDirs(caps string) error {

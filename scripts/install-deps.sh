@@ -4,13 +4,16 @@
 # default guest image with (QEMU's guest agent among it), and iproute2 + nftables for clusters in network
 # namespaces (the chaos runs cut peers off with nft), and Debian's registry
 # server (distribution 2.8) that the registry tests push to and pull from,
-# and Chromium, which the browser tests of the API explorer drive headless.
+# Chromium, which the browser tests of the API explorer drive headless, and
+# e2fsprogs and mount, which keep the namespaces' shared folders (ext4 images
+# on loop devices).
 # Idempotent; needs root.
 set -euo pipefail
 pkgs=(
   qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
   busybox-static dropbear-bin qemu-guest-agent syslinux syslinux-common isolinux mtools dosfstools cpio kmod openssl file genisoimage
   iproute2 nftables docker-registry chromium
+  e2fsprogs mount
 )
 missing=()
 for p in "${pkgs[@]}"; do

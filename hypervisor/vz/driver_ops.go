@@ -266,3 +266,7 @@ var _ hypervisor.SharedDirs = (*Driver)(nil)
 // a guest a host folder (macOS 12 or later; a VM on an older Mac fails to
 // start and says so).
 func (d *Driver) CanShareDirs(context.Context) error { return nil }
+
+// SharedDirOwner is svc's own user: the VM's runner process, which serves
+// the folder to the guest, runs as it.
+func (d *Driver) SharedDirOwner() (uid, gid int) { return os.Getuid(), os.Getgid() }

@@ -1,0 +1,129 @@
+package sharedstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+)
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounts file systems: needs root")
+	}
+	s := New(Config{Dir: filepath.Join(t.TempDir(), "shared"), UID: 4242, GID: 4243})
+	if err := s.Probe(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		nss, _ := s.Namespaces()
+		for _, ns := range nss {
+			_ = s.Remove(context.Background(), ns)
+		}
+	})
+	return s
+}
+
+// A folder is a file system of its bound: its root the hypervisor user's,
+// what it holds counted, a write past the bound refused with ENOSPC, a
+// larger bound grown in place with the files kept, Clear an empty one,
+// Remove nothing left.
+func TestStore_folder_lifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	const mib = 1 << 20
+	if err := s.Ensure(ctx, "team", 64*mib); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.Path("team")
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil || st.Uid != 4242 || st.Gid != 4243 {
+		t.Fatalf("the folder's root is %d:%d (%v), want 4242:4243", st.Uid, st.Gid, err)
+	}
+	before, ok := s.Usage("team")
+	if !ok {
+		t.Fatal("no usage for a mounted folder")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ten"), make([]byte, 10*mib), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Sync()
+	if after, _ := s.Usage("team"); after-before < 10*mib {
+		t.Fatalf("usage %d -> %d after writing 10 MiB", before, after)
+	}
+	err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 80*mib), 0o644)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("writing 80 MiB more into 64 MiB: %v, want ENOSPC", err)
+	}
+	_ = os.Remove(filepath.Join(dir, "big"))
+	// A larger bound: in place where the host lets a mounted file system
+	// grow (CAP_SYS_RESOURCE), else at the next mount (as after a restart).
+	if err := s.Ensure(ctx, "team", 256*mib); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, "umount", dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ensure(ctx, "team", 256*mib); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 80*mib), 0o644); err != nil {
+		t.Fatalf("80 MiB into the folder grown to 256 MiB: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ten")); err != nil {
+		t.Fatalf("growing lost a file: %v", err)
+	}
+	if err := s.Clear(ctx, "team", 64*mib); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() != "lost+found" }) {
+		t.Fatalf("a cleared folder holds %v", entries)
+	}
+	if nss, err := s.Namespaces(); err != nil || !slices.Equal(nss, []string{"team"}) {
+		t.Fatalf("namespaces %v, %v", nss, err)
+	}
+	if err := s.Remove(ctx, "team"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the folder after Remove: %v", err)
+	}
+	if nss, _ := s.Namespaces(); len(nss) != 0 {
+		t.Fatalf("namespaces after Remove: %v", nss)
+	}
+}
+
+// A store made again over the same directory (a restarted peer) mounts the
+// folders it finds, files intact.
+func TestStore_restart_mounts_again(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.Ensure(ctx, "team", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Path("team"), "kept"), []byte("yes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, "umount", s.Path("team")); err != nil { // as a host restart leaves it
+		t.Fatal(err)
+	}
+	again := New(s.cfg)
+	if err := again.Ensure(ctx, "team", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(again.Path("team"), "kept")); err != nil || string(b) != "yes" {
+		t.Fatalf("after a restart: %q, %v", b, err)
+	}
+}
+
+func TestUnescape_cases(t *testing.T) {
+	for in, want := range map[string]string{`/a/b`: "/a/b", `/a\040b`: "/a b", `/x\134y`: `/x\y`, `\0`: `\0`} {
+		if got := unescape(in); got != want {
+			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

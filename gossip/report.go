@@ -37,16 +37,31 @@ type Report struct {
 	SharedStorageWhy string `json:"shw,omitempty"`
 }
 
-// maxProblem bounds Problem so that the report fits the metadata limit.
-const maxProblem = 160
+// maxProblem and maxSharedWhy bound Problem and SharedStorageWhy so that
+// the report fits the metadata limit.
+const (
+	maxProblem   = 160
+	maxSharedWhy = 80
+)
 
 func (r Report) encode(limit int) ([]byte, error) {
 	if len(r.Problem) > maxProblem {
 		r.Problem = r.Problem[:maxProblem]
 	}
+	if len(r.SharedStorageWhy) > maxSharedWhy {
+		r.SharedStorageWhy = r.SharedStorageWhy[:maxSharedWhy]
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
+	}
+	// The why of no shared storage gives way first (the node's log has it
+	// whole).
+	for len(b) > limit && r.SharedStorageWhy != "" {
+		r.SharedStorageWhy = r.SharedStorageWhy[:max(0, len(r.SharedStorageWhy)-(len(b)-limit))]
+		if b, err = json.Marshal(r); err != nil {
+			return nil, fmt.Errorf("encode report: %w", err)
+		}
 	}
 	if len(b) > limit {
 		return nil, fmt.Errorf("report is %d bytes, over the %d byte limit", len(b), limit)

@@ -28,6 +28,7 @@ import (
 	"github.com/svc-project/svc/node/leader"
 	"github.com/svc-project/svc/node/membership"
 	"github.com/svc-project/svc/node/runnerpool"
+	"github.com/svc-project/svc/node/sharedstore"
 	"github.com/svc-project/svc/node/signin"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/node/templates"
@@ -64,6 +65,10 @@ type Peer struct {
 	audit *audit.Recorder
 	// templates keeps the node's booted templates (nil: none).
 	templates *templates.Manager
+	// shared keeps the namespaces' shared folders (nil when this node
+	// offers no shared storage: sharedWhy says why).
+	shared    *sharedstore.Keeper
+	sharedWhy string
 	jobs      *jobs.Manager
 	leader    *leader.Leader
 	// egress is the registries this peer may contact (RegistryAllow).
@@ -204,6 +209,13 @@ func Start(cfg Config) (*Peer, error) {
 		})
 		hc.Templates = p.templates
 	}
+	if store, err := sharedstore.Open(p.ctx, p.driver, filepath.Join(cfg.DataDir, "shared"), cfg.Log.With("part", "shared")); err != nil {
+		p.sharedWhy = err.Error()
+		cfg.Log.Info("this node offers no shared storage", "why", err)
+	} else {
+		hc.Shared = store
+		p.shared = sharedstore.NewKeeper(sharedstore.KeeperConfig{Name: cfg.Name, Store: store, FSM: p.FSM(), Proposer: p, Log: cfg.Log.With("part", "shared")})
+	}
 	p.host = host.New(hc)
 	p.swarm = swarm.New(swarm.Config{
 		Context: p.ctx, Name: cfg.Name, Store: p.images, HTTP: p.peerHTTP, PeerURL: p.peerURL, MaxUploads: cfg.MaxUploadStreams,
@@ -274,6 +286,9 @@ func Start(cfg Config) (*Peer, error) {
 	if p.templates != nil {
 		p.wg.Go(func() { p.templates.Run(p.ctx) })
 	}
+	if p.shared != nil {
+		p.wg.Go(func() { p.shared.Run(p.ctx) })
+	}
 	p.wg.Go(p.blobGCLoop)
 	p.wg.Go(func() { p.jobs.Run(p.ctx) })
 	p.wg.Go(func() { p.audit.Run(p.ctx) })
@@ -292,20 +307,21 @@ func (p *Peer) IsPeer(ip string) bool {
 // report is what this peer gossips about itself.
 func (p *Peer) report() gossip.Report {
 	return gossip.Report{
-		Addr:        p.cfg.Bind,
-		APIAddr:     p.apiL.Addr().String(),
-		RaftAddr:    p.raftAddr(),
-		TLSPort:     p.tlsL.Addr().(*net.TCPAddr).Port,
-		Arch:        p.cfg.Arch,
-		Hypervisor:  p.cfg.Hypervisor,
-		Version:     p.cfg.Version,
-		CPU:         int(float64(p.cfg.Capacity.CPU) * p.cfg.CPUOvercommit),
-		Overcommit:  p.cfg.CPUOvercommit,
-		MemoryBytes: p.cfg.Capacity.MemoryBytes,
-		GPU:         p.cfg.Capacity.GPU,
-		HasState:    p.store != nil && p.store.HadState(),
-		Problem:     p.currentProblem(),
-		KeyEpoch:    p.keyEpoch(),
+		Addr:          p.cfg.Bind,
+		APIAddr:       p.apiL.Addr().String(),
+		RaftAddr:      p.raftAddr(),
+		TLSPort:       p.tlsL.Addr().(*net.TCPAddr).Port,
+		Arch:          p.cfg.Arch,
+		Hypervisor:    p.cfg.Hypervisor,
+		Version:       p.cfg.Version,
+		CPU:           int(float64(p.cfg.Capacity.CPU) * p.cfg.CPUOvercommit),
+		Overcommit:    p.cfg.CPUOvercommit,
+		MemoryBytes:   p.cfg.Capacity.MemoryBytes,
+		GPU:           p.cfg.Capacity.GPU,
+		HasState:      p.store != nil && p.store.HadState(),
+		Problem:       p.currentProblem(),
+		KeyEpoch:      p.keyEpoch(),
+		SharedStorage: p.shared != nil, SharedStorageWhy: p.sharedWhy,
 	}
 }
 

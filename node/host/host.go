@@ -55,6 +55,9 @@ type Config struct {
 	// sets no bound.
 	DiskFree func() (int64, error)
 	Images   *imagestore.Store
+	// Shared gives VMs their namespace's shared folder; nil when this node
+	// offers no shared storage.
+	Shared   SharedFolders
 	Proposer Proposer
 	Blobs    Blobs
 	// Templates, when set, starts new VMs from booted templates.
@@ -86,6 +89,12 @@ type Host struct {
 	mu       sync.Mutex
 	workers  map[string]*vmWorker // by "namespace/name"
 	removing map[string]bool      // domains being removed, by name
+}
+
+// SharedFolders are the namespaces' shared folders of this host.
+type SharedFolders interface {
+	// Folder returns namespace ns's folder, ready, with a bound of maxBytes.
+	Folder(ctx context.Context, ns string, maxBytes int64) (string, error)
 }
 
 // New returns the host agent; Run starts it.

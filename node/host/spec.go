@@ -1,11 +1,33 @@
 package host
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/raftfsm"
 )
+
+// sharedDir is the shared folder vm sees ("" for a VM without one), made
+// ready.
+func (h *Host) sharedDir(ctx context.Context, vm raftfsm.VM) (string, error) {
+	if !vm.SharedStorage {
+		return "", nil
+	}
+	if h.cfg.Shared == nil {
+		return "", fmt.Errorf("node %s offers no shared storage", h.cfg.Name)
+	}
+	ns, ok := h.cfg.FSM.Namespace(vm.Namespace)
+	if !ok || ns.SharedStorage == nil {
+		return "", fmt.Errorf("namespace %s has no shared storage (it was turned off)", vm.Namespace)
+	}
+	dir, err := h.cfg.Shared.Folder(ctx, vm.Namespace, ns.SharedStorage.MaxBytes)
+	if err != nil {
+		return "", fmt.Errorf("the namespace's shared folder: %w", err)
+	}
+	return dir, nil
+}
 
 // specFor turns a VM of the replicated state into a hypervisor spec.
 func (h *Host) specFor(vm raftfsm.VM, name string) hypervisor.Spec {

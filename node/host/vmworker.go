@@ -177,6 +177,10 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			defer release()
 		}
 		spec := p.specFor(vm, name)
+		var err error
+		if spec.SharedDir, err = p.sharedDir(ctx, vm); err != nil {
+			return err
+		}
 		changed = true
 		if revert {
 			p.cfg.Log.Info("reverting vm", "vm", key)
@@ -228,7 +232,10 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 				// Repairable: a fresh disk on the image (the VM's changes are lost).
 				note = "the VM's disk was missing and has been made again from its image"
 				p.cfg.Log.Warn("recreating a VM whose disk is gone", "vm", key)
-				err = p.cfg.Driver.Create(ctx, p.specFor(vm, name))
+				spec := p.specFor(vm, name)
+				if spec.SharedDir, err = p.sharedDir(ctx, vm); err == nil {
+					err = p.cfg.Driver.Create(ctx, spec)
+				}
 				started = raftfsm.StartedFromBoot
 			}
 			if err != nil {

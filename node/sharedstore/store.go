@@ -208,6 +208,14 @@ func (s *Store) makeFS(ctx context.Context, img string, size int64) error {
 	return nil
 }
 
+// Folder returns ns's folder, made ready with a bound of maxBytes (Ensure).
+func (s *Store) Folder(ctx context.Context, ns string, maxBytes int64) (string, error) {
+	if err := s.Ensure(ctx, ns, maxBytes); err != nil {
+		return "", err
+	}
+	return s.Path(ns), nil
+}
+
 // Usage returns what ns's folder holds, in bytes, and false when it has no
 // mounted folder here.
 func (s *Store) Usage(ns string) (int64, bool) {
@@ -341,6 +349,20 @@ func run(ctx context.Context, name string, args ...string) error {
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Unmount unmounts ns's folder, if it is mounted; its image stays.
+func (s *Store) Unmount(ns string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir := s.Path(ns)
+	if ok, err := isMountPoint(dir); err != nil || !ok {
+		return err
+	}
+	if err := syscall.Unmount(dir, 0); err != nil {
+		return fmt.Errorf("unmount the shared folder of %s: %w", ns, err)
 	}
 	return nil
 }

@@ -28,6 +28,23 @@ type NamespaceQuota struct {
 	Used  Quota  `json:"used"`
 }
 
+// SharedStorage is a namespace's shared storage: on each node, a folder
+// that the namespace's VMs deployed with sharedStorage see at /shared
+// (mini-linux), bounded per node by MaxBytes. The body of PUT
+// .../shared-storage.
+type SharedStorage struct {
+	MaxBytes int64 `json:"maxBytes"`
+}
+
+// NamespaceSharedStorage is the answer of GET and PUT .../shared-storage:
+// the bound, and what the namespace's folder takes on each node that has
+// one.
+type NamespaceSharedStorage struct {
+	Namespace string        `json:"namespace"`
+	MaxBytes  int64         `json:"maxBytes"`
+	Nodes     []SharedUsage `json:"nodes"`
+}
+
 // ExtendRequest moves a VM's expiry later (POST .../vms/{vm}/extend): by
 // the duration By ("1h", "30m") from its expiry, or from now if that passed.
 type ExtendRequest struct {

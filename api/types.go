@@ -84,6 +84,26 @@ type Node struct {
 	// disks).
 	Templates     int   `json:"templates"`
 	TemplateBytes int64 `json:"templateBytes"`
+	// SharedStorage says whether the node offers namespaces' shared
+	// storage (why not, when it does not) and what its folders take.
+	SharedStorage NodeSharedStorage `json:"sharedStorage"`
+}
+
+// NodeSharedStorage is a node's shared storage.
+type NodeSharedStorage struct {
+	Offered bool `json:"offered"`
+	// Reason says why a node does not offer it.
+	Reason string `json:"reason,omitempty"`
+	// Usage is what the folder of each namespace takes on the node, as
+	// the node last reported (it reports a change of a MiB or more).
+	Usage []SharedUsage `json:"usage"`
+}
+
+// SharedUsage is what one shared folder takes: namespace's on a node.
+type SharedUsage struct {
+	Namespace string `json:"namespace,omitempty"`
+	Node      string `json:"node,omitempty"`
+	UsedBytes int64  `json:"usedBytes"`
 }
 
 // TagRequest is the body of the node tag and untag calls.
@@ -169,6 +189,9 @@ type Namespace struct {
 	// (both shown in answers, ignored in a create).
 	Quota *Quota `json:"quota,omitempty"`
 	Used  *Quota `json:"used,omitempty"`
+	// SharedStorage, when the namespace's is on (shown in answers,
+	// ignored in a create: PUT .../shared-storage turns it on).
+	SharedStorage *SharedStorage `json:"sharedStorage,omitempty"`
 }
 
 // Subjects are the users, service accounts ("namespace:name") and

@@ -74,8 +74,11 @@ type VM struct {
 	ErrorMessage   string            `json:"errorMessage"`
 	ReservedPorts  string            `json:"reservedPorts,omitempty"`
 	LegacyIO       bool              `json:"legacyIO"`
-	ISO            string            `json:"iso,omitempty"`
-	PortWarnings   []string          `json:"portWarnings"`
+	// SharedStorage says the VM sees its namespace's shared folder of its
+	// node (at /shared in mini-linux).
+	SharedStorage bool     `json:"sharedStorage"`
+	ISO           string   `json:"iso,omitempty"`
+	PortWarnings  []string `json:"portWarnings"`
 	// StartedFrom says how the guest started: "template" (restored from a
 	// booted template of a warm VM config's shape, ready in about a
 	// second) or "boot"; empty until it has started.
@@ -140,9 +143,12 @@ type DeployRequest struct {
 	CustomMetadata     map[string]string `json:"customMetadata,omitempty"`
 	NetBoost           *bool             `json:"netBoost,omitempty"`
 	LegacyIO           *bool             `json:"legacyIO,omitempty"`
-	DisplayWidth       *int              `json:"displayWidth,omitempty"`
-	DisplayHeight      *int              `json:"displayHeight,omitempty"`
-	DisplayDPI         *int              `json:"displayDpi,omitempty"`
+	// SharedStorage gives the VM its namespace's shared folder on its node
+	// (403 where the namespace has none; the VM boots: no template).
+	SharedStorage *bool `json:"sharedStorage,omitempty"`
+	DisplayWidth  *int  `json:"displayWidth,omitempty"`
+	DisplayHeight *int  `json:"displayHeight,omitempty"`
+	DisplayDPI    *int  `json:"displayDpi,omitempty"`
 	// TTL, a duration ("2h"), has the VM deleted that long after its
 	// deploy (its expiresAt); a VM config's applies when it is absent.
 	TTL string `json:"ttl,omitempty"`
@@ -167,6 +173,7 @@ type VMConfig struct {
 	ISO            string            `json:"iso,omitempty"`
 	NetBoost       bool              `json:"netBoost,omitempty"`
 	LegacyIO       bool              `json:"legacyIO,omitempty"`
+	SharedStorage  bool              `json:"sharedStorage,omitempty"`
 	DisplayWidth   int               `json:"displayWidth,omitempty"`
 	DisplayHeight  int               `json:"displayHeight,omitempty"`
 	DisplayDPI     int               `json:"displayDpi,omitempty"`

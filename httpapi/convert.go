@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +42,18 @@ func nodeToAPI(n raftfsm.NodeView) api.Node {
 		Hypervisor:        n.Hypervisor,
 		CPUOvercommit:     max(n.CPUOvercommit, 1),
 		CachedImages:      []string{},
+		SharedStorage:     nodeSharedStorage(n),
 	}
+}
+
+// nodeSharedStorage is a node's shared storage as answers show it: the
+// usage by namespace, sorted.
+func nodeSharedStorage(n raftfsm.NodeView) api.NodeSharedStorage {
+	out := api.NodeSharedStorage{Offered: n.SharedStorage, Reason: n.SharedStorageWhy, Usage: []api.SharedUsage{}}
+	for _, ns := range slices.Sorted(maps.Keys(n.SharedUsage)) {
+		out.Usage = append(out.Usage, api.SharedUsage{Namespace: ns, UsedBytes: n.SharedUsage[ns]})
+	}
+	return out
 }
 
 // FormatDecimalG formats bytes as decimal gigabytes with two decimals ("128.00G").
@@ -51,7 +64,11 @@ func FormatDecimalG(bytes int64) string {
 func (s *Server) namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
 	created := ns.CreatedAt
 	q := s.namespaceQuota(ns)
-	return api.Namespace{Name: ns.Name, CreatedAt: &created, Quota: q.Quota, Used: &q.Used}
+	out := api.Namespace{Name: ns.Name, CreatedAt: &created, Quota: q.Quota, Used: &q.Used}
+	if ss := ns.SharedStorage; ss != nil {
+		out.SharedStorage = &api.SharedStorage{MaxBytes: ss.MaxBytes}
+	}
+	return out
 }
 
 // vmToAPI converts a VM of the replicated state to its API record. A VM on a
@@ -71,7 +88,7 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 		CPU: vm.CPU, DeployDate: vm.CreatedAt, Image: vm.Image, GPUPassthrough: vm.GPUPassthrough,
 		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,
 		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),
-		LegacyIO: vm.LegacyIO, ISO: vm.ISO, PortWarnings: []string{}, StartedFrom: vm.StartedFrom, GuestIPs: []string{},
+		LegacyIO: vm.LegacyIO, SharedStorage: vm.SharedStorage, ISO: vm.ISO, PortWarnings: []string{}, StartedFrom: vm.StartedFrom, GuestIPs: []string{},
 		DiskBytes: vm.DiskBytes, ExpiresAt: vm.ExpiresAt,
 	}
 	if g := vm.Guest; g != nil && g.Agent {
@@ -95,7 +112,7 @@ func (s *Server) vmConfigToAPI(c raftfsm.VMConfig) api.VMConfig {
 		Warm: c.Warm, WarmNodes: warmNodes,
 		Name: c.Name, Image: c.Image, CPU: c.CPU, Memory: c.MemoryGiB, Scheduler: c.Scheduler,
 		Tag: c.Tag, TagRequired: c.TagRequired, Node: c.Node, GPUPassthrough: c.GPUPassthrough,
-		ISO: c.ISO, NetBoost: c.NetBoost, LegacyIO: c.LegacyIO, DisplayWidth: c.Display.Width,
+		ISO: c.ISO, NetBoost: c.NetBoost, LegacyIO: c.LegacyIO, SharedStorage: c.SharedStorage, DisplayWidth: c.Display.Width,
 		DisplayHeight: c.Display.Height, DisplayDPI: c.Display.DPI, CustomMetadata: c.CustomMetadata,
 		Owner: c.Owner, CreatedAt: &created, TTL: formatTTL(c.TTLSeconds),
 	}

@@ -143,13 +143,18 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 		OS: guestOS, NVRAMDigest: img.NVRAMDigest, HardwareModel: img.HardwareModel,
 		VMOptions: raftfsm.VMOptions{
 			CPU: cpu, MemoryBytes: int64(memGiB * (1 << 30)), GPUPassthrough: gpu,
-			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost),
+			LegacyIO: pick(r.LegacyIO, cfg.LegacyIO), NetBoost: pick(r.NetBoost, cfg.NetBoost), SharedStorage: pick(r.SharedStorage, cfg.SharedStorage),
 			Display: display, CustomMetadata: meta, ISO: iso, TTLSeconds: ttl,
 		},
 		ReservedPorts: reserved, DiskBytes: img.VirtualSize, BaseDiskBytes: img.VirtualSize,
 	}
 	if gpu {
 		vm.GPU = 1
+	}
+	if vm.SharedStorage {
+		if n, ok := fsm.Namespace(ns); !ok || n.SharedStorage == nil {
+			return nil, errorf(http.StatusForbidden, api.ReasonForbidden, "namespace %q has no shared storage (an admin turns it on: svc namespace shared-storage %s)", vm.Namespace, vm.Namespace)
+		}
 	}
 	plan.MacOS = guestOS == raftfsm.OSMacOS
 	plan.VM, plan.Arch, plan.Node, plan.Tag, plan.TagRequired, plan.Scheduler = vm, img.Arch, node, tag, tagRequired, strategy
@@ -171,7 +176,7 @@ func zeroIsUnset(r *api.DeployRequest) {
 	if r.Memory != nil && *r.Memory == 0 {
 		r.Memory = nil
 	}
-	for _, b := range []**bool{&r.TagRequired, &r.GPUPassthrough, &r.NetBoost, &r.LegacyIO} {
+	for _, b := range []**bool{&r.TagRequired, &r.GPUPassthrough, &r.NetBoost, &r.LegacyIO, &r.SharedStorage} {
 		if *b != nil && !**b {
 			*b = nil
 		}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
@@ -25,9 +26,12 @@ const (
 	// VMHost runs it on the peer that hosts the path's VM (work on its disk
 	// or screen): any other peer forwards it.
 	VMHost
+	// NodePeer runs it on the peer of the path's node (:name): work on
+	// that host's files. Any other peer forwards it.
+	NodePeer
 )
 
-func (t Target) String() string { return [...]string{"here", "leader", "vm-host"}[t] }
+func (t Target) String() string { return [...]string{"here", "leader", "vm-host", "node-peer"}[t] }
 
 // forwarder sends a request that must run on another peer there, over
 // kept-alive connections, and streams the answer back unchanged. A request
@@ -125,26 +129,43 @@ func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // toVMHost forwards r to the peer that hosts the path's VM and returns true
-// when that is another peer (the answer has then been written). A VM this
-// replica does not know is left to the handler (404); a host that is down is
-// a 503 with Retry-After.
+// (having written the answer or an error), or returns false when this peer
+// hosts it (or the VM is unknown: the handler answers 404).
 func (f *forwarder) toVMHost(w http.ResponseWriter, r *http.Request, p httprouter.Params) bool {
+	vm, ok := f.s.replica.FSM().VM(p.ByName("namespace"), p.ByName("vm"))
+	if !ok {
+		return false
+	}
+	return f.toPeer(w, r, vm.Node, fmt.Sprintf("vm %q is", vm.Name))
+}
+
+// toNodePeer forwards r to the peer of the path's node, as toVMHost.
+func (f *forwarder) toNodePeer(w http.ResponseWriter, r *http.Request, p httprouter.Params) bool {
+	name := p.ByName("name")
+	if _, ok := f.s.replica.FSM().Node(name); !ok {
+		return false
+	}
+	return f.toPeer(w, r, name, fmt.Sprintf("node %q is", name))
+}
+
+// toPeer forwards r to peer node unless it is this peer (false); what says
+// what is there, for errors.
+func (f *forwarder) toPeer(w http.ResponseWriter, r *http.Request, node, what string) bool {
 	s := f.s
-	vm, ok := s.replica.FSM().VM(p.ByName("namespace"), p.ByName("vm"))
-	if !ok || vm.Node == s.replica.Name() {
+	if node == s.replica.Name() {
 		return false
 	}
 	if by := forwarded(r); by != "" {
-		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but vm %q is on %s; retry", by, vm.Name, vm.Node))
+		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but %s on %s; retry", by, what, node))
 		return true
 	}
-	if n, ok := s.replica.FSM().Node(vm.Node); !ok || n.Phase != api.PhaseReady {
-		writeError(w, s.log, unavailable("5", "vm %q is on peer %s, which is NOT READY", vm.Name, vm.Node))
+	if n, ok := s.replica.FSM().Node(node); !ok || n.Phase != api.PhaseReady {
+		writeError(w, s.log, unavailable("5", "%s on peer %s, which is NOT READY", what, node))
 		return true
 	}
-	addr := s.peers.PeerAddr(vm.Node)
+	addr := s.peers.PeerAddr(node)
 	if addr == "" {
-		writeError(w, s.log, unavailable("2", "vm %q is on peer %s, whose address is not known here yet", vm.Name, vm.Node))
+		writeError(w, s.log, unavailable("2", "%s on peer %s, whose address is not known here yet", what, node))
 		return true
 	}
 	if err := replayable(w, r); err != nil {

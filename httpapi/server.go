@@ -37,6 +37,9 @@ type Config struct {
 	Registries Registries
 	// Guests, nil on a peer that hosts no VMs (tests), works inside VMs.
 	Guests Guests
+	// Shared, nil on a peer that offers no shared storage, keeps this
+	// node's shared folders.
+	Shared SharedFolders
 	// Audit, when set, takes the audit entry of every API write.
 	Audit Auditor
 	// Keys are the cluster's secret keys (token signing, sealing).
@@ -187,6 +190,10 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: ns + "/nodes/:name/uncordon", Rule: RuleAdmin, Write: true, Target: Leader}, s.cordonNode(false))
 	s.handle(Route{Method: get, Path: ns + "/quota", Rule: RuleAdmin}, s.getQuota)
 	s.handle(Route{Method: http.MethodPut, Path: ns + "/quota", Rule: RuleAdmin, Write: true, Target: Leader}, s.setQuota)
+	s.handle(Route{Method: get, Path: ns + "/shared-storage", Rule: RuleMember}, s.getSharedStorage)
+	s.handle(Route{Method: http.MethodPut, Path: ns + "/shared-storage", Rule: RuleAdmin, Write: true, Target: Leader}, s.setSharedStorage)
+	s.handle(Route{Method: del, Path: ns + "/shared-storage", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteSharedStorage)
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/shared-storage/clear", Rule: RuleAdmin, Target: NodePeer}, s.clearSharedStorage)
 
 	s.handle(Route{Method: get, Path: ns + "/serviceaccounts", Rule: RuleAdmin}, s.listServiceAccounts)
 	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader}, s.createServiceAccount)
@@ -363,6 +370,10 @@ func (s *Server) handle(rt Route, h handler) {
 			}
 		case VMHost:
 			if s.fwd.toVMHost(w, r, p) {
+				return
+			}
+		case NodePeer:
+			if s.fwd.toNodePeer(w, r, p) {
 				return
 			}
 		}

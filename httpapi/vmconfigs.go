@@ -89,7 +89,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 		Name: req.Name, Namespace: ns, Image: req.Image, MemoryGiB: req.Memory, Scheduler: req.Scheduler,
 		Tag: req.Tag, TagRequired: req.TagRequired, Node: req.Node, Warm: req.Warm,
 		VMOptions: raftfsm.VMOptions{
-			CPU: req.CPU, GPUPassthrough: req.GPUPassthrough, ISO: req.ISO, LegacyIO: req.LegacyIO, NetBoost: req.NetBoost,
+			CPU: req.CPU, GPUPassthrough: req.GPUPassthrough, ISO: req.ISO, LegacyIO: req.LegacyIO, NetBoost: req.NetBoost, SharedStorage: req.SharedStorage,
 			Display:        raftfsm.Display{Width: req.DisplayWidth, Height: req.DisplayHeight, DPI: req.DisplayDPI},
 			CustomMetadata: req.CustomMetadata, TTLSeconds: ttl,
 		},

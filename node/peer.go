@@ -245,9 +245,13 @@ func Start(cfg Config) (*Peer, error) {
 		FSM: p.FSM(), Apply: p.store.ApplyCommand, Keys: p.member, Transport: tr, PollInterval: cfg.RunnerPollInterval,
 		APIURL: func() string { return "http://" + p.APIAddr() }, Log: cfg.Log.With("part", "runnerpool"), Metrics: runnerpool.NewMetrics(p.reg),
 	})
+	var shared httpapi.SharedFolders // a nil *Keeper is no interface's nil
+	if p.shared != nil {
+		shared = p.shared
+	}
 	p.api = httpapi.New(httpapi.Config{
 		Replica: p, Consensus: p, Readiness: p, Peers: p, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
-		Guests: p.host, Images: p.images, Audit: p.audit,
+		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit,
 		RunnerPools: p.pools, Swarm: p.swarm,
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
 		Log:    cfg.Log.With("part", "api"), Registry: p.reg,

@@ -13,7 +13,7 @@ import (
 
 func newNamespaceCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "namespace", Aliases: []string{"ns"}, Short: "Manage namespaces (admin)"}
-	cmd.AddCommand(newNamespaceQuotaCmd(g))
+	cmd.AddCommand(newNamespaceQuotaCmd(g), newNamespaceSharedStorageCmd(g))
 	cmd.AddCommand(&cobra.Command{
 		Use: "create NAME", Short: "Create a namespace", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -21,6 +21,7 @@ type vmOptionFlags struct {
 	memory                                  float64
 	node, tag, scheduler, iso, ttl          string
 	tagRequired, gpu, legacyIO, netBoost    bool
+	sharedStorage                           bool
 	displayWidth, displayHeight, displayDPI int
 	metadata                                map[string]string
 }
@@ -35,6 +36,7 @@ func (o *vmOptionFlags) bind(f *pflag.FlagSet) {
 	f.StringVar(&o.iso, "iso", "", "attach this ISO as a CD-ROM")
 	f.BoolVar(&o.gpu, "gpu-passthrough", false, "pass a GPU through")
 	f.BoolVar(&o.legacyIO, "legacy-io", false, "emulated disk and NIC instead of virtio")
+	f.BoolVar(&o.sharedStorage, "shared-storage", false, "the namespace's shared folder of the node (mini-linux mounts it at /shared; the namespace must have shared storage on)")
 	f.BoolVar(&o.netBoost, "net-boost", false, "network boost")
 	f.IntVar(&o.displayWidth, "display-width", 0, "display width")
 	f.IntVar(&o.displayHeight, "display-height", 0, "display height")
@@ -84,6 +86,7 @@ func newVMDeployCmd(g *globals) *cobra.Command {
 			req.CPU, req.Memory, req.Timeout = ifChanged(f, "cpu", &o.cpu), ifChanged(f, "memory", &o.memory), ifChanged(f, "timeout", &timeout)
 			req.TagRequired, req.GPUPassthrough = ifChanged(f, "tag-required", &o.tagRequired), ifChanged(f, "gpu-passthrough", &o.gpu)
 			req.LegacyIO, req.NetBoost = ifChanged(f, "legacy-io", &o.legacyIO), ifChanged(f, "net-boost", &o.netBoost)
+			req.SharedStorage = ifChanged(f, "shared-storage", &o.sharedStorage)
 			req.DisplayWidth, req.DisplayHeight = ifChanged(f, "display-width", &o.displayWidth), ifChanged(f, "display-height", &o.displayHeight)
 			req.DisplayDPI = ifChanged(f, "display-dpi", &o.displayDPI)
 			req.Node, req.Tag, req.Scheduler, req.ISO, req.ReservedPorts, req.TTL = o.node, o.tag, o.scheduler, o.iso, reservedPorts, o.ttl

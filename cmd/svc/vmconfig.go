@@ -29,7 +29,7 @@ instead of booting ("svc vmconfig get" lists the nodes under WARM NODES).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := api.VMConfig{
 				Name: args[0], Image: image, CPU: o.cpu, Memory: o.memory, Node: o.node, Tag: o.tag, TagRequired: o.tagRequired,
-				Scheduler: o.scheduler, ISO: o.iso, GPUPassthrough: o.gpu, LegacyIO: o.legacyIO, NetBoost: o.netBoost,
+				Scheduler: o.scheduler, ISO: o.iso, GPUPassthrough: o.gpu, LegacyIO: o.legacyIO, NetBoost: o.netBoost, SharedStorage: o.sharedStorage,
 				DisplayWidth: o.displayWidth, DisplayHeight: o.displayHeight, DisplayDPI: o.displayDPI, CustomMetadata: o.metadata, TTL: o.ttl,
 				Warm: warm,
 			}

@@ -24,7 +24,7 @@ isolinux=/usr/lib/ISOLINUX/isolinux.bin
 ldlinux=/usr/lib/syslinux/modules/bios/ldlinux.c32
 cache=${SVC_IMAGE_CACHE:-build/cache}
 disk_mib=${MINI_LINUX_DISK_MIB:-64}
-mods="virtio_pci virtio_blk virtio_net virtio_console ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button"
+mods="virtio_pci virtio_blk virtio_net virtio_console ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button netfs"
 
 go=${GO:-go}
 for tool in mkfs.vfat syslinux mcopy genisoimage qemu-img cpio depmod modprobe openssl dpkg-deb "$go"; do
@@ -82,6 +82,12 @@ for m in $mods; do
 done | awk '!seen[$0]++' | while read -r ko; do
   cp "$ko" "$r/lib/modules/"
   basename "$ko" >>"$r/etc/modules.order"
+done
+# The 9p modules the cloud kernel lacks (a VM's shared folder), after netfs.
+"$here/9p-modules.sh" "$deb" "$cache" "$work/9p"
+for m in 9pnet 9pnet_virtio 9p; do
+  cp "$work/9p/$m.ko" "$r/lib/modules/"
+  echo "$m.ko" >>"$r/etc/modules.order"
 done
 hash=$(openssl passwd -6 -salt svcminilinux admin)
 printf 'root:x:0:0:root:/root:/bin/sh\nadmin:x:1000:1000:admin:/home/admin:/bin/sh\n' >"$r/etc/passwd"

@@ -277,6 +277,7 @@ function deployForm(images, configs) {
     h("label", {}, "Memory (GiB)", h("input", { name: "memory", type: "number", min: 0, step: 0.25 })),
     h("label", {}, "Tag", h("input", { name: "tag" })),
     h("label", {}, "Node", h("input", { name: "node", placeholder: "any" })),
+    h("label", { title: "the namespace's shared folder of the node, at /shared in mini-linux" }, h("input", { name: "sharedStorage", type: "checkbox" }), "Shared storage"),
     h("button", { type: "submit" }, "Deploy"));
   f.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -284,6 +285,7 @@ function deployForm(images, configs) {
     const body = { name: d.name || undefined, image: d.reference || d.image || undefined, vmConfig: d.vmConfig || undefined, tag: d.tag || undefined, node: d.node || undefined };
     if (d.cpu) body.cpu = Number(d.cpu);
     if (d.memory) body.memory = Number(d.memory);
+    if (d.sharedStorage) body.sharedStorage = true;
     const btn = f.querySelector("button");
     btn.disabled = true;
     btn.textContent = "Deploying…";

@@ -139,6 +139,7 @@ bench:
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench '(Commit|Save)_1GiB' -benchtime 3x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'RunnerPool_queued_to_started' -benchtime 10x -timeout 20m ./node
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'SharedStorage_256MiB' -benchtime 3x -timeout 20m ./node
 
 local-cluster: build
 	scripts/local-cluster.sh up $(or $(N),3)

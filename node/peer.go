@@ -214,7 +214,8 @@ func Start(cfg Config) (*Peer, error) {
 		cfg.Log.Info("this node offers no shared storage", "why", err)
 	} else {
 		hc.Shared = store
-		p.shared = sharedstore.NewKeeper(sharedstore.KeeperConfig{Name: cfg.Name, Store: store, FSM: p.FSM(), Proposer: p, Log: cfg.Log.With("part", "shared")})
+		p.shared = sharedstore.NewKeeper(sharedstore.KeeperConfig{Name: cfg.Name, Store: store, FSM: p.FSM(), Proposer: p,
+			RoomChanged: p.announceSoon, Log: cfg.Log.With("part", "shared")})
 	}
 	p.host = host.New(hc)
 	p.swarm = swarm.New(swarm.Config{
@@ -310,23 +311,36 @@ func (p *Peer) IsPeer(ip string) bool {
 
 // report is what this peer gossips about itself.
 func (p *Peer) report() gossip.Report {
+	shared, why := p.offersShared()
 	return gossip.Report{
-		Addr:          p.cfg.Bind,
-		APIAddr:       p.apiL.Addr().String(),
-		RaftAddr:      p.raftAddr(),
-		TLSPort:       p.tlsL.Addr().(*net.TCPAddr).Port,
-		Arch:          p.cfg.Arch,
-		Hypervisor:    p.cfg.Hypervisor,
-		Version:       p.cfg.Version,
-		CPU:           int(float64(p.cfg.Capacity.CPU) * p.cfg.CPUOvercommit),
-		Overcommit:    p.cfg.CPUOvercommit,
-		MemoryBytes:   p.cfg.Capacity.MemoryBytes,
-		GPU:           p.cfg.Capacity.GPU,
-		HasState:      p.store != nil && p.store.HadState(),
-		Problem:       p.currentProblem(),
-		KeyEpoch:      p.keyEpoch(),
-		SharedStorage: p.shared != nil, SharedStorageWhy: p.sharedWhy,
+		SharedStorage: shared, SharedStorageWhy: why,
+		Addr:        p.cfg.Bind,
+		APIAddr:     p.apiL.Addr().String(),
+		RaftAddr:    p.raftAddr(),
+		TLSPort:     p.tlsL.Addr().(*net.TCPAddr).Port,
+		Arch:        p.cfg.Arch,
+		Hypervisor:  p.cfg.Hypervisor,
+		Version:     p.cfg.Version,
+		CPU:         int(float64(p.cfg.Capacity.CPU) * p.cfg.CPUOvercommit),
+		Overcommit:  p.cfg.CPUOvercommit,
+		MemoryBytes: p.cfg.Capacity.MemoryBytes,
+		GPU:         p.cfg.Capacity.GPU,
+		HasState:    p.store != nil && p.store.HadState(),
+		Problem:     p.currentProblem(),
+		KeyEpoch:    p.keyEpoch(),
 	}
+}
+
+// offersShared says whether this node offers shared storage now: a store,
+// with room on its disk.
+func (p *Peer) offersShared() (bool, string) {
+	if p.shared == nil {
+		return false, p.sharedWhy
+	}
+	if err := p.shared.Room(); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
 }
 
 func (p *Peer) keyEpoch() uint64 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"strings"
 	"syscall"
 	"time"
@@ -28,15 +27,18 @@ type KeeperConfig struct {
 	// Interval is how often the keeper looks (10 s when 0), besides every
 	// change of a namespace.
 	Interval time.Duration
-	Log      *slog.Logger
+	// RoomChanged, when set, is called when the host's room for shared
+	// folders comes or goes (Room): the node's gossip report says it.
+	RoomChanged func()
+	Log         *slog.Logger
 }
 
 // Keeper keeps a host's shared folders in step with the cluster: it removes
 // the folders of namespaces whose shared storage is off (or which are
 // gone), reports what each folder takes, and clears one on request.
 type Keeper struct {
-	cfg      KeeperConfig
-	reported map[string]int64 // the usage last reported
+	cfg   KeeperConfig
+	roomy bool // whether the last pass found room (Room)
 }
 
 // NewKeeper returns a keeper; Run starts it.
@@ -47,7 +49,7 @@ func NewKeeper(cfg KeeperConfig) *Keeper {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Keeper{cfg: cfg}
+	return &Keeper{cfg: cfg, roomy: true}
 }
 
 // usageStep is the change of a folder's usage worth a report.
@@ -75,6 +77,12 @@ func (k *Keeper) Run(ctx context.Context) {
 // pass removes the folders of namespaces without shared storage and
 // reports the usage of the others when it changed.
 func (k *Keeper) pass(ctx context.Context) error {
+	if roomy := k.cfg.Store.Room() == nil; roomy != k.roomy {
+		k.roomy = roomy
+		if k.cfg.RoomChanged != nil {
+			k.cfg.RoomChanged()
+		}
+	}
 	nss, err := k.cfg.Store.Namespaces()
 	if err != nil {
 		return err
@@ -95,7 +103,11 @@ func (k *Keeper) pass(ctx context.Context) error {
 			usage[ns] = b
 		}
 	}
-	if !k.worthReporting(usage) {
+	var recorded map[string]int64
+	if n, ok := k.cfg.FSM.Node(k.cfg.Name); ok {
+		recorded = n.SharedUsage
+	}
+	if !worthReporting(recorded, usage) {
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -103,27 +115,26 @@ func (k *Keeper) pass(ctx context.Context) error {
 	if _, err := k.cfg.Proposer.Apply(rctx, raftfsm.TypeNodeSharedUsage, raftfsm.NodeSharedUsage{Node: k.cfg.Name, Usage: usage}); err != nil {
 		return fmt.Errorf("report shared folders' usage: %w", err)
 	}
-	k.reported = usage
 	return nil
 }
 
-// worthReporting says whether usage differs from the last report by a
-// folder or by usageStep.
-func (k *Keeper) worthReporting(usage map[string]int64) bool {
-	if k.reported == nil {
-		return len(usage) > 0
-	}
-	if len(usage) != len(k.reported) {
+// worthReporting says whether usage differs from what the node's record
+// holds by a folder or by usageStep.
+func worthReporting(recorded, usage map[string]int64) bool {
+	if len(usage) != len(recorded) {
 		return true
 	}
 	for ns, b := range usage {
-		last, ok := k.reported[ns]
+		last, ok := recorded[ns]
 		if !ok || b-last >= usageStep || last-b >= usageStep {
 			return true
 		}
 	}
 	return false
 }
+
+// Room says whether the host has room for a shared folder (Store.Room).
+func (k *Keeper) Room() error { return k.cfg.Store.Room() }
 
 // Clear empties namespace ns's folder on this node, refused while a VM of
 // it here uses the folder.
@@ -136,12 +147,7 @@ func (k *Keeper) Clear(ctx context.Context, ns string) error {
 		return raftfsm.NewRuleError(raftfsm.ErrConflict, fmt.Sprintf("the shared folder of namespace %q on node %s is in use by its VMs %s: delete or stop-and-delete them first",
 			ns, k.cfg.Name, strings.Join(users, ", ")))
 	}
-	if err := k.cfg.Store.Clear(ctx, ns, max); err != nil {
-		return err
-	}
-	k.reported = maps.Clone(k.reported)
-	delete(k.reported, ns) // the next pass reports it afresh
-	return nil
+	return k.cfg.Store.Clear(ctx, ns, max)
 }
 
 // unmountIdle unmounts the folders no VM holds open, as the peer stops

@@ -63,6 +63,51 @@ func (s *Store) Probe() error {
 	return nil
 }
 
+// minRoom is the free space under which a host offers no shared storage.
+const minRoom = 1 << 30
+
+// Room returns nil while the file system of the folders has room for one
+// (1 GiB free), or says how little it has.
+func (s *Store) Room() error {
+	free, err := freeBytes(s.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	if free < minRoom {
+		return fmt.Errorf("no room: %s free for shared folders", gib(free))
+	}
+	return nil
+}
+
+func freeBytes(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// checkRoom refuses to let img (sparse) grow to size bytes where the host
+// has less free than the growth it may take: the guest would then meet
+// I/O errors from the host rather than a full folder.
+func checkRoom(img string, size int64) error {
+	var used int64
+	var st syscall.Stat_t
+	if err := syscall.Stat(img, &st); err == nil {
+		used = st.Blocks * 512
+	}
+	free, err := freeBytes(filepath.Dir(img))
+	if err != nil {
+		return err
+	}
+	if need := size - used; need > free {
+		return fmt.Errorf("no room: the folder may grow to %s, the host has %s free", gib(size), gib(free+used))
+	}
+	return nil
+}
+
 // Path is the folder of namespace ns.
 func (s *Store) Path(ns string) string { return filepath.Join(s.cfg.Dir, ns) }
 
@@ -83,6 +128,9 @@ func (s *Store) ensure(ctx context.Context, ns string, maxBytes int64) error {
 	_, err := os.Stat(img)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if err := checkRoom(img, maxBytes); err != nil {
+			return fmt.Errorf("shared folder of %s: %w", ns, err)
+		}
 		if err := s.makeFS(ctx, img, maxBytes); err != nil {
 			return err
 		}
@@ -101,6 +149,11 @@ func (s *Store) ensure(ctx context.Context, ns string, maxBytes int64) error {
 		return err
 	}
 	grow := size < maxBytes
+	if grow {
+		if err := checkRoom(img, maxBytes); err != nil {
+			return fmt.Errorf("grow the shared folder of %s: %w", ns, err)
+		}
+	}
 	switch {
 	case !mounted:
 		if grow {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -125,5 +126,36 @@ func TestUnescape_cases(t *testing.T) {
 		if got := unescape(in); got != want {
 			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A folder whose bound the host's free space cannot hold is refused (the
+// guest would meet I/O errors rather than a full folder), and Room says so
+// when under 1 GiB is free.
+func TestStore_no_room(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts file systems: needs root")
+	}
+	small := filepath.Join(t.TempDir(), "small")
+	if err := os.Mkdir(small, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), "mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", small); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(small, 0) })
+	s := New(Config{Dir: filepath.Join(small, "shared"), UID: 4242, GID: 4243})
+	if err := s.Probe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Room(); err == nil || !strings.Contains(err.Error(), "no room") {
+		t.Fatalf("Room on 256 MiB: %v", err)
+	}
+	err := s.Ensure(context.Background(), "team", 1<<30)
+	if err == nil || !strings.Contains(err.Error(), "no room") {
+		t.Fatalf("a 1 GiB folder on 256 MiB: %v", err)
+	}
+	if nss, _ := s.Namespaces(); len(nss) != 0 {
+		t.Fatalf("a refused folder left %v", nss)
 	}
 }

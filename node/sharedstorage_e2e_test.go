@@ -77,9 +77,12 @@ func TestLibvirtCluster_shared_storage(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("HOST-SECRET\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := sharedRun(t, cl, ns, "a2", "cat /shared/up/host-secret /shared/up/shared/host-secret /shared/etc-link/../host-secret 2>&1; cat /shared/etc-link/hostname")
+	out := sharedRun(t, cl, ns, "a2", "cat /shared/up/host-secret /shared/up/shared/host-secret /shared/etc-link/../host-secret 2>&1; "+
+		"echo @; cat /shared/etc-link/passwd; echo @; cat /etc/passwd")
 	t.Logf("a2 through the symlinks: %q", out.Stdout)
-	if strings.Contains(out.Stdout, "HOST-SECRET") || !strings.Contains(out.Stdout, "mini-linux") {
+	// The link to /etc is the guest's own /etc (its passwd, not the host's).
+	parts := strings.Split(out.Stdout, "@\n")
+	if strings.Contains(out.Stdout, "HOST-SECRET") || len(parts) != 3 || !strings.Contains(parts[1], "admin:x:1000") || parts[1] != parts[2] {
 		t.Fatalf("through the guest's symlinks: %+v", out)
 	}
 	for _, link := range []string{"etc-link", "up"} {

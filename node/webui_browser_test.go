@@ -2,7 +2,10 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,8 +69,13 @@ func TestWebUI_browser(t *testing.T) {
 		chromedp.WaitVisible("#app"), uiView("nodes"), chromedp.WaitVisible(`tr[data-node="`+host.Name+`"]`))
 	shot("nodes")
 
+	// The form's shared storage box: the namespace's shared storage on first.
+	if _, err := c.Client(host).SetSharedStorage(context.Background(), ns, 1<<30); err != nil {
+		t.Fatal(err)
+	}
 	do("deploy from the form", uiView("vms"), chromedp.WaitVisible("#deploy-form"),
 		chromedp.SendKeys(`#deploy-form input[name="name"]`, "ui-vm"),
+		chromedp.Click(`#deploy-form input[name="sharedStorage"]`),
 		chromedp.SetValue(`#deploy-form select[name="image"]`, "mini-linux"),
 		chromedp.SendKeys(`#deploy-form input[name="cpu"]`, "1"),
 		chromedp.SendKeys(`#deploy-form input[name="memory"]`, "0.25"),
@@ -80,6 +88,9 @@ func TestWebUI_browser(t *testing.T) {
 		t.Fatal(err)
 	}
 	guestRun(t, c, vm, "true") // booted
+	if !vm.SharedStorage || !strings.Contains(guestRun(t, c, vm, "cat /proc/mounts"), " /shared 9p ") {
+		t.Fatalf("the form's shared storage box: the VM says sharedStorage %v, its mounts lack /shared", vm.SharedStorage)
+	}
 
 	do("open the console", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="console"]`), chromedp.WaitVisible("#console canvas"))
 	waitJS(t, c, ctx, "the console connected", `document.querySelector("#console-status").textContent === "connected"`, time.Minute)
@@ -144,6 +155,17 @@ func TestWebUI_browser(t *testing.T) {
 	}
 	do("click delete", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="delete"]`))
 	waitJS(t, c, ctx, "the VM gone from the page", `!document.querySelector('tr[data-vm="ui-vm"]')`, time.Minute)
+	// Its shared folder leaves the host once the namespace's storage is off
+	// (and the test's data dir holds no mount).
+	if err := c.Client(host).DisableSharedStorage(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the shared folder gone from the host", 2*time.Minute, func() error {
+		if _, err := os.Stat(filepath.Join(host.DataDir, "shared", ns)); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
 
 	// A service account of another namespace sees none of svc-default.
 	cl := c.Client(host)

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,38 +10,14 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/fsmtest"
 )
 
 // replica is a single-replica stand-in for the peer: it applies proposals
-// to the FSM at once, as the leader would.
-type replica struct {
-	fsm   *raftfsm.FSM
-	mu    sync.Mutex
-	index uint64
-}
+// to the FSM at once, as the leader would, and is always caught up.
+type replica struct{ *fsmtest.Applier }
 
-func (r *replica) Apply(_ context.Context, typ raftfsm.Type, body any) (any, error) {
-	b, err := raftfsm.Encode(typ, body)
-	if err != nil {
-		return nil, err
-	}
-	c, err := raftfsm.Decode(b)
-	if err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.index++
-	res := r.fsm.ApplyCommand(r.index, c)
-	return res.Value, res.Err
-}
-
-func (r *replica) must(t *testing.T, typ raftfsm.Type, body any) {
-	t.Helper()
-	if _, err := r.Apply(context.Background(), typ, body); err != nil {
-		t.Fatalf("%s: %v", typ, err)
-	}
-}
+func newReplica() *replica { return &replica{fsmtest.New()} }
 
 func (r *replica) CaughtUp() bool { return true }
 func (r *replica) CaughtUpCh() <-chan struct{} {
@@ -61,11 +36,11 @@ func (noFetch) HoldBlob(string) (func(), error)                      { return fu
 // there, and an image store.
 func seeded(t *testing.T) (*replica, *imagestore.Store) {
 	t.Helper()
-	r := &replica{fsm: raftfsm.NewFSM(nil)}
-	r.must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC()))
-	r.must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Phase: api.PhaseReady, Time: time.Now().UTC(),
+	r := newReplica()
+	r.Must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC()))
+	r.Must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Phase: api.PhaseReady, Time: time.Now().UTC(),
 		NodeFacts: raftfsm.NodeFacts{Addr: "10.0.0.1", Arch: "amd64", Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}}})
-	r.must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "tiny", Namespace: api.DefaultNamespace,
+	r.Must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "tiny", Namespace: api.DefaultNamespace,
 		Digest: "sha256:aa", SizeBytes: 10, Format: "qcow2"}, Holder: "n1"})
 	images, err := imagestore.Open(t.TempDir())
 	if err != nil {
@@ -102,31 +77,31 @@ func waitFor(t *testing.T, what string, cond func() error) {
 // VM of another node or a node's tag. Its timer is an hour here, so every
 // pass counted is one a change woke.
 func TestHost_passes_only_for_its_own_vms(t *testing.T) {
-	r := &replica{fsm: raftfsm.NewFSM(nil)}
-	r.must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC()))
+	r := newReplica()
+	r.Must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC()))
 	for _, n := range []string{"n1", "n2"} {
-		r.must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: n, Phase: api.PhaseReady, Time: time.Now().UTC(),
+		r.Must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: n, Phase: api.PhaseReady, Time: time.Now().UTC(),
 			NodeFacts: raftfsm.NodeFacts{Addr: "10.0.0.1", Arch: "amd64", Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 64 << 30}}})
 	}
-	r.must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "tiny", Namespace: api.DefaultNamespace,
+	r.Must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "tiny", Namespace: api.DefaultNamespace,
 		Digest: "sha256:aa", SizeBytes: 10, Format: "qcow2"}, Holder: "n1"})
-	r.must(t, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: raftfsm.Job{Name: "push-1", Namespace: api.DefaultNamespace,
+	r.Must(t, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: raftfsm.Job{Name: "push-1", Namespace: api.DefaultNamespace,
 		Type: raftfsm.JobPush, Node: "n1", Image: "tiny", Reference: "reg.example/x:y"}})
 	images, err := imagestore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	drv := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
-	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: r,
+	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: r,
 		Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	r.must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
+	r.Must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
 	running := func() error {
-		if vm, _ := r.fsm.VM(api.DefaultNamespace, "web"); vm.Status != raftfsm.VMRunning {
+		if vm, _ := r.FSM.VM(api.DefaultNamespace, "web"); vm.Status != raftfsm.VMRunning {
 			return fmt.Errorf("vm web is %q", vm.Status)
 		}
 		return nil
@@ -163,18 +138,18 @@ func TestHost_passes_only_for_its_own_vms(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			before := drv.Lists()
 			for i := range 20 {
-				r.must(t, c.typ, c.body(i))
+				r.Must(t, c.typ, c.body(i))
 			}
 			// A change of its own VM is the marker: once the host has run
 			// the pass it woke, every earlier write has been seen.
-			r.must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStop})
+			r.Must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStop})
 			waitFor(t, "the VM stopped", func() error {
-				if vm, _ := r.fsm.VM(api.DefaultNamespace, "web"); vm.Status != raftfsm.VMStopped {
+				if vm, _ := r.FSM.VM(api.DefaultNamespace, "web"); vm.Status != raftfsm.VMStopped {
 					return fmt.Errorf("vm web is %q", vm.Status)
 				}
 				return nil
 			})
-			r.must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStart})
+			r.Must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStart})
 			waitFor(t, "the VM running again", running)
 			// stop, its report, start, its report: four passes, plus one the
 			// previous report of its own VM may have woken and not yet run

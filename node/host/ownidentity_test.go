@@ -84,7 +84,7 @@ func TestHost_identity_step(t *testing.T) {
 				drv = fake
 			}
 			// Passes every 100 ms, as a node's VM passes recur.
-			cfg := Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: r,
+			cfg := Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: r,
 				Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: 100 * time.Millisecond, AgentWait: 300 * time.Millisecond}
 			if c.restore {
 				cfg.Templates = restoring{drv: drv}
@@ -95,15 +95,15 @@ func TestHost_identity_step(t *testing.T) {
 			go func() { h.Run(ctx); close(done) }()
 			defer func() { cancel(); <-done }()
 
-			r.must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
+			r.Must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
 			waitFor(t, "the identity reported", func() error {
-				vm, _ := r.fsm.VM(api.DefaultNamespace, "web")
+				vm, _ := r.FSM.VM(api.DefaultNamespace, "web")
 				if vm.Status != raftfsm.VMRunning || vm.Identity == nil || vm.Identity.State != c.state {
 					return fmt.Errorf("vm web is %q, identity %+v", vm.Status, vm.Identity)
 				}
 				return nil
 			})
-			vm, _ := r.fsm.VM(api.DefaultNamespace, "web")
+			vm, _ := r.FSM.VM(api.DefaultNamespace, "web")
 			if !strings.Contains(vm.Identity.Message, c.message) {
 				t.Errorf("identity message %q, want it to say %q", vm.Identity.Message, c.message)
 			}
@@ -168,15 +168,15 @@ func TestHost_holds_the_blob_until_the_disk_exists(t *testing.T) {
 	r, images := seeded(t)
 	blobs := &holdingBlobs{holds: map[string]int{}}
 	drv := &checkingCreate{Fake: hypervisor.NewFake(hypervisor.DomainPrefix("n1")), blobs: blobs}
-	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: r,
+	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: r,
 		Blobs: blobs, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	r.must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
+	r.Must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
 	waitFor(t, "the VM running and its blob let go", func() error {
-		vm, _ := r.fsm.VM(api.DefaultNamespace, "web")
+		vm, _ := r.FSM.VM(api.DefaultNamespace, "web")
 		if vm.Status != raftfsm.VMRunning || blobs.held("sha256:aa") != 0 {
 			return fmt.Errorf("vm %q, blob held %d times", vm.Status, blobs.held("sha256:aa"))
 		}

@@ -42,20 +42,20 @@ func TestHost_report_given_up_when_the_vm_is_deleted(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prop := &stalling{replica: r, held: make(chan struct{}, 1)}
 	drv := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
-	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.fsm, Driver: drv, Images: images, Proposer: prop,
+	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: prop,
 		Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour, Log: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	r.must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
+	r.Must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
 	select {
 	case <-prop.held:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the worker never reported the VM's status")
 	}
-	r.must(t, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: api.DefaultNamespace, Name: "web"})
+	r.Must(t, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: api.DefaultNamespace, Name: "web"})
 	waitFor(t, "the worker stopped", func() error {
 		if !strings.Contains(logs.String(), "the worker stopped") {
 			return fmt.Errorf("logs:\n%s", logs.String())

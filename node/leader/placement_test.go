@@ -13,27 +13,12 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 	"github.com/svc-project/svc/scheduler"
+	"github.com/svc-project/svc/testkit/fsmtest"
 )
 
-// fsmRaft applies commands straight to an FSM, as a one-peer Raft would.
-type fsmRaft struct {
-	f   *raftfsm.FSM
-	idx uint64
-}
-
-func (r *fsmRaft) ApplyCommand(_ context.Context, t raftfsm.Type, body any) (any, error) {
-	b, err := raftfsm.Encode(t, body)
-	if err != nil {
-		return nil, err
-	}
-	c, err := raftfsm.Decode(b)
-	if err != nil {
-		return nil, err
-	}
-	r.idx++
-	res := r.f.ApplyCommand(r.idx, c)
-	return res.Value, res.Err
-}
+// fsmRaft applies commands straight to an FSM, as a one-peer Raft would,
+// and has no membership.
+type fsmRaft struct{ *fsmtest.Applier }
 
 var errNoRaft = errors.New("not in this test")
 
@@ -46,7 +31,7 @@ func (*fsmRaft) RemoveServer(context.Context, string) error          { return er
 // namespace and one image.
 func cluster(tb testing.TB, n int) (*Leader, *fsmRaft) {
 	tb.Helper()
-	r := &fsmRaft{f: raftfsm.NewFSM(nil)}
+	r := &fsmRaft{fsmtest.New()}
 	apply := func(t raftfsm.Type, body any) {
 		if _, err := r.ApplyCommand(context.Background(), t, body); err != nil {
 			tb.Fatal(err)
@@ -60,7 +45,7 @@ func cluster(tb testing.TB, n int) (*Leader, *fsmRaft) {
 		}})
 	}
 	apply(raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "mini", Namespace: api.DefaultNamespace, Digest: "sha256:aa", Format: "qcow2"}, Holder: "n00000"})
-	return New(Config{Name: "n00000", FSM: r.f, Raft: r}), r
+	return New(Config{Name: "n00000", FSM: r.FSM, Raft: r}), r
 }
 
 func placement(name string, cpu int, mem int64) scheduler.Placement {
@@ -179,7 +164,7 @@ func TestPlace_view_follows_the_replica(t *testing.T) {
 		}
 		req := pl.Request()
 		got, gotErr := l.schedule(pl.VM, req)
-		want, wantErr := New(Config{Name: "n00000", FSM: fr.f, Raft: fr}).schedule(pl.VM, req)
+		want, wantErr := New(Config{Name: "n00000", FSM: fr.FSM, Raft: fr}).schedule(pl.VM, req)
 		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 			t.Fatalf("step %d: the kept view chose %q (%v), a fresh one %q (%v)", step, got, gotErr, want, wantErr)
 		}

@@ -10,38 +10,21 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/fsmtest"
 )
 
-// applier applies commands to an FSM as a one-peer Raft would, and keeps
-// the usage reports it saw.
+// applier applies commands as a one-peer Raft would, and keeps the usage
+// reports it saw.
 type applier struct {
-	f       *raftfsm.FSM
-	idx     uint64
+	*fsmtest.Applier
 	reports []raftfsm.NodeSharedUsage
 }
 
-func (a *applier) Apply(_ context.Context, t raftfsm.Type, body any) (any, error) {
-	b, err := raftfsm.Encode(t, body)
-	if err != nil {
-		return nil, err
-	}
-	c, err := raftfsm.Decode(b)
-	if err != nil {
-		return nil, err
-	}
+func (a *applier) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
 	if u, ok := body.(raftfsm.NodeSharedUsage); ok {
 		a.reports = append(a.reports, u)
 	}
-	a.idx++
-	res := a.f.ApplyCommand(a.idx, c)
-	return res.Value, res.Err
-}
-
-func (a *applier) must(t *testing.T, typ raftfsm.Type, body any) {
-	t.Helper()
-	if _, err := a.Apply(context.Background(), typ, body); err != nil {
-		t.Fatal(err)
-	}
+	return a.Applier.Apply(ctx, t, body)
 }
 
 // The keeper reports a folder's usage when it moved, refuses to clear a
@@ -50,13 +33,13 @@ func (a *applier) must(t *testing.T, typ raftfsm.Type, body any) {
 func TestKeeper_report_clear_remove(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	a := &applier{f: raftfsm.NewFSM(nil)}
+	a := &applier{Applier: fsmtest.New()}
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	a.must(t, raftfsm.TypeInit, raftfsm.TestInit("c", t0))
-	a.must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Phase: api.PhaseReady, Time: t0, NodeFacts: raftfsm.NodeFacts{
+	a.Must(t, raftfsm.TypeInit, raftfsm.TestInit("c", t0))
+	a.Must(t, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "n1", Phase: api.PhaseReady, Time: t0, NodeFacts: raftfsm.NodeFacts{
 		Addr: "10.0.0.1", Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 8 << 30}, SharedStorage: true}})
-	a.must(t, raftfsm.TypeNamespaceSharedStorage, raftfsm.NamespaceSharedStorage{Namespace: api.DefaultNamespace, SharedStorage: &raftfsm.SharedStorage{MaxBytes: 1 << 30}})
-	k := NewKeeper(KeeperConfig{Name: "n1", Store: s, FSM: a.f, Proposer: a})
+	a.Must(t, raftfsm.TypeNamespaceSharedStorage, raftfsm.NamespaceSharedStorage{Namespace: api.DefaultNamespace, SharedStorage: &raftfsm.SharedStorage{MaxBytes: 1 << 30}})
+	k := NewKeeper(KeeperConfig{Name: "n1", Store: s, FSM: a.FSM, Proposer: a})
 	if err := s.Ensure(ctx, api.DefaultNamespace, 64<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +55,17 @@ func TestKeeper_report_clear_remove(t *testing.T) {
 	if err := k.pass(ctx); err != nil || len(a.reports) != 2 || a.reports[1].Usage[api.DefaultNamespace] < 4<<20 {
 		t.Fatalf("after 4 MiB: %v, reports %v", err, a.reports)
 	}
-	if n, _ := a.f.Node("n1"); n.SharedUsage[api.DefaultNamespace] < 4<<20 {
+	if n, _ := a.FSM.Node("n1"); n.SharedUsage[api.DefaultNamespace] < 4<<20 {
 		t.Fatalf("the node record's usage: %v", n.SharedUsage)
 	}
 
-	a.must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "mini", Namespace: api.DefaultNamespace, Digest: "sha256:aa", Format: "qcow2"}, Holder: "n1"})
-	a.must(t, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: raftfsm.VM{Name: "v", Namespace: api.DefaultNamespace, Node: "n1", Image: "mini", ImageDigest: "sha256:aa",
+	a.Must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "mini", Namespace: api.DefaultNamespace, Digest: "sha256:aa", Format: "qcow2"}, Holder: "n1"})
+	a.Must(t, raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: raftfsm.VM{Name: "v", Namespace: api.DefaultNamespace, Node: "n1", Image: "mini", ImageDigest: "sha256:aa",
 		VMOptions: raftfsm.VMOptions{CPU: 1, MemoryBytes: 1 << 30, SharedStorage: true}, IP: "10.0.0.1", SSHPort: 22001, VNCPort: 5901, ScreensharePort: 22002, CreatedAt: t0}})
 	if err := k.Clear(ctx, api.DefaultNamespace); !errors.Is(err, raftfsm.ErrConflict) {
 		t.Fatalf("a clear while v uses the folder: %v", err)
 	}
-	a.must(t, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: api.DefaultNamespace, Name: "v"})
+	a.Must(t, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: api.DefaultNamespace, Name: "v"})
 	if err := k.Clear(ctx, api.DefaultNamespace); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +73,7 @@ func TestKeeper_report_clear_remove(t *testing.T) {
 		t.Fatalf("a cleared folder holds f: %v", err)
 	}
 
-	a.must(t, raftfsm.TypeNamespaceSharedStorage, raftfsm.NamespaceSharedStorage{Namespace: api.DefaultNamespace})
+	a.Must(t, raftfsm.TypeNamespaceSharedStorage, raftfsm.NamespaceSharedStorage{Namespace: api.DefaultNamespace})
 	if err := k.pass(ctx); err != nil {
 		t.Fatal(err)
 	}

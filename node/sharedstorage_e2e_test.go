@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,6 +85,17 @@ func TestLibvirtCluster_shared_storage(t *testing.T) {
 	parts := strings.Split(out.Stdout, "@\n")
 	if strings.Contains(out.Stdout, "HOST-SECRET") || len(parts) != 3 || !strings.Contains(parts[1], "admin:x:1000") || parts[1] != parts[2] {
 		t.Fatalf("through the guest's symlinks: %+v", out)
+	}
+	// The guest's files are QEMU's user's on the host, whoever made them.
+	uid, _ := a.Libvirt.SharedDirOwner()
+	if out := sharedRun(t, cl, ns, "a2", "su admin -c 'echo by-admin >/shared/mine' && ls -ln /shared/mine"); out.ExitCode != 0 || !strings.Contains(out.Stdout, " 1000 ") {
+		t.Fatalf("admin's file in the guest: %+v", out)
+	}
+	for _, f := range []string{"hello", "mine"} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(sharedDir, f), &st); err != nil || int(st.Uid) != uid {
+			t.Fatalf("%s on the host belongs to uid %d (%v), want QEMU's %d", f, st.Uid, err, uid)
+		}
 	}
 	for _, link := range []string{"etc-link", "up"} {
 		st, err := os.Lstat(filepath.Join(sharedDir, link))

@@ -62,6 +62,8 @@ func (c *VMConfig) WarmShape(img Image) (Shape, error) {
 		return Shape{}, fmt.Errorf("a config with an ISO installs a guest; only a config that boots its image can be warm")
 	case c.GPUPassthrough:
 		return Shape{}, fmt.Errorf("a config with GPU passthrough cannot be warm (a GPU's state is not saved)")
+	case c.SharedStorage:
+		return Shape{}, fmt.Errorf("a config with shared storage cannot be warm (its VMs get the namespace's shared folder, a device a template's saved memory lacks: they boot)")
 	case !img.Usable():
 		return Shape{}, fmt.Errorf("image %q is not Ready (%s)", img.Name, img.State)
 	case img.NVRAMDigest != "":

@@ -43,6 +43,7 @@ func TestTemplates_commands(t *testing.T) {
 			cmd: mustEncode(t, TypeVMConfigSetWarm, VMConfigSetWarm{Namespace: api.DefaultNamespace, Name: "ci", Warm: true}), wantErr: ErrInvalid},
 		{name: "warm as big as a node", setup: vmSetup(t), cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.MemoryGiB, c.CPU = true, 16, 8 })},
 		{name: "warm with gpu", setup: vmSetup(t), cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.GPUPassthrough = true, true }), wantErr: ErrInvalid},
+		{name: "warm with shared storage", setup: vmSetup(t), cmd: cfg("ci", func(c *VMConfig) { c.Warm, c.SharedStorage = true, true }), wantErr: ErrInvalid},
 		{name: "warm turned on", setup: append(vmSetup(t), cfg("ci", nil)), cmd: mustEncode(t, TypeVMConfigSetWarm, VMConfigSetWarm{Namespace: api.DefaultNamespace, Name: "ci", Warm: true}),
 			check: func(t *testing.T, f *FSM) {
 				if c, _ := f.VMConfig(api.DefaultNamespace, "ci"); !c.Warm {

@@ -152,8 +152,9 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 		vm.GPU = 1
 	}
 	if vm.SharedStorage {
-		if n, ok := fsm.Namespace(ns); !ok || n.SharedStorage == nil {
-			return nil, errorf(http.StatusForbidden, api.ReasonForbidden, "namespace %q has no shared storage (an admin turns it on: svc namespace shared-storage %s)", vm.Namespace, vm.Namespace)
+		// Before placement: nodes offering none would otherwise answer first.
+		if err := fsm.SharedStorageOn(ns); err != nil {
+			return nil, err
 		}
 	}
 	plan.MacOS = guestOS == raftfsm.OSMacOS

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"slices"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -101,22 +100,13 @@ func (s *Server) clearSharedStorage(w http.ResponseWriter, r *http.Request, p ht
 		return notFound("node %q not found in namespace %q", name, ns)
 	}
 	if s.cfg.Shared == nil {
-		return errorf(http.StatusConflict, api.ReasonConflict, "node %s offers no shared storage: %s", name, orNotSaid(n.SharedStorageWhy))
+		return errorf(http.StatusConflict, api.ReasonConflict, "node %s offers no shared storage: %s", name, n.SharedStorageWhy)
 	}
 	if err := s.cfg.Shared.Clear(r.Context(), ns); err != nil {
 		return err
 	}
 	s.log.Info("shared folder cleared", "namespace", ns, "node", name, "by", owner(r.Context()))
 	n, _ = s.replica.FSM().Node(name)
-	rec := s.nodeRecord(n, s.replica.FSM().Images(ns))
-	rec.SharedStorage.Usage = slices.DeleteFunc(rec.SharedStorage.Usage, func(u api.SharedUsage) bool { return u.Namespace == ns })
-	writeJSON(w, http.StatusOK, rec)
+	writeJSON(w, http.StatusOK, s.nodeRecord(n, s.replica.FSM().Images(ns)))
 	return nil
-}
-
-func orNotSaid(why string) string {
-	if why == "" {
-		return "it did not say why"
-	}
-	return why
 }

@@ -60,20 +60,30 @@ func (s *State) checkSharedStorage(vm *VM) error {
 	if !vm.SharedStorage {
 		return nil
 	}
-	if ns, ok := s.Namespaces[vm.Namespace]; !ok || ns.SharedStorage == nil {
-		return ruleErr(ErrQuota, "namespace %q has no shared storage (an admin turns it on: svc namespace shared-storage %s)", vm.Namespace, vm.Namespace)
+	if err := s.sharedStorageOn(vm.Namespace); err != nil {
+		return err
 	}
 	if n, ok := s.Nodes[vm.Node]; ok && !n.SharedStorage {
-		return ruleErr(ErrConflict, "node %q offers no shared storage: %s", vm.Node, orNone(n.SharedStorageWhy))
+		return ruleErr(ErrConflict, "node %q offers no shared storage: %s", vm.Node, n.SharedStorageWhy)
 	}
 	return nil
 }
 
-func orNone(why string) string {
-	if why == "" {
-		return "it did not say why"
+// sharedStorageOn refuses, with the quota's kind (403), a namespace whose
+// shared storage is off.
+func (s *State) sharedStorageOn(ns string) error {
+	if n, ok := s.Namespaces[ns]; !ok || n.SharedStorage == nil {
+		return ruleErr(ErrQuota, "namespace %q has no shared storage (an admin turns it on: svc namespace shared-storage %s)", ns, ns)
 	}
-	return why
+	return nil
+}
+
+// SharedStorageOn returns nil when namespace ns's shared storage is on, or
+// the rule error a deploy asking for it gets.
+func (f *FSM) SharedStorageOn(ns string) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.sharedStorageOn(ns)
 }
 
 // MaxSharedUsageEntries bounds the namespaces of one usage report.

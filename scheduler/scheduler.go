@@ -51,19 +51,6 @@ type Node struct {
 	SharedStorageWhy string
 }
 
-// warmth ranks what a node has ready for r's VM: a booted template of its
-// shape (the VM starts without a boot), its image (nothing to copy), or
-// nothing.
-func warmth(n *Node, r *Request) int {
-	switch {
-	case r.Template != "" && slices.Contains(n.Templates, r.Template):
-		return 2
-	case slices.Contains(r.ImageHolders, n.Name):
-		return 1
-	}
-	return 0
-}
-
 // Request is what a VM needs.
 type Request struct {
 	Namespace string
@@ -164,12 +151,7 @@ var checks = [...]check{
 	{"ports", func(r *Request) bool { return len(r.HostPorts) > 0 }, func(n *Node, r *Request) bool { return takenPort(n, r) == 0 },
 		func(n *Node, r *Request) string { return fmt.Sprintf("port %d is taken", takenPort(n, r)) }},
 	{"shared storage", func(r *Request) bool { return r.SharedStorage }, func(n *Node, _ *Request) bool { return n.SharedStorage },
-		func(n *Node, _ *Request) string {
-			if n.SharedStorageWhy == "" {
-				return "it offers no shared storage"
-			}
-			return "it offers no shared storage: " + n.SharedStorageWhy
-		}},
+		func(n *Node, _ *Request) string { return "it offers no shared storage: " + n.SharedStorageWhy }},
 }
 
 // applying returns the checks that can fail for r.
@@ -220,20 +202,3 @@ func orUnknown(s string) string {
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2fGi", float64(b)/(1<<30)) }
-
-// room is the share of the node left free after the VM lands, averaged over
-// CPU and memory (and GPUs when the node has any): 1 is empty, 0 is full.
-func room(n *Node, r *Request) float64 {
-	c := capacityOf(n)
-	return c.room(r)
-}
-
-// Place picks the node for r among nodes (see View.Place): a placement
-// over a view made of nodes for this one request.
-func Place(nodes []Node, r Request) (string, error) {
-	v := NewView()
-	for _, n := range nodes {
-		v.Set(n)
-	}
-	return v.Place(r, nil)
-}

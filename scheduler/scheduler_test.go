@@ -74,7 +74,7 @@ func TestPlace_cases(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.req.Namespace, c.req.Template = "ns", "tpl"
-			got, err := Place(c.nodes, c.req)
+			got, err := placeOver(c.nodes, c.req)
 			if len(c.wantErrs) > 0 {
 				var nf *NoFitError
 				if !errors.As(err, &nf) {
@@ -129,7 +129,7 @@ func TestPlace_property_fits_and_orders(t *testing.T) {
 	for i := range 2000 {
 		nodes := randomCluster(r, 1+r.IntN(40))
 		req := randomRequest(r)
-		got, err := Place(nodes, req)
+		got, err := placeOver(nodes, req)
 		var chosen *Node
 		for j := range nodes {
 			if nodes[j].Name == got {
@@ -176,7 +176,7 @@ func TestPlace_property_pack_vs_spread(t *testing.T) {
 			nodes[i] = node(fmt.Sprintf("n%d", i), 16, 64)
 		}
 		for range 16 {
-			name, err := Place(nodes, Request{Namespace: "ns", CPU: 2, Memory: 4 * gi, Strategy: strategy})
+			name, err := placeOver(nodes, Request{Namespace: "ns", CPU: 2, Memory: 4 * gi, Strategy: strategy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,9 +337,40 @@ func TestPlace_agrees_with_reasons(t *testing.T) {
 		case 2:
 			req.Node = nodes[r.IntN(len(nodes))].Name
 		}
-		got, err := Place(nodes, req)
+		got, err := placeOver(nodes, req)
 		if want := placeByReasons(nodes, req); got != want || (err != nil) != (want == "") {
 			t.Fatalf("case %d: Place chose %q (%v), the reasons choose %q", i, got, err, want)
 		}
 	}
+}
+
+// The rules placement follows, written plainly for the tests' reference.
+
+// warmth ranks what a node has ready for r's VM: a booted template of its
+// shape (the VM starts without a boot), its image (nothing to copy), or
+// nothing.
+func warmth(n *Node, r *Request) int {
+	switch {
+	case r.Template != "" && slices.Contains(n.Templates, r.Template):
+		return 2
+	case slices.Contains(r.ImageHolders, n.Name):
+		return 1
+	}
+	return 0
+}
+
+// room is the share of the node left free after the VM lands, averaged over
+// CPU and memory (and GPUs when the node has any): 1 is empty, 0 is full.
+func room(n *Node, r *Request) float64 {
+	c := capacityOf(n)
+	return c.room(r)
+}
+
+// placeOver places r over a view made of nodes for this one request.
+func placeOver(nodes []Node, r Request) (string, error) {
+	v := NewView()
+	for _, n := range nodes {
+		v.Set(n)
+	}
+	return v.Place(r, nil)
 }

@@ -50,7 +50,7 @@ func TestView_updates_agree_with_a_fresh_view(t *testing.T) {
 		}
 		r.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] }) // any order
 		got, gotErr := v.Place(req, nil)
-		want, wantErr := Place(list, req)
+		want, wantErr := placeOver(list, req)
 		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 			t.Fatalf("step %d: the updated view chose %q (%v), a fresh one %q (%v)", step, got, gotErr, want, wantErr)
 		}

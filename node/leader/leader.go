@@ -192,9 +192,14 @@ func wantPhase(m gossip.Member) (string, string) {
 	return api.PhaseReady, ""
 }
 
-// facts turns a member's gossip report into the node facts of the state.
+// facts turns a member's gossip report into the node facts of the state. A
+// node that offers no shared storage always says why (a report cut to fit
+// gossip may have lost it).
 func facts(m gossip.Member) raftfsm.NodeFacts {
 	r := m.Report
+	if !r.SharedStorage && r.SharedStorageWhy == "" {
+		r.SharedStorageWhy = "the peer did not say why"
+	}
 	return raftfsm.NodeFacts{
 		Addr: r.Addr, APIAddr: r.APIAddr, RaftAddr: r.RaftAddr, GossipAddr: m.GossipAddr, TLSPort: r.TLSPort,
 		Arch: r.Arch, Hypervisor: r.Hypervisor, Version: r.Version, Capacity: raftfsm.Capacity{CPU: r.CPU, MemoryBytes: r.MemoryBytes, GPU: r.GPU},

@@ -74,8 +74,8 @@ func (k *Keeper) Run(ctx context.Context) {
 	}
 }
 
-// pass removes the folders of namespaces without shared storage and
-// reports the usage of the others when it changed.
+// pass notes whether the host's room for folders came or went, then syncs.
+// Run's goroutine only.
 func (k *Keeper) pass(ctx context.Context) error {
 	if roomy := k.cfg.Store.Room() == nil; roomy != k.roomy {
 		k.roomy = roomy
@@ -83,6 +83,12 @@ func (k *Keeper) pass(ctx context.Context) error {
 			k.cfg.RoomChanged()
 		}
 	}
+	return k.sync(ctx)
+}
+
+// sync removes the folders of namespaces without shared storage and
+// reports the usage of the others when it differs from the node's record.
+func (k *Keeper) sync(ctx context.Context) error {
 	nss, err := k.cfg.Store.Namespaces()
 	if err != nil {
 		return err
@@ -147,7 +153,14 @@ func (k *Keeper) Clear(ctx context.Context, ns string) error {
 		return raftfsm.NewRuleError(raftfsm.ErrConflict, fmt.Sprintf("the shared folder of namespace %q on node %s is in use by its VMs %s: delete or stop-and-delete them first",
 			ns, k.cfg.Name, strings.Join(users, ", ")))
 	}
-	return k.cfg.Store.Clear(ctx, ns, max)
+	if err := k.cfg.Store.Clear(ctx, ns, max); err != nil {
+		return err
+	}
+	// The node's record shows the emptied folder from now on.
+	if err := k.sync(ctx); err != nil {
+		k.cfg.Log.Warn("report shared folders' usage after a clear", "err", err)
+	}
+	return nil
 }
 
 // unmountIdle unmounts the folders no VM holds open, as the peer stops

@@ -72,6 +72,9 @@ func TestKeeper_report_clear_remove(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.Path(api.DefaultNamespace), "f")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a cleared folder holds f: %v", err)
 	}
+	if n, _ := a.FSM.Node("n1"); n.SharedUsage[api.DefaultNamespace] >= 4<<20 {
+		t.Fatalf("after the clear the node record still says %v", n.SharedUsage)
+	}
 
 	a.Must(t, raftfsm.TypeNamespaceSharedStorage, raftfsm.NamespaceSharedStorage{Namespace: api.DefaultNamespace})
 	if err := k.pass(ctx); err != nil {

@@ -8,8 +8,10 @@
 // signing key), node.go, namespace.go, auth.go (users, service accounts,
 // role bindings), vm.go, vmconfig.go, vm_imageop.go (commit, save), image.go
 // (images and ISOs), blob.go, registry.go (credentials), job.go, catalog.go.
-// The machinery is apart: command.go (types and codec), apply.go (the
-// dispatch), fsm.go (Raft's FSM, snapshots, waiting), state.go, index.go
+// The machinery is apart: command.go (types and codec), commands.go (the
+// command table: one entry per type gives its name, the resource it
+// changes, whether a peer may propose it and for which node, and its apply
+// function), proposer.go (those owner checks), fsm.go (Raft's FSM, snapshots, waiting), state.go, index.go
 // (derived indexes), records.go (generic views), notify.go (wake-ups),
 // errors.go.
 //

@@ -48,8 +48,9 @@ func (j *nodeJournal) since(mark uint64) (names []string, all bool) {
 // until it is listed here.
 var blindResources = map[Resource]bool{
 	ResourceVMConfig: true, ResourceImage: true, ResourceBlob: true, ResourceJob: true, ResourceRunner: true,
-	"user": true, "serviceaccount": true, "rolebinding": true, "cert": true, "signing": true, "audit": true,
-	"jointoken": true, "gossip": true, "oidc": true, "registry": true, "catalog": true,
+	ResourceUser: true, ResourceServiceAccount: true, ResourceRoleBinding: true, ResourceCert: true, ResourceSigningKey: true,
+	ResourceAudit: true, ResourceJoinToken: true, ResourceGossipKeys: true, ResourceOIDC: true, ResourceRegistryCredential: true,
+	ResourceCatalog: true,
 }
 
 // noteCommand records what an applied command c touched: for a VM's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 )
 
@@ -15,11 +14,11 @@ type Topic struct {
 	scope, key string
 }
 
-// Resource is the kind of record a command changes: the first word of its
-// type's name ("vm", "job", "image", "node", ...).
+// Resource is the kind of record a command changes (its entry in the
+// command table says which).
 type Resource string
 
-// The resources waiters watch.
+// The resources commands change.
 const (
 	ResourceVM       Resource = "vm"
 	ResourceJob      Resource = "job"
@@ -28,14 +27,23 @@ const (
 	ResourceNode     Resource = "node"
 	ResourceVMConfig Resource = "vmconfig"
 	// ResourceRunner is runner pools and their jobs.
-	ResourceRunner Resource = "runner"
+	ResourceRunner             Resource = "runner"
+	ResourceInit               Resource = "init"
+	ResourceNamespace          Resource = "namespace"
+	ResourceUser               Resource = "user"
+	ResourceServiceAccount     Resource = "serviceaccount"
+	ResourceRoleBinding        Resource = "rolebinding"
+	ResourceCert               Resource = "cert"
+	ResourceSigningKey         Resource = "signing"
+	ResourceRegistryCredential Resource = "registry"
+	ResourceCatalog            Resource = "catalog"
+	ResourceAudit              Resource = "audit"
+	ResourceJoinToken          Resource = "jointoken"
+	// ResourcePeer is a peer's admission and addresses.
+	ResourcePeer       Resource = "peer"
+	ResourceGossipKeys Resource = "gossip"
+	ResourceOIDC       Resource = "oidc"
 )
-
-// Resource returns the kind of record a command of type t changes.
-func (t Type) Resource() Resource {
-	name, _, _ := strings.Cut(t.String(), "-")
-	return Resource(name)
-}
 
 // NodeTopic is a change of any VM placed on node (created, changed, moved
 // off it or deleted).

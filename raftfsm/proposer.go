@@ -18,64 +18,87 @@ const auditSkew = 10 * time.Minute
 // a peer admits a host only with that host's join token, which Apply
 // checks. The error is a rule error of kind ErrInvalid.
 func (f *FSM) CheckProposer(peer string, t Type, body []byte, now time.Time) error {
-	if !t.PeerProposable() {
+	e, _ := t.entry()
+	if e.peer == nil {
 		return ruleErr(ErrInvalid, "a peer may not propose %s", t)
 	}
-	var b struct {
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-		VM        string `json:"vm"`
-		Node      string `json:"node"`
-		Holder    string `json:"holder"`
-		Target    string `json:"target"`
-	}
+	b := proposed{t: t, peer: peer, raw: body, now: now}
 	if err := json.Unmarshal(body, &b); err != nil {
 		return ruleErr(ErrInvalid, "%s: %v", t, err)
 	}
-	own := func(node string) error {
-		if node != peer {
-			return ruleErr(ErrInvalid, "peer %q may not propose %s for node %q", peer, t, node)
-		}
-		return nil
+	return e.peer(f, b)
+}
+
+// proposed is a body a peer proposes, with what the owner checks read of it.
+type proposed struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node"`
+	Holder    string `json:"holder"`
+	Target    string `json:"target"`
+
+	t    Type
+	peer string // the proposing peer
+	raw  []byte
+	now  time.Time
+}
+
+// own refuses the body unless node is the proposing peer.
+func (b proposed) own(node string) error {
+	if node != b.peer {
+		return ruleErr(ErrInvalid, "peer %q may not propose %s for node %q", b.peer, b.t, node)
 	}
-	switch t {
-	case TypeVMStatus, TypeVMDiskSize, TypeVMImageOpDone, TypeVMImageOpFailed, TypeBlobAddHolder, TypeBlobDropHolder, TypeNodeTemplates, TypeNodeSharedUsage:
-		return own(b.Node)
-	case TypeImageCreate:
-		return own(b.Holder)
-	case TypePeerAddr:
-		return own(b.Name)
-	case TypeVMAction:
-		vm, ok := f.VM(b.Namespace, b.Name)
-		if !ok {
-			return ruleErr(ErrNotFound, "vm %q not found in namespace %q", b.Name, b.Namespace)
-		}
-		return own(vm.Node)
-	case TypeJobUpdate:
-		if b.Target != "" {
-			return own(b.Target)
-		}
-		j, ok := f.Job(b.Namespace, b.Name)
-		if !ok {
-			return ruleErr(ErrNotFound, "job %q not found in namespace %q", b.Name, b.Namespace)
-		}
-		return own(j.Node)
-	case TypeAuditAppend:
-		var a AuditAppend
-		if err := json.Unmarshal(body, &a); err != nil {
-			return ruleErr(ErrInvalid, "%s: %v", t, err)
-		}
-		for _, e := range a.Entries {
-			if err := own(e.Peer); err != nil {
-				return err
-			}
-			if e.Time.Before(now.Add(-auditSkew)) || e.Time.After(now.Add(auditSkew)) {
-				return ruleErr(ErrInvalid, "peer %q may not propose an audit entry dated %s", peer, e.Time.UTC().Format(time.RFC3339))
-			}
-		}
-		return nil
-	case TypePeerAdmit:
-		return nil
+	return nil
+}
+
+// An ownerCheck says whether the proposing peer may propose this body: a
+// command about a node is that node's peer's alone.
+type ownerCheck func(f *FSM, b proposed) error
+
+func ownNode(_ *FSM, b proposed) error   { return b.own(b.Node) }
+func ownHolder(_ *FSM, b proposed) error { return b.own(b.Holder) }
+func ownName(_ *FSM, b proposed) error   { return b.own(b.Name) }
+
+// anyPeer: a host's admission comes through the peer it presented its join
+// token to; Apply checks the token.
+func anyPeer(*FSM, proposed) error { return nil }
+
+// ownVM: the stop and start of a VM come from its node's peer.
+func ownVM(f *FSM, b proposed) error {
+	vm, ok := f.VM(b.Namespace, b.Name)
+	if !ok {
+		return ruleErr(ErrNotFound, "vm %q not found in namespace %q", b.Name, b.Namespace)
 	}
-	return ruleErr(ErrInvalid, "a peer may not propose %s", t)
+	return b.own(vm.Node)
+}
+
+// ownJob: a job's progress comes from the peer it targets, else from the
+// peer it runs on.
+func ownJob(f *FSM, b proposed) error {
+	if b.Target != "" {
+		return b.own(b.Target)
+	}
+	j, ok := f.Job(b.Namespace, b.Name)
+	if !ok {
+		return ruleErr(ErrNotFound, "job %q not found in namespace %q", b.Name, b.Namespace)
+	}
+	return b.own(j.Node)
+}
+
+// ownAuditEntries: every entry is the proposing peer's, dated near the
+// leader's clock.
+func ownAuditEntries(_ *FSM, b proposed) error {
+	var a AuditAppend
+	if err := json.Unmarshal(b.raw, &a); err != nil {
+		return ruleErr(ErrInvalid, "%s: %v", b.t, err)
+	}
+	for _, e := range a.Entries {
+		if err := b.own(e.Peer); err != nil {
+			return err
+		}
+		if e.Time.Before(b.now.Add(-auditSkew)) || e.Time.After(b.now.Add(auditSkew)) {
+			return ruleErr(ErrInvalid, "peer %q may not propose an audit entry dated %s", b.peer, e.Time.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }

@@ -88,7 +88,7 @@ func TestLibvirtCluster_push_deploy_reference(t *testing.T) {
 	// then, so the cluster loses its leader too.
 	leadOn(t, a, host)
 	ref := reg.Host + "/team/src:v1"
-	reg.SetRate(256 << 10)
+	reg.SetRate(512 << 10) // per connection: with 4 uploads at a time, 6 MiB in about 3 s of a push of about 19 MB
 	job, err := cl.PushVM(ctx(t), ns, "src", ref)
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,11 @@
 // caller asks for a role and refuses plainly (ErrUnsupported) without it,
 // so nothing outside this package knows which driver runs.
 //
-// Libvirt drives libvirtd (QEMU with KVM where real hardware virtualisation
-// works, TCG software emulation otherwise) through
-// github.com/digitalocean/go-libvirt and has every role; Fake keeps domains
-// in memory for tests of cluster logic (no screen, no guard). Macs run
-// package hypervisor/vz (Apple's Virtualization framework).
+// The drivers live in packages of their own: hypervisor/libvirt drives
+// libvirtd (QEMU with KVM where real hardware virtualisation works, TCG
+// software emulation otherwise) and has every role; hypervisor/vz runs
+// Macs' VMs (Apple's Virtualization framework); hypervisor/fake keeps
+// domains in memory for tests of cluster logic (no screen, no guard). This
+// package keeps the contract and what works through it on any driver
+// (SyncGuestClock, RunIdentityStep).
 package hypervisor

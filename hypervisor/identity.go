@@ -39,11 +39,13 @@ const IdentitySeed = 64
 // identityMaxOutput bounds what is kept of the step's error output.
 const identityMaxOutput = 2048
 
-// identityWrapper runs the image's step, or says the image has none.
-const identityWrapper = `[ -x ` + IdentityStepPath + ` ] || { echo "` + noStepMarker + `" >&2; exit 127; }
+// IdentityWrapper is the shell script that runs the image's step, or says
+// (NoIdentityStepMarker, exit 127) that the image has none.
+const IdentityWrapper = `[ -x ` + IdentityStepPath + ` ] || { echo "` + NoIdentityStepMarker + `" >&2; exit 127; }
 exec ` + IdentityStepPath + ` "$@"`
 
-const noStepMarker = "svc: the image has no identity step"
+// NoIdentityStepMarker is what IdentityWrapper prints for an image without a step.
+const NoIdentityStepMarker = "svc: the image has no identity step"
 
 // ErrNoIdentityStep is returned for a guest whose image ships no identity
 // step.
@@ -71,7 +73,7 @@ func RunIdentityStep(ctx context.Context, d Driver, name, hostname, how string, 
 	for {
 		var stderr bytes.Buffer
 		res, err := ag.RunShort(ctx, name, ExecCommand{
-			Argv:   []string{"sh", "-c", identityWrapper, "identity", hostname, how},
+			Argv:   []string{"sh", "-c", IdentityWrapper, "identity", hostname, how},
 			Stdin:  seed,
 			Stderr: &stderr, MaxOutput: identityMaxOutput,
 		})
@@ -89,7 +91,7 @@ func RunIdentityStep(ctx context.Context, d Driver, name, hostname, how string, 
 			}
 		case err != nil:
 			return fmt.Errorf("identity step: %w", err)
-		case res.ExitCode == 127 && strings.TrimSpace(stderr.String()) == noStepMarker:
+		case res.ExitCode == 127 && strings.TrimSpace(stderr.String()) == NoIdentityStepMarker:
 			return ErrNoIdentityStep
 		case res.ExitCode != 0:
 			return fmt.Errorf("the identity step exited %d: %s", res.ExitCode, strings.TrimSpace(stderr.String()))

@@ -13,11 +13,12 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // callsSince returns the driver calls made on a domain after the first n calls.
-func callsSince(f *hypervisor.Fake, n int, domain string) []string {
+func callsSince(f *fake.Driver, n int, domain string) []string {
 	var out []string
 	for _, c := range f.Calls()[n:] {
 		if strings.HasSuffix(c, " "+domain) {

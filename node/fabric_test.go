@@ -23,6 +23,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/gossip"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/raftfsm"
@@ -296,7 +297,7 @@ func TestFabric_remove_a_peer(t *testing.T) {
 	p, err := node.Start(node.Config{
 		Name: gone.Name, DataDir: t.TempDir(), Bind: "127.0.0.1", Join: []string{leader.Peer.GossipAddr()}, JoinToken: c.JoinToken(),
 		Capacity: raftfsm.Capacity{CPU: 4, MemoryBytes: 8 << 30}, Local: true, RaftTiming: testcluster.Timing(), JoinTimeout: 10 * time.Second,
-		Driver: hypervisor.NewFake(hypervisor.DomainPrefix(gone.Name + "-new")),
+		Driver: fake.New(hypervisor.DomainPrefix(gone.Name + "-new")),
 	})
 	if err != nil {
 		t.Fatalf("a new host under the freed name: %v", err)

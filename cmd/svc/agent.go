@@ -18,6 +18,8 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
+	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
@@ -121,7 +123,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.gpu, "gpu", -1, "GPUs offered to VMs (default: the host's non-boot display controllers)")
 	f.BoolVar(&a.dev, "dev", false, "a single-peer cluster on loopback in a local data dir, for trying svc out")
 	f.DurationVar(&a.reapAfter, "reap-after", 72*time.Hour, "how long a dead peer keeps its Raft seat before a non-voter takes it")
-	f.StringVar(&a.libvirtSocket, "libvirt-socket", hypervisor.DefaultSocket, "libvirtd's unix socket")
+	f.StringVar(&a.libvirtSocket, "libvirt-socket", libvirt.DefaultSocket, "libvirtd's unix socket")
 	f.StringVar(&a.hypervisor, "hypervisor", defaultHypervisor(), "libvirt (Linux), vz (macOS: Apple's Virtualization framework), or fake: VMs that only exist in the agent's memory, for tests of the cluster (chaos runs)")
 	f.StringVar(&a.vzGuestVNCPassword, "vz-guest-vnc-password", "admin", "with --hypervisor vz: the password the guests' Screen Sharing asks for (the images' own; the VM's VNC port asks clients for the VM's password)")
 	f.StringVar(&a.domainType, "domain-type", "auto", "libvirt domain type: kvm (hardware virtualisation), qemu (software emulation) or auto (probe the host)")
@@ -328,7 +330,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	cfg.Hypervisor = a.hypervisor
 	switch a.hypervisor {
 	case "fake":
-		cfg.Driver = hypervisor.NewFake(hypervisor.DomainPrefix(cfg.Name))
+		cfg.Driver = fake.New(hypervisor.DomainPrefix(cfg.Name))
 		return cfg, nil
 	case "vz":
 		drv, err := newVZDriver(cfg, a.vzGuestVNCPassword)
@@ -345,7 +347,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	if dt == "auto" {
 		dt = ""
 	}
-	drv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{
+	drv, err := libvirt.New(libvirt.Config{
 		Socket: a.libvirtSocket, DomainType: dt, Dir: node.VMDir(cfg.DataDir), ImageDir: node.ImageDir(cfg.DataDir),
 		QEMUUser: a.qemuUser, Prefix: hypervisor.DomainPrefix(cfg.Name),
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/fsmtest"
@@ -91,7 +92,7 @@ func TestHost_passes_only_for_its_own_vms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drv := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
+	drv := fake.New(hypervisor.DomainPrefix("n1"))
 	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: r,
 		Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())

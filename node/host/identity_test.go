@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -17,7 +18,7 @@ import (
 // identityDriver is a fake hypervisor whose guests have an NVRAM and a
 // hardware model, as vz's macOS guests do.
 type identityDriver struct {
-	*hypervisor.Fake
+	*fake.Driver
 	nvram string
 	hw    []byte
 }
@@ -36,7 +37,7 @@ func TestKeepIdentity_cases(t *testing.T) {
 	}
 	sum := sha256.Sum256(content)
 	want := "sha256:" + hex.EncodeToString(sum[:])
-	drv := identityDriver{Fake: hypervisor.NewFake("svc.h."), nvram: nvram, hw: []byte("J314sAP")}
+	drv := identityDriver{Driver: fake.New("svc.h."), nvram: nvram, hw: []byte("J314sAP")}
 	for _, tc := range []struct {
 		name   string
 		driver hypervisor.Driver
@@ -45,7 +46,7 @@ func TestKeepIdentity_cases(t *testing.T) {
 	}{
 		{"macos_guest_keeps_nvram_and_model", drv, raftfsm.OSMacOS, true},
 		{"linux_guest_keeps_nothing", drv, raftfsm.OSLinux, false},
-		{"driver_without_identity", hypervisor.NewFake("svc.h."), raftfsm.OSMacOS, false},
+		{"driver_without_identity", fake.New("svc.h."), raftfsm.OSMacOS, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &Host{cfg: Config{Driver: tc.driver, Images: images}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -76,12 +77,12 @@ func TestHost_identity_step(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			seed, images := seeded(t)
 			r := &recording{replica: seed}
-			fake := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
-			agent := hypervisor.NewFakeAgent(fake)
+			fk := fake.New(hypervisor.DomainPrefix("n1"))
+			agent := fake.NewAgent(fk)
 			agent.NoIdentityStep, agent.Silent = c.noStep, c.silent
 			var drv hypervisor.Driver = agent
 			if c.noAgent {
-				drv = fake
+				drv = fk
 			}
 			// Passes every 100 ms, as a node's VM passes recur.
 			cfg := Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: r,
@@ -149,7 +150,7 @@ func (b *holdingBlobs) held(digest string) int {
 // checkingCreate is a fake hypervisor that notes, at each Create, whether
 // the VM's blob was held.
 type checkingCreate struct {
-	*hypervisor.Fake
+	*fake.Driver
 	blobs *holdingBlobs
 	mu    sync.Mutex
 	seen  []int
@@ -159,7 +160,7 @@ func (d *checkingCreate) Create(ctx context.Context, s hypervisor.Spec) error {
 	d.mu.Lock()
 	d.seen = append(d.seen, d.blobs.held("sha256:aa"))
 	d.mu.Unlock()
-	return d.Fake.Create(ctx, s)
+	return d.Driver.Create(ctx, s)
 }
 
 // A VM's blob is held from when it is here until the VM's domain (and its
@@ -167,7 +168,7 @@ func (d *checkingCreate) Create(ctx context.Context, s hypervisor.Spec) error {
 func TestHost_holds_the_blob_until_the_disk_exists(t *testing.T) {
 	r, images := seeded(t)
 	blobs := &holdingBlobs{holds: map[string]int{}}
-	drv := &checkingCreate{Fake: hypervisor.NewFake(hypervisor.DomainPrefix("n1")), blobs: blobs}
+	drv := &checkingCreate{Driver: fake.New(hypervisor.DomainPrefix("n1")), blobs: blobs}
 	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: r,
 		Blobs: blobs, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())

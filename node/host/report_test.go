@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/syncbuf"
 )
@@ -41,7 +42,7 @@ func TestHost_report_given_up_when_the_vm_is_deleted(t *testing.T) {
 	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prop := &stalling{replica: r, held: make(chan struct{}, 1)}
-	drv := hypervisor.NewFake(hypervisor.DomainPrefix("n1"))
+	drv := fake.New(hypervisor.DomainPrefix("n1"))
 	h := New(Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: prop,
 		Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: time.Hour, Log: log})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
 )
 
 // A host offers shared storage only when its hypervisor can give guests a
 // host folder; Open says why not, and otherwise owns the folders as the
 // hypervisor's user.
 func TestOpen_cases(t *testing.T) {
-	can, cannot := hypervisor.NewFake("p"), hypervisor.NewFake("p")
+	can, cannot := fake.New("p"), fake.New("p")
 	cannot.SetShareDirs(false)
 	for _, c := range []struct {
 		name    string

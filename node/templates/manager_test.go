@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -74,7 +75,7 @@ func TestManager_desired_configs_of_the_nodes_namespace(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fsmWith(t, append(slices.Clone(base), tc.extra...)...)
-			m := New(Config{Name: "n1", FSM: f, Driver: hypervisor.NewFake(hypervisor.DomainPrefix("n1")), Max: 4})
+			m := New(Config{Name: "n1", FSM: f, Driver: fake.New(hypervisor.DomainPrefix("n1")), Max: 4})
 			want := m.desired()
 			var keys []string
 			for _, c := range f.WarmConfigs() {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/libvirt"
 )
 
 // RequireLibvirt skips the test when libvirtd or the mini-linux image is not
@@ -18,7 +18,7 @@ import (
 func RequireLibvirt(t testing.TB) string {
 	t.Helper()
 	image := built(t, "SVC_TEST_IMAGE", "mini-linux.qcow2")
-	d, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: TempDir(t), Prefix: "svc.probe."})
+	d, err := libvirt.New(libvirt.Config{Dir: TempDir(t), Prefix: "svc.probe."})
 	if err != nil {
 		t.Fatal(err)
 	}

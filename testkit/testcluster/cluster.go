@@ -13,6 +13,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
+	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
@@ -93,9 +95,9 @@ type Member struct {
 	Peer    *node.Peer
 	// Fake is the member's hypervisor (nil with Options.Libvirt); it outlives
 	// restarts, as libvirtd would.
-	Fake *hypervisor.Fake
+	Fake *fake.Driver
 	// Libvirt is the member's real driver with Options.Libvirt.
-	Libvirt *hypervisor.Libvirt
+	Libvirt *libvirt.Driver
 	gate    *gate
 	cfg     node.Config
 }
@@ -162,13 +164,13 @@ func (c *Cluster) addMember() *Member {
 	m := &Member{Name: name, DataDir: filepath.Join(c.dir, name), gate: &gate{blocked: map[string]bool{}}}
 	var drv hypervisor.Driver
 	if opts.Libvirt {
-		lv, err := hypervisor.NewLibvirt(hypervisor.LibvirtConfig{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})
+		lv, err := libvirt.New(libvirt.Config{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		m.Libvirt, drv = lv, lv
 	} else {
-		m.Fake = hypervisor.NewFake(hypervisor.DomainPrefix(name))
+		m.Fake = fake.New(hypervisor.DomainPrefix(name))
 		if err := os.MkdirAll(node.VMDir(m.DataDir), 0o700); err != nil {
 			tb.Fatal(err)
 		}
@@ -178,7 +180,7 @@ func (c *Cluster) addMember() *Member {
 			drv = struct{ hypervisor.Driver }{m.Fake}
 		}
 		if opts.GuestAgent {
-			fa := hypervisor.NewFakeAgent(m.Fake)
+			fa := fake.NewAgent(m.Fake)
 			fa.Programs = opts.GuestPrograms
 			drv = fa
 		}

@@ -1,0 +1,108 @@
+package libvirt
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/svc-project/svc/hypervisor"
+)
+
+// The polls of a RunShort program's status: first soon (a short program
+// ends within a few of them), then less often.
+const (
+	shortPollFirst = 5 * time.Millisecond
+	shortPollMax   = 50 * time.Millisecond
+)
+
+// RunShort runs the program through the agent's guest-exec, its outputs
+// captured by the agent, and polls its status.
+func (d *Driver) RunShort(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
+	if len(c.Argv) == 0 {
+		return hypervisor.ExecResult{}, errors.New("run: no program")
+	}
+	if len(c.Stdin) > hypervisor.MaxShortStdin {
+		return hypervisor.ExecResult{}, fmt.Errorf("run: stdin is %d bytes, more than %d", len(c.Stdin), hypervisor.MaxShortStdin)
+	}
+	limit := c.MaxOutput
+	if limit <= 0 || limit > hypervisor.MaxShortOutput {
+		limit = hypervisor.MaxShortOutput
+	}
+	args := map[string]any{"path": c.Argv[0], "arg": c.Argv[1:], "capture-output": true}
+	if len(c.Stdin) > 0 {
+		args["input-data"] = base64.StdEncoding.EncodeToString(c.Stdin)
+	}
+	var started struct {
+		PID int `json:"pid"`
+	}
+	if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
+		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, err)
+	}
+	wait := shortPollFirst
+	for {
+		var st struct {
+			Exited   bool   `json:"exited"`
+			ExitCode int    `json:"exitcode"`
+			Signal   int    `json:"signal"`
+			Out      string `json:"out-data"`
+			Err      string `json:"err-data"`
+		}
+		err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-exec-status", "arguments": map[string]int{"pid": started.PID}}, &st)
+		if ctx.Err() != nil {
+			d.killGuestPID(name, started.PID)
+			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, hypervisor.ErrExecTimeout)
+		}
+		if err != nil {
+			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, err)
+		}
+		if st.Exited {
+			r := hypervisor.ExecResult{ExitCode: st.ExitCode}
+			if st.Signal > 0 {
+				r.ExitCode = 128 + st.Signal
+			}
+			var werr error
+			if r.StdoutTruncated, werr = writeCaptured(c.Stdout, st.Out, limit); werr == nil {
+				r.StderrTruncated, werr = writeCaptured(c.Stderr, st.Err, limit)
+			}
+			if werr != nil {
+				return r, fmt.Errorf("run %q in %s: its output: %w", c.Argv[0], name, werr)
+			}
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, shortPollMax)
+	}
+}
+
+// writeCaptured writes an output the agent captured (base64) to w, cut at
+// limit bytes; it reports whether it cut.
+func writeCaptured(w io.Writer, b64 string, limit int64) (bool, error) {
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return false, err
+	}
+	cut := int64(len(b)) > limit
+	if cut {
+		b = b[:limit]
+	}
+	if w != nil {
+		_, err = w.Write(b)
+	}
+	return cut, err
+}
+
+// killGuestPID kills a RunShort program that ran out of time.
+func (d *Driver) killGuestPID(name string, pid int) {
+	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout*time.Second)
+	defer cancel()
+	if err := d.guestRun(ctx, name, "kill", "-KILL", strconv.Itoa(pid)); err != nil {
+		d.cfg.Log.Warn("could not kill a guest program that ran out of time", "domain", name, "pid", pid, "err", err)
+	}
+}

@@ -96,6 +96,9 @@ const (
 // Machine is one running VM inside its runner: the seam Apple's
 // Virtualization framework fills on macOS (NewMachine) and a fake fills in
 // tests. Every call returns once the framework has answered or ctx ends.
+// What only some machines can do is a role of its own, as the driver's
+// are: MachinePauser, StateSaver, PlatformKeeper (the runner asks for a
+// role and refuses plainly, hypervisor.ErrUnsupported, without it).
 type Machine interface {
 	// Start boots the machine, or restores it from MachineConfig.RestoreFrom.
 	Start(ctx context.Context) error
@@ -104,17 +107,30 @@ type Machine interface {
 	RequestStop(ctx context.Context) error
 	// Stop ends the machine at once.
 	Stop(ctx context.Context) error
-	Pause(ctx context.Context) error
-	Resume(ctx context.Context) error
-	// SaveState writes the paused machine's memory and devices to path.
-	SaveState(ctx context.Context, path string) error
 	State() MachineState
-	// Identity is the machine's platform as built: a macOS guest's hardware
-	// model (taken from the restore image by an install) and its machine
-	// identifier, which the VM keeps from then on.
-	Identity() (hardwareModel, machineID []byte)
 	// Done is closed when the machine has stopped (or failed) for good.
 	Done() <-chan struct{}
+}
+
+// MachinePauser is a machine that can be paused and resumed.
+type MachinePauser interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}
+
+// StateSaver is a machine whose memory and devices can be written to a
+// file (Apple silicon, macOS 14 and later); it restores from one through
+// MachineConfig.RestoreFrom.
+type StateSaver interface {
+	// SaveState writes the paused machine's memory and devices to path.
+	SaveState(ctx context.Context, path string) error
+}
+
+// PlatformKeeper is a machine with a platform identity of its own: a macOS
+// guest's hardware model (taken from the restore image by an install) and
+// machine identifier, which the VM keeps from then on.
+type PlatformKeeper interface {
+	Identity() (hardwareModel, machineID []byte)
 }
 
 // NewMachineFunc builds a machine from its config; NewMachine is the real

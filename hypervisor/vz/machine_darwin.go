@@ -263,6 +263,14 @@ func call(ctx context.Context, f func() error) error {
 	}
 }
 
+// The framework's machine has every role but saving state, which only
+// Apple silicon has (machine_darwin_arm64.go).
+var (
+	_ Machine        = (*vzMachine)(nil)
+	_ MachinePauser  = (*vzMachine)(nil)
+	_ PlatformKeeper = (*vzMachine)(nil)
+)
+
 func (m *vzMachine) Start(ctx context.Context) error {
 	if m.cfg.RestoreFrom != "" {
 		return m.restore(ctx)

@@ -11,7 +11,8 @@ import (
 )
 
 // Intel Macs run Linux guests only: macOS guests and memory save/restore
-// are Apple-silicon parts of the framework.
+// are Apple-silicon parts of the framework (an Intel Mac's machine is no
+// StateSaver).
 
 func macOSConfiguration(context.Context, *MachineConfig) (*vz.VirtualMachineConfiguration, error) {
 	return nil, fmt.Errorf("macOS guests need an Apple silicon host: %w", hypervisor.ErrUnsupported)
@@ -23,10 +24,6 @@ func installMacOS(context.Context, *vz.VirtualMachine, string) error {
 
 func (m *vzMachine) restore(context.Context) error {
 	return fmt.Errorf("memory restore needs an Apple silicon host: %w", hypervisor.ErrUnsupported)
-}
-
-func (m *vzMachine) SaveState(context.Context, string) error {
-	return fmt.Errorf("memory save needs an Apple silicon host: %w", hypervisor.ErrUnsupported)
 }
 
 // HostSupportsSaveRestore is false on Intel Macs.

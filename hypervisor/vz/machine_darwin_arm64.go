@@ -129,6 +129,8 @@ func (m *vzMachine) restore(ctx context.Context) error {
 	return m.Resume(ctx)
 }
 
+var _ StateSaver = (*vzMachine)(nil)
+
 // SaveState writes the machine's state; the machine must be paused.
 func (m *vzMachine) SaveState(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); err == nil {

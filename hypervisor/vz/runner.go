@@ -159,7 +159,11 @@ func Run(ctx context.Context, dir string, newMachine NewMachineFunc, log *slog.L
 // install is done: a restarted runner boots the installed system with the
 // same identity.
 func (r *runner) keepIdentity(dir string, m Machine) error {
-	hw, id := m.Identity()
+	pk, ok := m.(PlatformKeeper)
+	if !ok {
+		return nil
+	}
+	hw, id := pk.Identity()
 	c := r.cfg
 	if c.Machine.InstallIPSW == "" && bytes.Equal(hw, c.Machine.HardwareModel) && bytes.Equal(id, c.Machine.MachineID) {
 		return nil
@@ -287,10 +291,15 @@ func (r *runner) do(ctx context.Context, req request) error {
 		return r.stop(sctx, grace)
 	case opKill:
 		return m.Stop(ctx)
-	case opPause:
-		return m.Pause(ctx)
-	case opResume:
-		return m.Resume(ctx)
+	case opPause, opResume:
+		p, ok := m.(MachinePauser)
+		if !ok {
+			return fmt.Errorf("%s: %w (the machine cannot pause)", req.Op, hypervisor.ErrUnsupported)
+		}
+		if req.Op == opPause {
+			return p.Pause(ctx)
+		}
+		return p.Resume(ctx)
 	case opSave:
 		return r.save(ctx, m, req.Path)
 	default:
@@ -336,12 +345,17 @@ func (r *runner) save(ctx context.Context, m Machine, path string) error {
 	if filepath.Dir(path) != filepath.Dir(r.cfg.Machine.Disk) {
 		return fmt.Errorf("a state file belongs in the VM's directory, not %s", path)
 	}
+	p, canPause := m.(MachinePauser)
+	ss, canSave := m.(StateSaver)
+	if !canPause || !canSave {
+		return fmt.Errorf("save: %w (the machine's memory cannot be saved on this host)", hypervisor.ErrUnsupported)
+	}
 	if m.State() != MachinePaused {
-		if err := m.Pause(ctx); err != nil {
+		if err := p.Pause(ctx); err != nil {
 			return fmt.Errorf("pause: %w", err)
 		}
 	}
-	if err := m.SaveState(ctx, path); err != nil {
+	if err := ss.SaveState(ctx, path); err != nil {
 		_ = os.Remove(path)
 		return fmt.Errorf("save: %w", err)
 	}

@@ -39,6 +39,39 @@ func unavailable(retryAfter, format string, args ...any) *apiError {
 	return e
 }
 
+// ruleKinds are the error kinds of the FSM's rules and how each is
+// answered: one table for both ways, so that a write a peer proposed
+// through the leader keeps its kind (KindOf).
+var ruleKinds = [...]struct {
+	kind       error
+	code       int
+	reason     string
+	retryAfter string
+	prefix     string
+}{
+	{kind: raftfsm.ErrNotFound, code: http.StatusNotFound, reason: api.ReasonNotFound},
+	{kind: raftfsm.ErrAlreadyExists, code: http.StatusConflict, reason: api.ReasonAlreadyExists},
+	{kind: raftfsm.ErrQuota, code: http.StatusForbidden, reason: api.ReasonForbidden},
+	{kind: raftfsm.ErrConflict, code: http.StatusConflict, reason: api.ReasonConflict},
+	{kind: raftfsm.ErrInvalid, code: http.StatusBadRequest, reason: api.ReasonBadRequest},
+	{kind: raftfsm.ErrTooMany, code: http.StatusTooManyRequests, reason: api.ReasonTooManyRequests, retryAfter: "10"},
+	{kind: raftfsm.ErrTooLarge, code: http.StatusRequestEntityTooLarge, reason: api.ReasonRequestEntityTooLarge},
+	{kind: raftfsm.ErrNotLeader, code: http.StatusServiceUnavailable, reason: api.ReasonServiceUnavailable, retryAfter: "1",
+		prefix: "leadership changed while the write was in flight; retry: "},
+	{kind: raftfsm.ErrTimeout, code: http.StatusGatewayTimeout, reason: api.ReasonTimeout},
+}
+
+// KindOf returns the FSM's error kind a Status reason answers (nil for a
+// reason no rule gives): the way back of ruleKinds.
+func KindOf(reason string) error {
+	for _, k := range ruleKinds {
+		if k.reason == reason {
+			return k.kind
+		}
+	}
+	return nil
+}
+
 // toAPIError maps any error to the status it is answered with, by kind
 // (errors.Is), never by message text.
 func toAPIError(err error) *apiError {
@@ -56,27 +89,13 @@ func toAPIError(err error) *apiError {
 		// proposed) is answered as that peer answered it
 		return errorf(se.Status.Code, se.Status.Reason, "%s", se.Status.Message)
 	}
-	switch {
-	case errors.Is(err, raftfsm.ErrNotFound):
-		return notFound("%s", err.Error())
-	case errors.Is(err, raftfsm.ErrAlreadyExists):
-		return errorf(http.StatusConflict, api.ReasonAlreadyExists, "%s", err.Error())
-	case errors.Is(err, raftfsm.ErrQuota):
-		return errorf(http.StatusForbidden, api.ReasonForbidden, "%s", err.Error())
-	case errors.Is(err, raftfsm.ErrConflict):
-		return errorf(http.StatusConflict, api.ReasonConflict, "%s", err.Error())
-	case errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, api.ErrInvalid):
+	if errors.Is(err, api.ErrInvalid) {
 		return badRequest("%s", err.Error())
-	case errors.Is(err, raftfsm.ErrTooMany):
-		e := errorf(http.StatusTooManyRequests, api.ReasonTooManyRequests, "%s", err.Error())
-		e.retryAfter = "10"
-		return e
-	case errors.Is(err, raftfsm.ErrTooLarge):
-		return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "%s", err.Error())
-	case errors.Is(err, raftfsm.ErrNotLeader):
-		return unavailable("1", "leadership changed while the write was in flight; retry: %s", err.Error())
-	case errors.Is(err, raftfsm.ErrTimeout):
-		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "%s", err.Error())
+	}
+	for _, k := range ruleKinds {
+		if errors.Is(err, k.kind) {
+			return &apiError{code: k.code, reason: k.reason, msg: k.prefix + err.Error(), retryAfter: k.retryAfter}
+		}
 	}
 	return errorf(http.StatusInternalServerError, api.ReasonInternalError, "internal error: %s", err.Error())
 }

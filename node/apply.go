@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -78,16 +79,7 @@ func fromStatus(err error) error {
 	if !errors.As(err, &se) {
 		return err
 	}
-	kind := map[string]error{
-		api.ReasonNotFound:           raftfsm.ErrNotFound,
-		api.ReasonAlreadyExists:      raftfsm.ErrAlreadyExists,
-		api.ReasonConflict:           raftfsm.ErrConflict,
-		api.ReasonBadRequest:         raftfsm.ErrInvalid,
-		api.ReasonForbidden:          raftfsm.ErrQuota,
-		api.ReasonServiceUnavailable: raftfsm.ErrNotLeader,
-		api.ReasonTimeout:            raftfsm.ErrTimeout,
-		api.ReasonTooManyRequests:    raftfsm.ErrTooMany,
-	}[se.Status.Reason]
+	kind := httpapi.KindOf(se.Status.Reason)
 	if kind == nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -66,6 +67,12 @@ func (e *invalidError) Unwrap() error { return ErrInvalid }
 func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
+
+// IsRegistryReference reports whether an image named in a deploy or a VM
+// config is a registry reference ("<registry>/<path>:<tag>", read at
+// deploy) rather than the name of an image of the namespace, which never
+// holds a '/'.
+func IsRegistryReference(image string) bool { return strings.Contains(image, "/") }
 
 // ValidateName checks a VM, vmconfig, namespace or service account name: lowercase
 // letters, digits and '-', starting with a letter and ending with a letter or

@@ -75,7 +75,7 @@ func (s *Server) namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
 // node that is NOT READY shows status Unknown.
 func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 	status := vm.Status
-	if n, ok := s.replica.FSM().Node(vm.Node); !ok || n.Phase != api.PhaseReady {
+	if ready, _ := s.replica.FSM().NodeReady(vm.Node); !ready {
 		status = api.StatusUnknown
 	}
 	meta := vm.CustomMetadata

@@ -101,7 +101,7 @@ func (s *Server) planDeploy(ctx context.Context, ns string, r api.DeployRequest)
 	}
 	var img raftfsm.Image
 	var source string
-	if strings.Contains(image, "/") {
+	if api.IsRegistryReference(image) {
 		var err error
 		if img, err = s.resolveImage(ctx, ns, image); err != nil {
 			return nil, err

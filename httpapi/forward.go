@@ -159,7 +159,7 @@ func (f *forwarder) toPeer(w http.ResponseWriter, r *http.Request, node, what st
 		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but %s on %s; retry", by, what, node))
 		return true
 	}
-	if n, ok := s.replica.FSM().Node(node); !ok || n.Phase != api.PhaseReady {
+	if ready, _ := s.replica.FSM().NodeReady(node); !ready {
 		writeError(w, s.log, unavailable("5", "%s on peer %s, which is NOT READY", what, node))
 		return true
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -53,7 +52,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 	if req.Image == "" {
 		return field("image", "is required")
 	}
-	if strings.Contains(req.Image, "/") {
+	if api.IsRegistryReference(req.Image) {
 		if _, err := ocidisk.ParseUserReference(req.Image, true, false); err != nil {
 			return field("image", "%s", err)
 		}

@@ -281,6 +281,20 @@ func (f *FSM) Node(name string) (NodeView, bool) {
 	return NodeView{Node: *n.clone(), Used: f.state.ix().used[name]}, true
 }
 
+// Ready reports whether the node is READY: its peer reports in and its
+// hypervisor answers. Only a READY node takes VMs and jobs, and a job's
+// part on a node that is not is lost.
+func (n Node) Ready() bool { return n.Phase == api.PhaseReady }
+
+// NodeReady reports whether node is in the cluster and READY; known is
+// false for a node that left it (or never joined).
+func (f *FSM) NodeReady(name string) (ready, known bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n, ok := f.state.Nodes[name]
+	return ok && n.Ready(), ok
+}
+
 // PortsInUse returns the node ports held by the VMs on node.
 func (f *FSM) PortsInUse(node string) map[int]bool {
 	f.mu.RLock()

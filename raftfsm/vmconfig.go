@@ -2,7 +2,6 @@ package raftfsm
 
 import (
 	"maps"
-	"strings"
 	"time"
 
 	"github.com/svc-project/svc/api"
@@ -57,8 +56,8 @@ func (s *State) applyVMConfigCreate(c VMConfigCreate) (any, error) {
 	if _, ok := s.Namespaces[cfg.Namespace]; !ok {
 		return nil, ruleErr(ErrNotFound, "namespace %q not found", cfg.Namespace)
 	}
-	// A registry reference ("<registry>/<path>:<tag>") is read at deploy.
-	if _, ok := s.Images[key(cfg.Namespace, cfg.Image)]; !ok && !strings.Contains(cfg.Image, "/") {
+	// A registry reference is read at deploy.
+	if _, ok := s.Images[key(cfg.Namespace, cfg.Image)]; !ok && !api.IsRegistryReference(cfg.Image) {
 		return nil, ruleErr(ErrNotFound, "image %q not found in namespace %q", cfg.Image, cfg.Namespace)
 	}
 	if cfg.ISO != "" {

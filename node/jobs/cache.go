@@ -108,12 +108,12 @@ func (m *Manager) failLostTargets(ctx context.Context, j raftfsm.Job, now time.T
 		if t.Ended() {
 			continue
 		}
-		n, ok := m.cfg.FSM.Node(t.Node)
-		if ok && n.Phase == api.PhaseReady {
+		ready, known := m.cfg.FSM.NodeReady(t.Node)
+		if ready {
 			continue
 		}
 		why := fmt.Sprintf("node %s went NOT READY during the copy; nothing of it is listed", t.Node)
-		if !ok {
+		if !known {
 			why = fmt.Sprintf("node %s left the cluster during the copy", t.Node)
 		}
 		_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{

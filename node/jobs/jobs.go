@@ -46,10 +46,10 @@ func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, er
 	case j.Type == raftfsm.JobPull:
 		// This peer (the leader) pulls, unless it is not READY.
 		j.Node = m.cfg.Name
-		if n, ok := f.Node(m.cfg.Name); !ok || n.Phase != api.PhaseReady {
+		if ready, _ := f.NodeReady(m.cfg.Name); !ready {
 			j.Node = ""
 			for _, n := range f.Nodes() {
-				if n.Phase == api.PhaseReady {
+				if n.Ready() {
 					j.Node = n.Name
 					break
 				}
@@ -76,7 +76,7 @@ func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, er
 		}
 		b, _ := f.Blob(img.Digest)
 		for _, h := range b.Holders {
-			if n, ok := f.Node(h); ok && n.Phase == api.PhaseReady {
+			if ready, _ := f.NodeReady(h); ready {
 				j.Node = h
 				break
 			}
@@ -293,12 +293,12 @@ func (m *Manager) ReconcileJobs(ctx context.Context) error {
 		case !j.Ended() && j.Type == raftfsm.JobCache:
 			errs = append(errs, m.failLostTargets(ctx, j, now))
 		case !j.Ended():
-			n, ok := m.cfg.FSM.Node(j.Node)
-			if ok && n.Phase == api.PhaseReady {
+			ready, known := m.cfg.FSM.NodeReady(j.Node)
+			if ready {
 				continue
 			}
 			why := fmt.Sprintf("peer %s, which carried the job out, is NOT READY", j.Node)
-			if !ok {
+			if !known {
 				why = fmt.Sprintf("peer %s, which carried the job out, left the cluster", j.Node)
 			}
 			_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{

@@ -243,7 +243,7 @@ func (l *Leader) reconcileNodes(ctx context.Context) error {
 		if seen[n.Name] {
 			continue
 		}
-		if n.Phase == api.PhaseReady && l.leaderFor() > l.cfg.NotReadyGrace {
+		if n.Ready() && l.leaderFor() > l.cfg.NotReadyGrace {
 			if err := l.setPhase(ctx, n.Name, api.PhaseNotReady, "peer is not in the gossip pool", now); err != nil {
 				return err
 			}

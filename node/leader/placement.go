@@ -127,7 +127,7 @@ func (l *Leader) refreshView() {
 // keeps (n belongs to the replica).
 func schedulerNode(n *raftfsm.Node, used raftfsm.Usage) scheduler.Node {
 	sn := scheduler.Node{
-		Name: n.Name, Namespace: n.Namespace, Ready: n.Phase == api.PhaseReady, Cordoned: n.Cordoned, Arch: n.Arch,
+		Name: n.Name, Namespace: n.Namespace, Ready: n.Ready(), Cordoned: n.Cordoned, Arch: n.Arch,
 		Hypervisor: n.Hypervisor,
 		TotalCPU:   n.Capacity.CPU, FreeCPU: n.Capacity.CPU - used.CPU,
 		TotalMemory: n.Capacity.MemoryBytes, FreeMemory: n.Capacity.MemoryBytes - used.MemoryBytes,

@@ -479,7 +479,7 @@ func (c *Cluster) allReady() error {
 			return fmt.Errorf("%s knows %d nodes", r.Name, len(nodes))
 		}
 		for _, n := range nodes {
-			if n.Phase != api.PhaseReady {
+			if !n.Ready() {
 				return fmt.Errorf("%s sees %s %s", r.Name, n.Name, n.Phase)
 			}
 		}

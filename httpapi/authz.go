@@ -62,7 +62,7 @@ func (s *Server) authorize(r *http.Request, rule Rule, p httprouter.Params) (aut
 		// the leader, within a bound, before refusing.
 		s.metrics.subjectSyncs.Inc()
 		ctx, cancel := context.WithTimeout(r.Context(), subjectSyncWait)
-		if serr := s.raft.SyncReplica(ctx); serr == nil {
+		if serr := s.ready.SyncReplica(ctx); serr == nil {
 			pr, err = s.authn.Authenticate(r.Header.Get("Authorization"), time.Now())
 		}
 		cancel()

@@ -42,9 +42,6 @@ type Consensus interface {
 	// of the last command it applied (every acknowledged write is at or
 	// below it); an error otherwise.
 	AppliedIndex(ctx context.Context) (uint64, error)
-	// SyncReplica waits until the replica has applied every command the
-	// leader had applied when asked.
-	SyncReplica(ctx context.Context) error
 	// WaitPeersApplied waits a bounded time until every other live peer's
 	// replica has applied index, and returns those that did not in time.
 	WaitPeersApplied(ctx context.Context, index uint64) []string
@@ -56,6 +53,9 @@ type Readiness interface {
 	CaughtUp() bool
 	// WaitCaughtUp waits, bounded by ctx, until CaughtUp, and reports it.
 	WaitCaughtUp(ctx context.Context) bool
+	// SyncReplica waits until the replica has applied every command the
+	// leader had applied when asked.
+	SyncReplica(ctx context.Context) error
 }
 
 // Peers is what the API knows of the cluster's other peers, and how it

@@ -71,7 +71,7 @@ func (s *Server) runnable(ctx context.Context, p httprouter.Params, what string)
 		return vm, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.LeaderWait)
-	err = s.raft.SyncReplica(sctx)
+	err = s.ready.SyncReplica(sctx)
 	cancel()
 	if err == nil {
 		if vm, err = s.vmOf(p); err != nil {
@@ -234,7 +234,7 @@ func (s *Server) resizeVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return badRequest(`field "size": %s is more than a disk may be (%d bytes)`, req.Size, int64(maxDiskBytes))
 	}
 	sctx, scancel := context.WithTimeout(r.Context(), s.cfg.LeaderWait)
-	_ = s.raft.SyncReplica(sctx) // see the VM as the leader does
+	_ = s.ready.SyncReplica(sctx) // see the VM as the leader does
 	scancel()
 	vm, err := s.vmOf(p)
 	if err != nil {

@@ -30,7 +30,7 @@ func (p *Peer) blobGCLoop() {
 		case <-tick.C:
 		case <-changed:
 		}
-		if !p.CaughtUp() {
+		if !p.caught.CaughtUp() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, time.Minute)

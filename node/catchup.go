@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
-	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node/catchup"
 )
 
-// A peer that starts (or restarts) holds whatever its data dir had: a stale
-// replica. Until it has applied every command the leader had applied when the
-// peer asked (it has "caught up"), it serves no authenticated call (503 with
-// Retry-After, never a stale list or a 401 for a good token) and creates or
-// starts no domain (deletes of domains nobody wants may go first).
+// What the leader tells a peer catching up (package catchup keeps whether
+// this peer's replica has).
 
 // CommitIndexPath is the API path where the leader tells the index of the
 // last command it applied (the path keeps its first name).
@@ -26,79 +22,6 @@ var (
 	errNoLeader      = errors.New("no leader is known")
 	errLeaderNotDone = errors.New("the leader has not yet applied the entries of earlier terms")
 )
-
-// caughtUp is closed once the replica has caught up after the start.
-type caughtUp struct {
-	once sync.Once
-	ch   chan struct{}
-}
-
-// CaughtUpCh is closed once the replica has caught up.
-func (p *Peer) CaughtUpCh() <-chan struct{} { return p.caught.ch }
-
-// CaughtUp reports whether the replica has caught up with the cluster since
-// this peer started.
-func (p *Peer) CaughtUp() bool {
-	select {
-	case <-p.caught.ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// WaitCaughtUp waits, bounded by ctx, until the replica has caught up, and
-// reports whether it has.
-func (p *Peer) WaitCaughtUp(ctx context.Context) bool {
-	select {
-	case <-p.caught.ch:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (p *Peer) markCaughtUp(how string) {
-	p.caught.once.Do(func() {
-		close(p.caught.ch)
-		p.cfg.Log.Info("replica caught up with the cluster", "index", p.FSM().Index(), "how", how)
-	})
-}
-
-// catchUpLoop syncs the replica with the leader once, retrying until it
-// succeeds or the peer stops (each attempt has a deadline).
-func (p *Peer) catchUpLoop() {
-	backoff := 50 * time.Millisecond
-	for !p.CaughtUp() {
-		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-		err := p.SyncReplica(ctx)
-		cancel()
-		if err == nil {
-			p.markCaughtUp("synced with the leader")
-			return
-		}
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-p.caught.ch:
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, time.Second)
-	}
-}
-
-// SyncReplica waits until this replica has applied every command the leader
-// had applied when it was asked. Concurrent callers share leader round
-// trips (at most one is in flight), but each waits for a round trip that
-// started after it called.
-func (p *Peer) SyncReplica(ctx context.Context) error {
-	idx, err := p.sync.index(ctx, p.leaderAppliedIndex)
-	if err != nil {
-		return err
-	}
-	return p.FSM().WaitIndex(ctx, idx)
-}
 
 // AppliedIndex returns, if this peer leads, the index of the last command
 // its replica applied once it has applied the entries of earlier terms (a
@@ -146,52 +69,5 @@ func (p *Peer) leaderAppliedIndex(ctx context.Context) (uint64, error) {
 	return out.Index, nil
 }
 
-// indexSync runs leader round trips one at a time. A caller joins the round
-// that has not started yet (starting it if none runs), never one already in
-// flight, whose answer may predate what the caller needs to see.
-type indexSync struct {
-	mu      sync.Mutex
-	running bool
-	pending *syncRound
-}
-
-type syncRound struct {
-	done  chan struct{}
-	index uint64
-	err   error
-}
-
-func (s *indexSync) index(ctx context.Context, fetch func(context.Context) (uint64, error)) (uint64, error) {
-	s.mu.Lock()
-	r := s.pending
-	if r == nil {
-		r = &syncRound{done: make(chan struct{})}
-		s.pending = r
-	}
-	if !s.running {
-		s.running, s.pending = true, nil
-		go s.run(r, fetch)
-	}
-	s.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.index, r.err
-	case <-ctx.Done():
-		return 0, fmt.Errorf("sync the replica: %w", ctx.Err())
-	}
-}
-
-func (s *indexSync) run(r *syncRound, fetch func(context.Context) (uint64, error)) {
-	for r != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		r.index, r.err = fetch(ctx)
-		cancel()
-		close(r.done)
-		s.mu.Lock()
-		r, s.pending = s.pending, nil
-		if r == nil {
-			s.running = false
-		}
-		s.mu.Unlock()
-	}
-}
+// Readiness is whether this peer's replica has caught up since the start.
+func (p *Peer) Readiness() *catchup.Tracker { return p.caught }

@@ -76,7 +76,7 @@ func TestCatchUp_restarted_peer_acts_on_and_serves_nothing_stale(t *testing.T) {
 				}
 			}
 			c.WaitFor("reconcile passes on the stale replica", 20*time.Second, func() error {
-				if m.Peer.CaughtUp() {
+				if m.Peer.Readiness().CaughtUp() {
 					t.Fatal("caught up while cut off")
 				}
 				if n := metric(t, m, `svc_vm_reconcile_passes_total{result="waiting"}`); n < 3 {

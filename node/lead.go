@@ -79,7 +79,7 @@ func (p *Peer) lead(ctx context.Context) {
 	p.leaderReady = true
 	close(p.leaderReadyCh)
 	p.mu.Unlock()
-	p.markCaughtUp("leads and applied its term's barrier")
+	p.caught.Mark("leads and applied its term's barrier")
 	pools := make(chan struct{})
 	go func() {
 		defer close(pools)

@@ -15,7 +15,7 @@ func newPeerMetrics(p *Peer) *peerMetrics {
 			Name: "svc_replica_caught_up",
 			Help: "1 once this peer's replica has caught up with the cluster since its start (it serves and runs VMs from then on).",
 		}, func() float64 {
-			if p.CaughtUp() {
+			if p.caught.CaughtUp() {
 				return 1
 			}
 			return 0

@@ -22,6 +22,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/node/audit"
+	"github.com/svc-project/svc/node/catchup"
 	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/node/jobs"
@@ -78,9 +79,8 @@ type Peer struct {
 	peerHTTP *http.Client
 	// swarm fetches and serves image chunks, peer to peer.
 	swarm   *swarm.Service
-	caught  caughtUp
+	caught  *catchup.Tracker // whether the replica has caught up since the start
 	metrics *peerMetrics
-	sync    indexSync
 	// seedPeers are gossip addresses a join answered with.
 	seedPeers []string
 	// announceCh asks announceLoop to gossip this peer's report again;
@@ -123,7 +123,7 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, caught: caughtUp{ch: make(chan struct{})}, leaderReadyCh: make(chan struct{}), egress: &egress, announceCh: make(chan struct{}, 1), trustRefresh: make(chan struct{}, 1)}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, leaderReadyCh: make(chan struct{}), egress: &egress, announceCh: make(chan struct{}, 1), trustRefresh: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -165,6 +165,7 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.caught = catchup.New(catchup.Config{Replica: p.FSM(), LeaderIndex: p.leaderAppliedIndex, Log: cfg.Log.With("part", "catchup")})
 	// The first report others see is true: a report corrected right after
 	// the join has to travel by gossip, which can take a push/pull round.
 	p.problem = p.probeHypervisor()
@@ -197,14 +198,14 @@ func Start(cfg Config) (*Peer, error) {
 	p.metrics = newPeerMetrics(p)
 	hc := host.Config{
 		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
-		Proposer: p, Blobs: p, Ready: p, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
+		Proposer: p, Blobs: p, Ready: p.caught, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
 		DiskFree:   func() (int64, error) { return diskFree(VMDir(cfg.DataDir)) },
 		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
 	}
 	if p.driver != nil {
 		p.templates = templates.New(templates.Config{
 			Name: cfg.Name, FSM: p.FSM(), Driver: p.driver, Images: p.images, Dir: filepath.Join(cfg.DataDir, "templates"),
-			Proposer: p, Ready: p, Healthy: p.hypervisorOK, Max: cfg.Templates, MaxBytes: cfg.TemplatesMaxBytes,
+			Proposer: p, Ready: p.caught, Healthy: p.hypervisorOK, Max: cfg.Templates, MaxBytes: cfg.TemplatesMaxBytes,
 			BootTimeout: cfg.TemplateBootTimeout, GuestReady: cfg.TemplateGuestReady, Registerer: p.reg, Log: cfg.Log.With("part", "templates"),
 		})
 		hc.Templates = p.templates
@@ -229,7 +230,7 @@ func Start(cfg Config) (*Peer, error) {
 	disks, _ := p.driver.(hypervisor.Disks)
 	p.jobs = jobs.New(jobs.Config{
 		Name: cfg.Name, Arch: cfg.Arch, ChunkMiB: cfg.ChunkMiB, MaxJobs: cfg.MaxJobs, Interval: cfg.ReconcileInterval,
-		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p, Swarm: p.swarm, Ready: p, Egress: p.egress, Gate: cfg.Gate,
+		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p, Swarm: p.swarm, Ready: p.caught, Egress: p.egress, Gate: cfg.Gate,
 		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
 	})
 	p.leader = leader.New(leader.Config{
@@ -251,7 +252,7 @@ func Start(cfg Config) (*Peer, error) {
 		shared = p.shared
 	}
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Readiness: p, Peers: p, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
+		Replica: p, Consensus: p, Readiness: p.caught, Peers: p, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit,
 		RunnerPools: p.pools, Swarm: p.swarm,
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
@@ -278,7 +279,7 @@ func Start(cfg Config) (*Peer, error) {
 			p.fail(err)
 		}
 	})
-	p.wg.Go(p.catchUpLoop)
+	p.wg.Go(func() { p.caught.Run(p.ctx) })
 	p.wg.Go(p.announceLoop)
 	p.wg.Go(p.trustRefreshLoop)
 	p.wg.Go(p.standingLoop)

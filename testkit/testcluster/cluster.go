@@ -349,7 +349,7 @@ func (c *Cluster) Restart(m *Member) {
 func (c *Cluster) WaitCaughtUp(m *Member) {
 	c.tb.Helper()
 	c.WaitFor(m.Name+" caught up", 30*time.Second, func() error {
-		if !m.Peer.CaughtUp() {
+		if !m.Peer.Readiness().CaughtUp() {
 			return fmt.Errorf("%s has not caught up", m.Name)
 		}
 		return nil

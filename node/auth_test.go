@@ -112,7 +112,7 @@ func TestAuth_tokens_of_removed_subjects_stop_working(t *testing.T) {
 	if _, err := asBob.ListVMs(ctx(t), "team-a"); api.CodeOf(err) != http.StatusForbidden {
 		t.Fatalf("bob in team-a: %v", err)
 	}
-	lagging, err := c.Members[0].Peer.RemoveUser(ctx(t), "bob")
+	lagging, err := c.Members[0].Peer.HostAdmin().RemoveUser(ctx(t), "bob")
 	if err != nil || len(lagging) != 0 {
 		t.Fatalf("remove bob: %v (peers that did not confirm: %v)", err, lagging)
 	}
@@ -135,7 +135,7 @@ func TestAuth_subject_named_again_at_once_does_not_revive_old_tokens(t *testing.
 	for i := range 3 {
 		user, sa := fmt.Sprintf("eve-%d", i), fmt.Sprintf("bot-%d", i)
 		old := c.Token(user, false)
-		if _, err := leader.Peer.RemoveUser(ctx(t), user); err != nil {
+		if _, err := leader.Peer.HostAdmin().RemoveUser(ctx(t), user); err != nil {
 			t.Fatal(err)
 		}
 		fresh := c.Token(user, false)
@@ -330,7 +330,7 @@ func TestAuth_user_removal_waits_for_every_peer(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		lagging, err := leader.Peer.RemoveUser(context.Background(), "carol")
+		lagging, err := leader.Peer.HostAdmin().RemoveUser(context.Background(), "carol")
 		done <- result{lagging, err}
 	}()
 	c.WaitFor("the removal applied on the leader", 10*time.Second, func() error {

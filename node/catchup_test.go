@@ -61,7 +61,7 @@ func TestCatchUp_restarted_peer_acts_on_and_serves_nothing_stale(t *testing.T) {
 			if _, err := cl.TagNode(ctx(t), ns, leader.Name, "while-down"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := leader.Peer.RemoveUser(ctx(t), "leaving"); err != nil {
+			if _, err := leader.Peer.HostAdmin().RemoveUser(ctx(t), "leaving"); err != nil {
 				t.Fatal(err)
 			}
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/node/hostadmin"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/disktest"
 	"github.com/svc-project/svc/testkit/registrytest"
@@ -65,7 +65,7 @@ func TestHostileDisk_upload(t *testing.T) {
 	}{
 		{"data file /etc/passwd", disktest.WithDataFile(t, "/etc/passwd"), `external data file ("/etc/passwd")`},
 		{"data file /etc/shadow", disktest.WithDataFile(t, "/etc/shadow"), `external data file ("/etc/shadow")`},
-		{"data file: the cluster's admin token", disktest.WithDataFile(t, filepath.Join(m.DataDir, node.AdminTokenFile)), "external data file"},
+		{"data file: the cluster's admin token", disktest.WithDataFile(t, filepath.Join(m.DataDir, hostadmin.AdminTokenFile)), "external data file"},
 		{"backing file /etc/passwd", disktest.WithBacking(t, "/etc/passwd", "raw"), `backing file ("/etc/passwd")`},
 		{"backing file through a json: name", disktest.WithBacking(t, `json:{"file.driver":"file","file.filename":"/etc/shadow"}`, "raw"), "backing file"},
 		{"vmdk descriptor naming /etc/shadow", padded([]byte("# Disk DescriptorFile\nversion=1\nRW 8 FLAT \"/etc/shadow\" 0\n")), "vmdk"},

@@ -25,6 +25,7 @@ import (
 	"github.com/svc-project/svc/node/catchup"
 	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/node/host"
+	"github.com/svc-project/svc/node/hostadmin"
 	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/node/leader"
 	"github.com/svc-project/svc/node/membership"
@@ -78,9 +79,10 @@ type Peer struct {
 	// leader) over the fabric: TLS with this peer's certificate.
 	peerHTTP *http.Client
 	// swarm fetches and serves image chunks, peer to peer.
-	swarm   *swarm.Service
-	caught  *catchup.Tracker // whether the replica has caught up since the start
-	metrics *peerMetrics
+	swarm     *swarm.Service
+	caught    *catchup.Tracker // whether the replica has caught up since the start
+	hostAdmin *hostadmin.Users
+	metrics   *peerMetrics
 	// seedPeers are gossip addresses a join answered with.
 	seedPeers []string
 	// announceCh asks announceLoop to gossip this peer's report again;
@@ -194,6 +196,10 @@ func Start(cfg Config) (*Peer, error) {
 		Host: p.netHost(), Identity: p.id, Trust: p.trust, FSM: p.FSM(), Proposer: p, Pool: pool,
 		KeysInstalled: func(uint64) { p.announceSoon() }, Log: cfg.Log.With("part", "membership"),
 	})
+	p.hostAdmin = hostadmin.New(hostadmin.Config{
+		DataDir: cfg.DataDir, FSM: p.FSM(), SigningKey: p.member.SigningKey, Apply: p.applyHostUser,
+		WaitPeersApplied: p.WaitPeersApplied, Log: cfg.Log.With("part", "hostadmin"),
+	})
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
 	hc := host.Config{
@@ -234,7 +240,11 @@ func Start(cfg Config) (*Peer, error) {
 		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
 	})
 	p.leader = leader.New(leader.Config{
-		Name: cfg.Name, FSM: p.FSM(), Raft: p.store, Pool: p.gossip, Jobs: p.jobs, OnInit: p.handOutAdminToken,
+		Name: cfg.Name, FSM: p.FSM(), Raft: p.store, Pool: p.gossip, Jobs: p.jobs, OnInit: func() {
+			if err := p.hostAdmin.WriteBootstrapToken(p.ctx); err != nil {
+				cfg.Log.Error("cannot write the admin token", "err", err)
+			}
+		},
 		Init:     func() (raftfsm.Init, bool) { return membership.PendingInit(p.id.Dir) },
 		Remove:   func(ctx context.Context, name, by string) error { return p.member.RemoveNode(ctx, name, by) },
 		Interval: cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
@@ -270,7 +280,7 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	})
 	p.serveJoins()
-	if err := p.serveAdminSocket(); err != nil {
+	if err := p.hostAdmin.Serve(p.ctx, &p.wg); err != nil {
 		return nil, err
 	}
 	p.wg.Go(func() {

@@ -135,7 +135,7 @@ func TestSignIn_roles_follow_the_directory(t *testing.T) {
 	})
 
 	// root removes alice: her tokens are refused on every peer.
-	if _, err := leader.Peer.RemoveUser(ctx(t), "alice@example.com"); err != nil {
+	if _, err := leader.Peer.HostAdmin().RemoveUser(ctx(t), "alice@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range c.Running() {

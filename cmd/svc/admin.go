@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/node/hostadmin"
 )
 
 // adminSocket talks to a peer's admin socket, which only root on its host can open.
@@ -60,11 +60,11 @@ func newAdminCmd() *cobra.Command {
 		if socket != "" {
 			return socket
 		}
-		return filepath.Join(dataDir, node.AdminSocket)
+		return filepath.Join(dataDir, hostadmin.AdminSocket)
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&dataDir, "data-dir", "/var/lib/svc", "the peer's data dir (its admin socket is there)")
-	pf.StringVar(&socket, "socket", "", "the admin socket (default: DATA_DIR/"+node.AdminSocket+")")
+	pf.StringVar(&socket, "socket", "", "the admin socket (default: DATA_DIR/"+hostadmin.AdminSocket+")")
 
 	var user, ttl string
 	var admin bool
@@ -78,7 +78,7 @@ func newAdminCmd() *cobra.Command {
 				return err
 			}
 			var out api.TokenResponse
-			if err := adminSocket(cmd.Context(), sock(), "/token", node.AdminTokenRequest{User: user, Admin: admin, TTL: ttl}, &out); err != nil {
+			if err := adminSocket(cmd.Context(), sock(), "/token", hostadmin.AdminTokenRequest{User: user, Admin: admin, TTL: ttl}, &out); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), out.Token)
@@ -96,7 +96,7 @@ func newAdminCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var out api.Message
-			if err := adminSocket(cmd.Context(), sock(), "/users/remove", node.AdminUserRequest{User: args[0]}, &out); err != nil {
+			if err := adminSocket(cmd.Context(), sock(), "/users/remove", hostadmin.AdminUserRequest{User: args[0]}, &out); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), out.Message)

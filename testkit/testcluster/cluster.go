@@ -428,7 +428,7 @@ func (c *Cluster) Token(user string, admin bool) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		t, _, err := running[0].Peer.MintUserToken(ctx, user, admin, time.Hour)
+		t, _, err := running[0].Peer.HostAdmin().MintToken(ctx, user, admin, time.Hour)
 		tok = t
 		return err
 	})

@@ -1,4 +1,4 @@
-package node
+package hostadmin
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svc-project/svc/api"
@@ -33,9 +34,10 @@ type AdminUserRequest struct {
 	User string `json:"user"`
 }
 
-// serveAdminSocket answers the admin socket until the peer stops.
-func (p *Peer) serveAdminSocket() error {
-	path := filepath.Join(p.cfg.DataDir, AdminSocket)
+// Serve answers the admin socket in the data dir until ctx ends; wg holds
+// its goroutines.
+func (u *Users) Serve(ctx context.Context, wg *sync.WaitGroup) error {
+	path := filepath.Join(u.cfg.DataDir, AdminSocket)
 	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
 	if err != nil {
@@ -46,18 +48,18 @@ func (p *Peer) serveAdminSocket() error {
 		return fmt.Errorf("admin socket: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /token", p.adminToken)
-	mux.HandleFunc("POST /users/remove", p.adminRemoveUser)
+	mux.HandleFunc("POST /token", u.token)
+	mux.HandleFunc("POST /users/remove", u.removeUser)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	p.wg.Go(func() {
-		<-p.ctx.Done()
+	wg.Go(func() {
+		<-ctx.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	p.wg.Go(func() {
+	wg.Go(func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.cfg.Log.Error("admin socket stopped", "err", err)
+			u.cfg.Log.Error("admin socket stopped", "err", err)
 		}
 	})
 	return nil
@@ -77,7 +79,7 @@ func adminError(w http.ResponseWriter, code int, err error) {
 	adminReply(w, code, api.NewStatus(code, reason, err.Error()))
 }
 
-func (p *Peer) adminToken(w http.ResponseWriter, r *http.Request) {
+func (u *Users) token(w http.ResponseWriter, r *http.Request) {
 	var req AdminTokenRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
 		adminError(w, http.StatusBadRequest, fmt.Errorf("malformed request: %w", err))
@@ -98,7 +100,7 @@ func (p *Peer) adminToken(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
-	tok, exp, err := p.MintUserToken(ctx, req.User, req.Admin, ttl)
+	tok, exp, err := u.MintToken(ctx, req.User, req.Admin, ttl)
 	if err != nil {
 		adminError(w, http.StatusServiceUnavailable, err)
 		return
@@ -106,7 +108,7 @@ func (p *Peer) adminToken(w http.ResponseWriter, r *http.Request) {
 	adminReply(w, http.StatusOK, api.TokenResponse{Token: tok, ExpiresAt: exp})
 }
 
-func (p *Peer) adminRemoveUser(w http.ResponseWriter, r *http.Request) {
+func (u *Users) removeUser(w http.ResponseWriter, r *http.Request) {
 	var req AdminUserRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.User == "" {
 		adminError(w, http.StatusBadRequest, errors.New("name a user"))
@@ -114,7 +116,7 @@ func (p *Peer) adminRemoveUser(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
-	lagging, err := p.RemoveUser(ctx, req.User)
+	lagging, err := u.RemoveUser(ctx, req.User)
 	if err != nil {
 		code := http.StatusServiceUnavailable
 		if errors.Is(err, raftfsm.ErrNotFound) {

@@ -22,6 +22,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/node/audit"
+	"github.com/svc-project/svc/node/blobgc"
 	"github.com/svc-project/svc/node/catchup"
 	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/node/host"
@@ -305,7 +306,12 @@ func Start(cfg Config) (*Peer, error) {
 	if p.shared != nil {
 		p.wg.Go(func() { p.shared.Run(p.ctx) })
 	}
-	p.wg.Go(p.blobGCLoop)
+	p.wg.Go(func() {
+		blobgc.New(blobgc.Config{
+			Name: cfg.Name, FSM: p.FSM(), Images: p.images, Driver: p.driver, Proposer: p, Ready: p.caught,
+			Interval: cfg.BlobGCInterval, Grace: cfg.BlobGCGrace, ReleaseGrace: cfg.BlobReleaseGrace, Log: cfg.Log.With("part", "blobgc"),
+		}).Run(p.ctx)
+	})
 	p.wg.Go(func() { p.jobs.Run(p.ctx) })
 	p.wg.Go(func() { p.audit.Run(p.ctx) })
 	p.wg.Go(func() { p.api.RunWatches(p.ctx, filepath.Join(cfg.DataDir, "watch.json")) })

@@ -142,7 +142,7 @@ func TestImageCache_node_killed_mid_copy(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for target.Peer.BlobReceived(img.Digest) == 0 {
+	for target.Peer.Blobs().BlobReceived(img.Digest) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the copy never began")
 		}

@@ -161,7 +161,7 @@ func TestImageSwarm_copy_resumes_after_a_crash(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitFor("the copy under way", time.Minute, func() error {
-		if target.Peer.BlobReceived(img.Digest) == 0 {
+		if target.Peer.Blobs().BlobReceived(img.Digest) == 0 {
 			return fmt.Errorf("nothing received yet")
 		}
 		return nil

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/gossip"
 	"github.com/svc-project/svc/httpapi"
 	"github.com/svc-project/svc/hypervisor"
@@ -23,6 +22,7 @@ import (
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/node/audit"
 	"github.com/svc-project/svc/node/blobgc"
+	"github.com/svc-project/svc/node/blobsource"
 	"github.com/svc-project/svc/node/catchup"
 	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/node/host"
@@ -80,7 +80,9 @@ type Peer struct {
 	// leader) over the fabric: TLS with this peer's certificate.
 	peerHTTP *http.Client
 	// swarm fetches and serves image chunks, peer to peer.
-	swarm     *swarm.Service
+	swarm *swarm.Service
+	// blobs gets the image blobs this node's VMs start from.
+	blobs     *blobsource.Source
 	caught    *catchup.Tracker // whether the replica has caught up since the start
 	hostAdmin *hostadmin.Users
 	metrics   *peerMetrics
@@ -203,9 +205,24 @@ func Start(cfg Config) (*Peer, error) {
 	})
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
+	p.swarm = swarm.New(swarm.Config{
+		Context: p.ctx, Name: cfg.Name, Store: p.images, HTTP: p.peerHTTP, PeerURL: p.peerURL, MaxUploads: cfg.MaxUploadStreams,
+		Leader: func(ctx context.Context) (string, string, error) {
+			name, addr, err := p.WaitLeader(ctx)
+			return name, p.PeerScheme() + "://" + addr, err
+		},
+		CorruptServed: cfg.CorruptServedChunks, Registry: p.reg, Log: cfg.Log.With("part", "swarm"),
+	})
+	p.blobs = blobsource.New(blobsource.Config{
+		Name: cfg.Name, FSM: p.FSM(), Images: p.images, Swarm: p.swarm, HTTP: p.peerHTTP, PeerURL: p.peerURL,
+		Pull: func(ctx context.Context, vm raftfsm.VM, digest string) error {
+			return p.jobs.PullVMImage(ctx, vm, digest)
+		},
+		Proposer: p, Log: cfg.Log.With("part", "blobs"),
+	})
 	hc := host.Config{
 		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
-		Proposer: p, Blobs: p, Ready: p.caught, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
+		Proposer: p, Blobs: p.blobs, Ready: p.caught, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
 		DiskFree:   func() (int64, error) { return diskFree(VMDir(cfg.DataDir)) },
 		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
 	}
@@ -226,18 +243,10 @@ func Start(cfg Config) (*Peer, error) {
 			RoomChanged: p.announceSoon, Log: cfg.Log.With("part", "shared")})
 	}
 	p.host = host.New(hc)
-	p.swarm = swarm.New(swarm.Config{
-		Context: p.ctx, Name: cfg.Name, Store: p.images, HTTP: p.peerHTTP, PeerURL: p.peerURL, MaxUploads: cfg.MaxUploadStreams,
-		Leader: func(ctx context.Context) (string, string, error) {
-			name, addr, err := p.WaitLeader(ctx)
-			return name, p.PeerScheme() + "://" + addr, err
-		},
-		CorruptServed: cfg.CorruptServedChunks, Registry: p.reg, Log: cfg.Log.With("part", "swarm"),
-	})
 	disks, _ := p.driver.(hypervisor.Disks)
 	p.jobs = jobs.New(jobs.Config{
 		Name: cfg.Name, Arch: cfg.Arch, ChunkMiB: cfg.ChunkMiB, MaxJobs: cfg.MaxJobs, Interval: cfg.ReconcileInterval,
-		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p, Swarm: p.swarm, Ready: p.caught, Egress: p.egress, Gate: cfg.Gate,
+		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p.blobs, Swarm: p.swarm, Ready: p.caught, Egress: p.egress, Gate: cfg.Gate,
 		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
 	})
 	p.leader = leader.New(leader.Config{
@@ -321,81 +330,6 @@ func Start(cfg Config) (*Peer, error) {
 	return p, nil
 }
 
-// IsPeer reports whether ip is the address of a node of the cluster.
-func (p *Peer) IsPeer(ip string) bool {
-	return ip == p.cfg.Bind || p.FSM().IsNodeAddr(ip)
-}
-
-// report is what this peer gossips about itself.
-func (p *Peer) report() gossip.Report {
-	shared, why := p.offersShared()
-	return gossip.Report{
-		SharedStorage: shared, SharedStorageWhy: why,
-		Addr:        p.cfg.Bind,
-		APIAddr:     p.apiL.Addr().String(),
-		RaftAddr:    p.raftAddr(),
-		TLSPort:     p.tlsL.Addr().(*net.TCPAddr).Port,
-		Arch:        p.cfg.Arch,
-		Hypervisor:  p.cfg.Hypervisor,
-		Version:     p.cfg.Version,
-		CPU:         int(float64(p.cfg.Capacity.CPU) * p.cfg.CPUOvercommit),
-		Overcommit:  p.cfg.CPUOvercommit,
-		MemoryBytes: p.cfg.Capacity.MemoryBytes,
-		GPU:         p.cfg.Capacity.GPU,
-		HasState:    p.store != nil && p.store.HadState(),
-		Problem:     p.currentProblem(),
-		KeyEpoch:    p.keyEpoch(),
-	}
-}
-
-// offersShared says whether this node offers shared storage now: a store,
-// with room on its disk.
-func (p *Peer) offersShared() (bool, string) {
-	if p.shared == nil {
-		return false, p.sharedWhy
-	}
-	if err := p.shared.Room(); err != nil {
-		return false, err.Error()
-	}
-	return true, ""
-}
-
-func (p *Peer) keyEpoch() uint64 {
-	if p.member == nil {
-		return 0
-	}
-	return p.member.KeyEpoch()
-}
-
-// announceSoon has this peer's report gossiped again (its keyring
-// changed), without waiting for it: spreading a report can take seconds.
-func (p *Peer) announceSoon() {
-	select {
-	case p.announceCh <- struct{}{}:
-	default: // one is due already
-	}
-}
-
-// announceLoop gossips this peer's report whenever announceSoon asks.
-func (p *Peer) announceLoop() {
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-p.announceCh:
-		}
-		if err := p.gossip.SetReport(p.report()); err != nil {
-			p.cfg.Log.Warn("gossip report", "err", err)
-		}
-	}
-}
-
-func (p *Peer) currentProblem() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.problem
-}
-
 // Close stops the peer without leaving the cluster: the others see it die
 // and see it again when it restarts from the same data dir.
 func (p *Peer) Close() error {
@@ -475,6 +409,9 @@ func (p *Peer) Driver() hypervisor.Driver { return p.driver }
 // FSM returns the local replica.
 func (p *Peer) FSM() *raftfsm.FSM { return p.store.FSM }
 
+// Blobs gets the image blobs this node's VMs start from.
+func (p *Peer) Blobs() *blobsource.Source { return p.blobs }
+
 // Store returns the Raft store.
 func (p *Peer) Store() *raftstore.Store { return p.store }
 
@@ -483,100 +420,3 @@ func (p *Peer) Gossip() *gossip.Gossip { return p.gossip }
 
 // API returns the HTTP API server.
 func (p *Peer) API() *httpapi.Server { return p.api }
-
-// IsLeader reports whether this peer leads the cluster.
-func (p *Peer) IsLeader() bool { return p.store.IsLeader() }
-
-// LeaderAPI returns the leader's name and the address peers call it at
-// (PeerAddr), empty when unknown.
-func (p *Peer) LeaderAPI() (string, string) {
-	_, id := p.store.Leader()
-	if id == "" {
-		return "", ""
-	}
-	return id, p.PeerAddr(id)
-}
-
-// ErrNoLeader is wrapped when no leader was known within LeaderWait.
-var ErrNoLeader = fmt.Errorf("%w: no leader", raftfsm.ErrNotLeader)
-
-// WaitLeader returns the leader's name and the address peers call it at
-// (PeerAddr), waiting up to LeaderWait for a leader (and its address) to be
-// known. The address is empty when this peer leads.
-func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
-	timer := time.NewTimer(p.cfg.LeaderWait)
-	defer timer.Stop()
-	for {
-		leaderChanged, gossipChanged := p.store.LeaderChanged(), p.gossip.Changed()
-		if p.IsLeader() {
-			return p.cfg.Name, "", nil
-		}
-		if name, addr := p.LeaderAPI(); name != "" && addr != "" {
-			return name, addr, nil
-		}
-		select {
-		case <-leaderChanged:
-		case <-gossipChanged:
-		case <-timer.C:
-			return "", "", fmt.Errorf("%w: peer %s cannot reach a quorum of the cluster (waited %s); writes are refused until a leader is elected",
-				ErrNoLeader, p.cfg.Name, p.cfg.LeaderWait)
-		case <-ctx.Done():
-			return "", "", fmt.Errorf("waiting for a leader: %w", ctx.Err())
-		}
-	}
-}
-
-func (p *Peer) apiAddrOf(name string) string {
-	if name == p.cfg.Name {
-		return p.APIAddr()
-	}
-	if m, ok := p.gossip.Member(name); ok && m.Report.APIAddr != "" {
-		return m.Report.APIAddr
-	}
-	if n, ok := p.FSM().Node(name); ok {
-		return n.APIAddr
-	}
-	return ""
-}
-
-// VerifyLeader confirms leadership with a quorum.
-func (p *Peer) VerifyLeader(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.LeaderWait)
-	defer cancel()
-	return p.store.VerifyLeader(ctx)
-}
-
-// ClusterInfo describes the cluster as this peer sees it.
-func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
-	_, leader := p.store.Leader()
-	info := api.ClusterInfo{
-		APIEndpoint: "http://" + p.APIAddr(),
-		APIDomain:   p.cfg.Bind,
-		Version:     p.cfg.Version,
-		Leader:      leader,
-		Peers:       []api.ClusterPeer{},
-	}
-	if ok, id := p.FSM().Initialized(); ok {
-		info.ClusterID = id
-	}
-	if c, ok := p.FSM().Cert(); ok {
-		info.CertData = c.CertPEM
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	servers, err := p.store.Servers(ctx)
-	if err != nil {
-		p.cfg.Log.Warn("cluster-info: raft configuration", "err", err)
-	}
-	for _, s := range servers {
-		role := api.RaftNonvoter
-		switch {
-		case s.ID == leader:
-			role = api.RaftLeader
-		case s.Voter:
-			role = api.RaftVoter
-		}
-		info.Peers = append(info.Peers, api.ClusterPeer{Name: s.ID, APIAddr: p.apiAddrOf(s.ID), Raft: role})
-	}
-	return info
-}

@@ -1,9 +1,11 @@
-package node
+package blobsource
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -15,10 +17,48 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// Proposer proposes commands (through the leader).
+type Proposer interface {
+	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
+}
+
+// Config configures a Source.
+type Config struct {
+	// Name is this node's.
+	Name   string
+	FSM    *raftfsm.FSM
+	Images *imagestore.Store
+	// Swarm fetches blobs in chunks from the peers that hold them.
+	Swarm *swarm.Service
+	// HTTP calls the other peers (over the fabric); PeerURL gives a peer's
+	// base URL ("" when unknown).
+	HTTP    *http.Client
+	PeerURL func(name string) string
+	// Pull pulls a VM's image from its registry and records it as the
+	// namespace's image (the job manager's).
+	Pull     func(ctx context.Context, vm raftfsm.VM, digest string) error
+	Proposer Proposer
+	Log      *slog.Logger
+}
+
+// Source gets the blobs this node's VMs start from.
+type Source struct{ cfg Config }
+
+// New returns a Source.
+func New(cfg Config) *Source {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Source{cfg: cfg}
+}
+
+// fetchTimeout bounds getting one blob.
+const fetchTimeout = 30 * time.Minute
+
 // HoldBlob keeps a blob in this peer's store (a lease: no collection
 // removes it) until release is called.
-func (p *Peer) HoldBlob(digest string) (func(), error) {
-	l, err := p.images.Lease(digest)
+func (s *Source) HoldBlob(digest string) (func(), error) {
+	l, err := s.cfg.Images.Lease(digest)
 	if err != nil {
 		return nil, err
 	}
@@ -28,13 +68,13 @@ func (p *Peer) HoldBlob(digest string) (func(), error) {
 // EnsureBlob makes sure this peer holds a blob a VM starts from: streamed
 // from a peer that holds it, else (a VM deployed from a registry reference)
 // pulled from its registry and recorded as the namespace's image.
-func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error {
-	b, _ := p.FSM().Blob(digest)
-	if p.images.Has(digest) {
-		if !slices.Contains(b.Holders, p.cfg.Name) && b.Digest != "" {
+func (s *Source) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error {
+	b, _ := s.cfg.FSM.Blob(digest)
+	if s.cfg.Images.Has(digest) {
+		if !slices.Contains(b.Holders, s.cfg.Name) && b.Digest != "" {
 			// here but no longer recorded (its cache was freed, the file not
 			// yet removed): held again, so that it stays
-			if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name}); err != nil {
+			if _, err := s.cfg.Proposer.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: s.cfg.Name}); err != nil {
 				return fmt.Errorf("record blob holder: %w", err)
 			}
 		}
@@ -42,7 +82,7 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 	}
 	var seeds []string
 	for _, h := range b.Holders {
-		if h != p.cfg.Name && p.peerURL(h) != "" {
+		if h != s.cfg.Name && s.cfg.PeerURL(h) != "" {
 			seeds = append(seeds, h)
 		}
 	}
@@ -51,17 +91,17 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 		return fmt.Errorf("image blob %s: no peer holds it", digest)
 	}
 	start := time.Now()
-	fctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	var ferr error
 	if len(seeds) > 0 {
 		var lease *imagestore.Lease
-		if lease, ferr = p.fetchBlob(fctx, vm, b, seeds); ferr == nil {
-			p.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))
+		if lease, ferr = s.fetchBlob(fctx, vm, b, seeds); ferr == nil {
+			s.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))
 			// Leased until recorded: a collection in between would take
 			// the blob for one this node no longer holds.
-			if _, err := p.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: p.cfg.Name}); err != nil {
-				p.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
+			if _, err := s.cfg.Proposer.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: s.cfg.Name}); err != nil {
+				s.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
 			}
 			if lease != nil {
 				lease.Release()
@@ -72,9 +112,9 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 		if !fromRegistry || errors.Is(ferr, diskcheck.ErrRefused) {
 			return ferr
 		}
-		p.cfg.Log.Warn("no peer could send the image; pulling it from its registry", "err", ferr)
+		s.cfg.Log.Warn("no peer could send the image; pulling it from its registry", "err", ferr)
 	}
-	if err := p.jobs.PullVMImage(fctx, vm, digest); err != nil {
+	if err := s.cfg.Pull(fctx, vm, digest); err != nil {
 		if errors.Is(err, diskcheck.ErrRefused) {
 			return err
 		}
@@ -86,24 +126,24 @@ func (p *Peer) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) err
 // fetchBlob gets a blob from the peers: in chunks from every peer that
 // has some (node/swarm), or whole from one holder when no holder tells
 // how the blob is cut (a peer of an earlier release).
-func (p *Peer) fetchBlob(ctx context.Context, vm raftfsm.VM, b raftfsm.Blob, seeds []string) (*imagestore.Lease, error) {
+func (s *Source) fetchBlob(ctx context.Context, vm raftfsm.VM, b raftfsm.Blob, seeds []string) (*imagestore.Lease, error) {
 	check := blobCheck(vm, b.Digest)
-	lease, err := p.swarm.FetchBlob(ctx, swarm.Blob{Digest: b.Digest, Size: b.SizeBytes, Seeds: seeds, Check: check})
+	lease, err := s.cfg.Swarm.FetchBlob(ctx, swarm.Blob{Digest: b.Digest, Size: b.SizeBytes, Seeds: seeds, Check: check})
 	if !errors.Is(err, swarm.ErrNoPlan) {
 		return lease, err
 	}
-	p.cfg.Log.Warn("no holder gave the chunk plan: fetching the blob whole from one", "digest", b.Digest, "err", err)
+	s.cfg.Log.Warn("no holder gave the chunk plan: fetching the blob whole from one", "digest", b.Digest, "err", err)
 	var urls []string
-	for _, s := range seeds {
-		urls = append(urls, p.peerURL(s))
+	for _, seed := range seeds {
+		urls = append(urls, s.cfg.PeerURL(seed))
 	}
-	return nil, p.images.Fetch(ctx, p.peerHTTP, b.Digest, urls, check)
+	return nil, s.cfg.Images.Fetch(ctx, s.cfg.HTTP, b.Digest, urls, check)
 }
 
 // BlobReceived is how many bytes of a blob the fetch under way here has
 // received.
-func (p *Peer) BlobReceived(digest string) int64 {
-	return p.images.Received(digest) + p.swarm.Received(digest)
+func (s *Source) BlobReceived(digest string) int64 {
+	return s.cfg.Images.Received(digest) + s.cfg.Swarm.Received(digest)
 }
 
 // maxNVRAM bounds a macOS image's NVRAM (auxiliary storage: 32 MiB as
@@ -137,58 +177,4 @@ func blobCheck(vm raftfsm.VM, digest string) imagestore.Check {
 		_, err := diskcheck.Disk(ctx, path, vm.ImageFormat)
 		return err
 	}
-}
-
-// healthLoop probes the hypervisor and gossips a problem while it does not
-// answer, so that the leader marks this node NOT READY and places no VMs here.
-func (p *Peer) healthLoop() {
-	tick := time.NewTicker(p.cfg.HealthInterval)
-	defer tick.Stop()
-	for {
-		p.setProblem(p.probeHypervisor())
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// probeHypervisor returns why this node cannot take VMs ("" when it can).
-func (p *Peer) probeHypervisor() string {
-	if p.driver == nil {
-		return "no hypervisor driver"
-	}
-	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
-	defer cancel()
-	if err := p.driver.Probe(ctx); err != nil {
-		return "hypervisor does not answer: " + err.Error()
-	}
-	return p.guardGuests(ctx)
-}
-
-func (p *Peer) setProblem(problem string) {
-	p.mu.Lock()
-	changed := p.problem != problem
-	p.problem = problem
-	p.mu.Unlock()
-	if !changed {
-		return
-	}
-	if problem != "" {
-		p.cfg.Log.Error("this node takes no VMs", "why", problem)
-	} else {
-		p.cfg.Log.Info("hypervisor answers; this node takes VMs")
-	}
-	r := p.report()
-	r.Problem = problem
-	if err := p.gossip.SetReport(r); err != nil {
-		p.cfg.Log.Warn("gossip report", "err", err)
-	}
-}
-
-func (p *Peer) hypervisorOK() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.driver != nil && p.problem == ""
 }

@@ -1,0 +1,126 @@
+package blobsource
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/fsmtest"
+)
+
+func newSource(t *testing.T, pull func(context.Context, raftfsm.VM, string) error) (*Source, *fsmtest.Applier, *imagestore.Store) {
+	t.Helper()
+	a := fsmtest.New()
+	a.Must(t, raftfsm.TypeInit, raftfsm.TestInit("c1", time.Now().UTC().Truncate(time.Second)))
+	images, err := imagestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Config{Name: "n1", FSM: a.FSM, Images: images, PeerURL: func(string) string { return "" }, Pull: pull, Proposer: a}), a, images
+}
+
+func image(t *testing.T, a *fsmtest.Applier, name, digest, holder string) {
+	t.Helper()
+	a.Must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{
+		Name: name, Namespace: api.DefaultNamespace, Digest: digest, SizeBytes: 10, Format: "qcow2", State: raftfsm.ImageReady,
+	}, Holder: holder})
+}
+
+func TestSource_EnsureBlob_cases(t *testing.T) {
+	errPulled := errors.New("pulled from the registry")
+	t.Run("here but no longer recorded: held again", func(t *testing.T) {
+		s, a, images := newSource(t, nil)
+		d, _, err := images.Put(context.Background(), strings.NewReader("content"), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		image(t, a, "img", d, "n2")
+		if err := s.EnsureBlob(context.Background(), raftfsm.VM{ImageDigest: d}, d); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := a.FSM.Blob(d); !slices.Contains(b.Holders, "n1") {
+			t.Fatalf("holders %v", b.Holders)
+		}
+	})
+	t.Run("no peer holds it, no registry", func(t *testing.T) {
+		s, a, _ := newSource(t, nil)
+		d := "sha256:" + strings.Repeat("cd", 32)
+		image(t, a, "img", d, "n1") // only this node, which lacks it
+		err := s.EnsureBlob(context.Background(), raftfsm.VM{ImageDigest: d}, d)
+		if err == nil || !strings.Contains(err.Error(), "no peer holds it") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("a registry reference no peer can send is pulled", func(t *testing.T) {
+		var pulled string
+		s, _, _ := newSource(t, func(_ context.Context, _ raftfsm.VM, digest string) error { pulled = digest; return errPulled })
+		d := "sha256:" + strings.Repeat("ef", 32)
+		err := s.EnsureBlob(context.Background(), raftfsm.VM{ImageDigest: d, ImageSource: "registry.example/app:v1"}, d)
+		if !errors.Is(err, errPulled) || pulled != d {
+			t.Fatalf("err = %v, pulled %q", err, pulled)
+		}
+	})
+}
+
+func TestSource_HoldBlob(t *testing.T) {
+	s, _, images := newSource(t, nil)
+	d, _, err := images.Put(context.Background(), strings.NewReader("content"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := s.HoldBlob(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed, _ := images.Collect(func(string) bool { return false }, 0); len(removed) != 0 {
+		t.Fatalf("a held blob was collected: %v", removed)
+	}
+	release()
+	if removed, _ := images.Collect(func(string) bool { return false }, 0); len(removed) != 1 {
+		t.Fatalf("a released blob was not collected: %v", removed)
+	}
+	if _, err := s.HoldBlob("sha256:" + strings.Repeat("00", 32)); err == nil {
+		t.Fatal("held a blob that is not here")
+	}
+}
+
+// A blob fetched from a peer is checked for what the VM uses it as.
+func TestBlobCheck_cases(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk")
+	if err := os.WriteFile(junk, []byte(strings.Repeat("not a disk or an ISO\n", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, maxNVRAM+1); err != nil {
+		t.Fatal(err)
+	}
+	vm := raftfsm.VM{ImageDigest: "sha256:disk", ISODigest: "sha256:iso", NVRAMDigest: "sha256:nvram", ImageFormat: "qcow2"}
+	cases := []struct {
+		name, digest, path string
+		ok                 bool
+	}{
+		{"junk as the disk", "sha256:disk", junk, false},
+		{"junk as the ISO", "sha256:iso", junk, false},
+		{"a small NVRAM", "sha256:nvram", junk, true},
+		{"an NVRAM over its bound", "sha256:nvram", big, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := blobCheck(vm, c.digest)(context.Background(), c.path); (err == nil) != c.ok {
+				t.Fatalf("err = %v, want ok %v", err, c.ok)
+			}
+		})
+	}
+}

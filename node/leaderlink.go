@@ -1,0 +1,107 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// IsLeader reports whether this peer leads the cluster.
+func (p *Peer) IsLeader() bool { return p.store.IsLeader() }
+
+// LeaderAPI returns the leader's name and the address peers call it at
+// (PeerAddr), empty when unknown.
+func (p *Peer) LeaderAPI() (string, string) {
+	_, id := p.store.Leader()
+	if id == "" {
+		return "", ""
+	}
+	return id, p.PeerAddr(id)
+}
+
+// ErrNoLeader is wrapped when no leader was known within LeaderWait.
+var ErrNoLeader = fmt.Errorf("%w: no leader", raftfsm.ErrNotLeader)
+
+// WaitLeader returns the leader's name and the address peers call it at
+// (PeerAddr), waiting up to LeaderWait for a leader (and its address) to be
+// known. The address is empty when this peer leads.
+func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
+	timer := time.NewTimer(p.cfg.LeaderWait)
+	defer timer.Stop()
+	for {
+		leaderChanged, gossipChanged := p.store.LeaderChanged(), p.gossip.Changed()
+		if p.IsLeader() {
+			return p.cfg.Name, "", nil
+		}
+		if name, addr := p.LeaderAPI(); name != "" && addr != "" {
+			return name, addr, nil
+		}
+		select {
+		case <-leaderChanged:
+		case <-gossipChanged:
+		case <-timer.C:
+			return "", "", fmt.Errorf("%w: peer %s cannot reach a quorum of the cluster (waited %s); writes are refused until a leader is elected",
+				ErrNoLeader, p.cfg.Name, p.cfg.LeaderWait)
+		case <-ctx.Done():
+			return "", "", fmt.Errorf("waiting for a leader: %w", ctx.Err())
+		}
+	}
+}
+
+func (p *Peer) apiAddrOf(name string) string {
+	if name == p.cfg.Name {
+		return p.APIAddr()
+	}
+	if m, ok := p.gossip.Member(name); ok && m.Report.APIAddr != "" {
+		return m.Report.APIAddr
+	}
+	if n, ok := p.FSM().Node(name); ok {
+		return n.APIAddr
+	}
+	return ""
+}
+
+// VerifyLeader confirms leadership with a quorum.
+func (p *Peer) VerifyLeader(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.LeaderWait)
+	defer cancel()
+	return p.store.VerifyLeader(ctx)
+}
+
+// ClusterInfo describes the cluster as this peer sees it.
+func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
+	_, leader := p.store.Leader()
+	info := api.ClusterInfo{
+		APIEndpoint: "http://" + p.APIAddr(),
+		APIDomain:   p.cfg.Bind,
+		Version:     p.cfg.Version,
+		Leader:      leader,
+		Peers:       []api.ClusterPeer{},
+	}
+	if ok, id := p.FSM().Initialized(); ok {
+		info.ClusterID = id
+	}
+	if c, ok := p.FSM().Cert(); ok {
+		info.CertData = c.CertPEM
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	servers, err := p.store.Servers(ctx)
+	if err != nil {
+		p.cfg.Log.Warn("cluster-info: raft configuration", "err", err)
+	}
+	for _, s := range servers {
+		role := api.RaftNonvoter
+		switch {
+		case s.ID == leader:
+			role = api.RaftLeader
+		case s.Voter:
+			role = api.RaftVoter
+		}
+		info.Peers = append(info.Peers, api.ClusterPeer{Name: s.ID, APIAddr: p.apiAddrOf(s.ID), Raft: role})
+	}
+	return info
+}

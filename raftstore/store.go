@@ -81,7 +81,7 @@ type Store struct {
 	FSM   *raftfsm.FSM
 	raft  *raft.Raft
 	bolt  *raftboltdb.BoltStore
-	trans *raft.NetworkTransport
+	trans *fencedTransport
 	log   *slog.Logger
 	id    string
 	addr  string
@@ -132,7 +132,7 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 		_ = bolt.Close()
 		return nil, err
 	}
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	trans := &fencedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: 3,
 		// No pipelining: raft's pipeline deadlocks when a follower answers
@@ -144,7 +144,7 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 		MaxRPCsInFlight: 1,
 		Timeout:         5 * time.Second,
 		Logger:          hl,
-	})
+	})}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hl
@@ -402,6 +402,7 @@ func (s *Store) Close(snapshot bool) error {
 	shutdown := s.raft.Shutdown()
 	terr := s.trans.Close()
 	err := shutdown.Error()
+	s.trans.fence() // no heartbeat writes the term once the log store is closed
 	s.raft.DeregisterObserver(s.obs)
 	close(s.obsCh)
 	if terr != nil && err == nil {

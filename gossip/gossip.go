@@ -94,11 +94,17 @@ func New(cfg Config) (*Gossip, error) {
 	g := &Gossip{log: lg, report: cfg.Report, members: map[string]*Member{}, changed: make(chan struct{})}
 	mc := memberlist.DefaultLANConfig()
 	if cfg.Local {
+		// Quick to find a stopped peer, yet not so quick that a busy host
+		// (tests under -race beside emulated guests on two cores) takes a
+		// late answer for a death: a probe waits 150 ms, and a suspect has
+		// three probe rounds to refute before it is declared dead (with a
+		// 100 ms probe and two rounds, a peer just restarted was declared
+		// dead again mid-copy, and its image copy failed: CI log of 71e3649).
 		mc = memberlist.DefaultLocalConfig()
 		mc.ProbeInterval = 200 * time.Millisecond
-		mc.ProbeTimeout = 100 * time.Millisecond
+		mc.ProbeTimeout = 150 * time.Millisecond
 		mc.GossipInterval = 50 * time.Millisecond
-		mc.SuspicionMult = 2
+		mc.SuspicionMult = 3
 		mc.PushPullInterval = 2 * time.Second
 	}
 	mc.Name = cfg.Name

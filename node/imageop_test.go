@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/testkit/disktest"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -198,5 +199,41 @@ func TestImageOp_actions_refused_while_one_runs(t *testing.T) {
 	waitRunning(t, c, cl, "busy", 30*time.Second)
 	if _, err := cl.ExecVM(ctx(t), ns, "busy", "stop"); err != nil {
 		t.Fatalf("stop after the save: %v", err)
+	}
+}
+
+// A disk the hypervisor writes for a save is checked like any disk that
+// enters the cluster: one that names a backing file is refused on each
+// attempt, the save fails naming the check, nothing is left staged, and the
+// VM runs again on its old image.
+func TestImageOp_written_disk_refused(t *testing.T) {
+	disktest.RequireQemuImg(t)
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	orig := upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "w", CPU: intp(1), Memory: floatp(0.25)}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, c, cl, "w", 30*time.Second)
+	m.Fake.ExportAs(disktest.WithBacking(t, filepath.Join(t.TempDir(), "never-opened"), "raw"))
+	if _, err := cl.SaveVM(ctx(t), ns, "w", api.SaveRequest{ImageName: "w-saved"}); err != nil {
+		t.Fatal(err)
+	}
+	img := waitImage(t, c, cl, "w-saved", api.ImageFailed, 60*time.Second)
+	if !strings.Contains(img.ErrorMessage, "the written disk") || !strings.Contains(img.ErrorMessage, "backing") {
+		t.Fatalf("the failed save says %q", img.ErrorMessage)
+	}
+	if n := m.Fake.Exports(); n != 3 {
+		t.Fatalf("%d exports, want one per attempt (3)", n)
+	}
+	if tmp, _ := os.ReadDir(filepath.Join(m.DataDir, "images", "tmp")); len(tmp) != 0 {
+		t.Fatalf("staging files left: %v", tmp)
+	}
+	if vm := waitRunning(t, c, cl, "w", 30*time.Second); vm.Image != "tiny" {
+		t.Fatalf("the VM runs on %s after the failed save", vm.Image)
+	}
+	if now, err := cl.GetImage(ctx(t), ns, "tiny"); err != nil || now.Digest != orig.Digest || now.State != api.ImageReady {
+		t.Fatalf("the VM's image after the failed save: %+v %v", now, err)
 	}
 }

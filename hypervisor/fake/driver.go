@@ -30,6 +30,7 @@ type Driver struct {
 	barrier    *createBarrier
 	exports    int
 	exportHold <-chan struct{}
+	exportAs   []byte // when set, what every Export writes
 	domains    map[string]*fakeDomain
 	calls      []string
 	lists      int
@@ -331,6 +332,14 @@ func (f *Driver) HoldExports(release <-chan struct{}) {
 	f.exportHold = release
 }
 
+// ExportAs makes every Export write disk instead of the VM's disk (a test
+// gives a hypervisor that writes a hostile disk); nil restores the default.
+func (f *Driver) ExportAs(disk []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.exportAs = disk
+}
+
 // Exports returns how many Exports were started.
 func (f *Driver) Exports() int {
 	f.mu.Lock()
@@ -348,7 +357,7 @@ func (f *Driver) Export(ctx context.Context, name, dst string) error {
 		return err
 	}
 	f.exports++
-	hold := f.exportHold
+	hold, as := f.exportHold, f.exportAs
 	d, err := f.get(name)
 	if err == nil && d.state != hypervisor.StateShutoff {
 		err = fmt.Errorf("export %s: the domain is %s, not shut off", name, d.state)
@@ -368,6 +377,12 @@ func (f *Driver) Export(ctx context.Context, name, dst string) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if as != nil {
+		if err := os.WriteFile(dst, as, 0o600); err != nil {
+			return fmt.Errorf("export %s: %w", name, err)
+		}
+		return nil
 	}
 	base, err := os.ReadFile(spec.BaseImage)
 	if err != nil {

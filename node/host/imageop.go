@@ -83,17 +83,28 @@ func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) er
 	if err := p.export(ctx, w.domain, dst); err != nil {
 		return fmt.Errorf("write the disk: %w", err)
 	}
+	// What the hypervisor wrote is checked like any disk that enters the
+	// cluster before it is recorded; the check reads the file's metadata
+	// while staging hashes and flushes it (neither writes it).
+	type checked struct {
+		info diskcheck.Info
+		err  error
+	}
+	check := make(chan checked, 1)
+	go func() {
+		info, err := diskcheck.Disk(ctx, dst, "")
+		check <- checked{info, err}
+	}()
 	staged, err := p.cfg.Images.StageFile(ctx, dst)
+	c := <-check
 	if err != nil {
 		return err
 	}
 	defer staged.Discard()
-	// What the hypervisor wrote is checked like any disk that enters the
-	// cluster before it is recorded.
-	info, err := diskcheck.Disk(ctx, staged.Path(), "")
-	if err != nil {
-		return fmt.Errorf("the written disk: %w", err)
+	if c.err != nil {
+		return fmt.Errorf("the written disk: %w", c.err)
 	}
+	info := c.info
 	done := raftfsm.VMImageOpDone{
 		Namespace: vm.Namespace, VM: vm.Name, ID: vm.PendingOp.ID, Node: p.cfg.Name,
 		Digest: staged.Digest, SizeBytes: staged.Size, VirtualSize: info.VirtualSize, Format: info.Format,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/internal/netgate"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 type blockSet struct {
@@ -37,17 +38,6 @@ func start(t *testing.T, name string, gate netgate.Gate) *Gossip {
 	return g
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestGossip_join_report_and_death(t *testing.T) {
 	gate := &blockSet{blocked: map[string]bool{}}
 	a := start(t, "a", gate)
@@ -56,24 +46,24 @@ func TestGossip_join_report_and_death(t *testing.T) {
 	if _, err := a.Join(context.Background(), []string{b.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b to see a", func() bool { m, ok := b.Member("a"); return ok && m.State == StateAlive && m.Report.CPU == 4 })
+	poll.For(t, "b to see a", 15*time.Second, poll.True(func() bool { m, ok := b.Member("a"); return ok && m.State == StateAlive && m.Report.CPU == 4 }))
 
 	if err := a.SetReport(Report{Addr: "127.0.0.1", CPU: 6, Problem: "hypervisor down"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b to see a's new report", func() bool { m, _ := b.Member("a"); return m.Report.CPU == 6 && m.Report.Problem != "" })
+	poll.For(t, "b to see a's new report", 15*time.Second, poll.True(func() bool { m, _ := b.Member("a"); return m.Report.CPU == 6 && m.Report.Problem != "" }))
 
 	// Cut a and b off from each other: each side refuses the other, as the
 	// test cluster does (a one-sided cut lets TCP fallback probes through).
 	gate.set(b.Addr(), true)
 	gateB.set(a.Addr(), true)
-	waitFor(t, "b to see a dead", func() bool { m, _ := b.Member("a"); return m.State == StateDead })
+	poll.For(t, "b to see a dead", 15*time.Second, poll.True(func() bool { m, _ := b.Member("a"); return m.State == StateDead }))
 	gate.set(b.Addr(), false)
 	gateB.set(a.Addr(), false)
 	if _, err := a.Join(context.Background(), []string{b.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b to see a alive again", func() bool { m, _ := b.Member("a"); return m.State == StateAlive })
+	poll.For(t, "b to see a alive again", 15*time.Second, poll.True(func() bool { m, _ := b.Member("a"); return m.State == StateAlive }))
 }
 
 func TestGossip_join_nobody(t *testing.T) {

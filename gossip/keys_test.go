@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 func key(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
@@ -37,7 +39,7 @@ func TestGossip_keys_and_label(t *testing.T) {
 	if _, err := b.Join(ctx, []string{a.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a to see b", func() bool { return alive(a, "b") })
+	poll.For(t, "a to see b", 15*time.Second, poll.True(func() bool { return alive(a, "b") }))
 
 	for _, tc := range []struct {
 		name  string
@@ -73,7 +75,7 @@ func TestGossip_keys_and_label(t *testing.T) {
 	if err := a.SetReport(Report{Addr: "127.0.0.1", CPU: 7}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b to read a's report under the new key", func() bool { m, _ := b.Member("a"); return m.Report.CPU == 7 })
+	poll.For(t, "b to read a's report under the new key", 15*time.Second, poll.True(func() bool { m, _ := b.Member("a"); return m.Report.CPU == 7 }))
 	only2 := Keys{Keys: [][]byte{key(2)}}
 	for _, g := range []*Gossip{a, b} {
 		if err := g.SetKeys(only2); err != nil {
@@ -86,7 +88,7 @@ func TestGossip_keys_and_label(t *testing.T) {
 	if err := b.SetReport(Report{Addr: "127.0.0.1", CPU: 8}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a to read b's report after the old key went", func() bool { m, _ := a.Member("b"); return m.Report.CPU == 8 && m.State == StateAlive })
+	poll.For(t, "a to read b's report after the old key went", 15*time.Second, poll.True(func() bool { m, _ := a.Member("b"); return m.Report.CPU == 8 && m.State == StateAlive }))
 	stale := startKeyed(t, "stale", k1, "svc/c1", nil)
 	jctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -121,5 +123,5 @@ func TestGossip_divert_tls(t *testing.T) {
 	if _, err := b.Join(context.Background(), []string{a.Addr()}); err != nil {
 		t.Fatalf("memberlist join through the sorting transport: %v", err)
 	}
-	waitFor(t, "a to see b", func() bool { return alive(a, "b") })
+	poll.For(t, "a to see b", 15*time.Second, poll.True(func() bool { return alive(a, "b") }))
 }

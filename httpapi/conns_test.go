@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // serveOn starts s on a loopback listener until the test ends or stop is
@@ -167,13 +168,12 @@ func TestConns_reclaimed_by_their_deadlines(t *testing.T) {
 	if failed.Load() != 0 || served.Load() < 10 {
 		t.Fatalf("other client: %d served, %d failed", served.Load(), failed.Load())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.conns.open() > 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := s.conns.open(); n > 2 {
-		t.Fatalf("%d connections still counted", n)
-	}
+	poll.For(t, "the reclaimed connections uncounted", 5*time.Second, func() error {
+		if n := s.conns.open(); n > 2 {
+			return fmt.Errorf("%d connections still counted", n)
+		}
+		return nil
+	})
 }
 
 // A client over its connection limit is answered 503 (a Status body) and

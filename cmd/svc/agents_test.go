@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-project/svc/testkit/testcluster"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // runAgent starts 'svc agent' with args, its output in dir/name.log and
@@ -80,7 +80,7 @@ func (a *agentProc) waitExit(t *testing.T, timeout time.Duration) (int, string) 
 // logHas waits (bounded) until the agent's log holds s.
 func (a *agentProc) logHas(t *testing.T, s string, timeout time.Duration) {
 	t.Helper()
-	if err := testcluster.Poll(context.Background(), timeout, func() error {
+	if err := poll.Until(context.Background(), timeout, func() error {
 		b, _ := os.ReadFile(a.logFile)
 		if !strings.Contains(string(b), s) {
 			return os.ErrNotExist

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/internal/rfb"
-	"github.com/svc-project/svc/testkit/testcluster"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 var consoleAddrRE = regexp.MustCompile(` is at (\S+) \(VNC`)
@@ -43,7 +43,7 @@ func checkConsoleBridge(t *testing.T, bin, apiURL, vm string) {
 		if err != nil || si.Width < 640 || si.Height < 400 || si.BitsPerPixel < 24 {
 			t.Fatalf("client %d: server init %+v %v", i, si, err)
 		}
-		if err := testcluster.Poll(ctx, time.Minute, func() error {
+		if err := poll.Until(ctx, time.Minute, func() error {
 			px, err := rfb.Frame(conn, si)
 			if err != nil {
 				t.Fatalf("client %d: frame: %v", i, err)

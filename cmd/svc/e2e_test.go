@@ -17,7 +17,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/testkit/guest"
-	"github.com/svc-project/svc/testkit/testcluster"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // buildBinary builds the svc binary once for the end-to-end tests.
@@ -99,7 +99,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	}
 	poll := func(what string, timeout time.Duration, cond func() error) {
 		t.Helper()
-		if err := testcluster.Poll(context.Background(), timeout, cond); err != nil {
+		if err := poll.Until(context.Background(), timeout, cond); err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 	}
@@ -285,7 +285,7 @@ func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
 		"--api-port", strconv.Itoa(ports[0]), "--raft-port", strconv.Itoa(ports[1]), "--gossip-port", strconv.Itoa(ports[2]), "--tls-port", strconv.Itoa(ports[3]))
 	a.api = "http://" + ip + ":" + strconv.Itoa(ports[0])
 	var token []byte
-	if err := testcluster.Poll(context.Background(), 60*time.Second, func() (err error) {
+	if err := poll.Until(context.Background(), 60*time.Second, func() (err error) {
 		token, err = os.ReadFile(filepath.Join(dir, "data", "admin.token"))
 		return err
 	}); err != nil {
@@ -293,7 +293,7 @@ func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
 	}
 	t.Setenv("SVC_TOKEN", strings.TrimSpace(string(token)))
 	var node api.Node
-	if err := testcluster.Poll(context.Background(), 60*time.Second, func() error {
+	if err := poll.Until(context.Background(), 60*time.Second, func() error {
 		out, err := cli(t, bin, a.api, "node", "list", "-o", "json")
 		if err != nil {
 			return err
@@ -363,7 +363,7 @@ func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
 func waitDomainsGone(t *testing.T, peer string) {
 	t.Helper()
 	prefix := hypervisor.DomainPrefix(peer)
-	err := testcluster.Poll(context.Background(), 2*time.Minute, func() error {
+	err := poll.Until(context.Background(), 2*time.Minute, func() error {
 		out, err := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output()
 		if err != nil {
 			return fmt.Errorf("virsh list: %w", err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/auth"
-	"github.com/svc-project/svc/testkit/testcluster"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // fabricHost is a loopback address of this test's own: peers on it use the
@@ -48,7 +48,7 @@ func TestBinary_peers_trust_only_peers(t *testing.T) {
 	}
 	poll := func(what string, timeout time.Duration, cond func() error) {
 		t.Helper()
-		if err := testcluster.Poll(context.Background(), timeout, cond); err != nil {
+		if err := poll.Until(context.Background(), timeout, cond); err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 	}

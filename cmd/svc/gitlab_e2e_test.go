@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/poll"
 	"github.com/svc-project/svc/testkit/syncbuf"
-	"github.com/svc-project/svc/testkit/testcluster"
 )
 
 // runner drives the custom executor's stages as gitlab-runner does: each a
@@ -93,14 +93,14 @@ func TestBinary_gitlab_executor(t *testing.T) {
 		"--api-port", strconv.Itoa(ports[0]), "--raft-port", strconv.Itoa(ports[1]), "--gossip-port", strconv.Itoa(ports[2]), "--tls-port", strconv.Itoa(ports[3]))
 	a.api = "http://" + ip + ":" + strconv.Itoa(ports[0])
 	var admin []byte
-	if err := testcluster.Poll(context.Background(), 60*time.Second, func() (err error) {
+	if err := poll.Until(context.Background(), 60*time.Second, func() (err error) {
 		admin, err = os.ReadFile(filepath.Join(dir, "data", "admin.token"))
 		return err
 	}); err != nil {
 		t.Fatalf("no admin token: %v", err)
 	}
 	t.Setenv("SVC_TOKEN", strings.TrimSpace(string(admin)))
-	if err := testcluster.Poll(context.Background(), 60*time.Second, func() error {
+	if err := poll.Until(context.Background(), 60*time.Second, func() error {
 		_, err := cli(t, bin, a.api, "image", "upload", image, "--name", "mini-linux", "-q")
 		return err
 	}); err != nil {
@@ -170,7 +170,7 @@ func TestBinary_gitlab_executor(t *testing.T) {
 	if err := long.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := testcluster.Poll(ctx, time.Minute, func() error {
+	if err := poll.Until(ctx, time.Minute, func() error {
 		if !strings.Contains(lout.String(), "started") {
 			return os.ErrNotExist
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/poll"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -63,7 +64,7 @@ func TestBinary_guest_tools(t *testing.T) {
 
 	// The record shows what the agent says, and that the image's identity
 	// step, run through it, named the guest after its VM.
-	if err := testcluster.Poll(ctx, 3*time.Minute, func() error {
+	if err := poll.Until(ctx, 3*time.Minute, func() error {
 		got, err := cl.GetVM(ctx, api.DefaultNamespace, "vm1")
 		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") ||
 			got.Identity == nil || got.Identity.State != api.IdentitySet {
@@ -112,7 +113,7 @@ func TestBinary_guest_tools(t *testing.T) {
 	if _, err := cl.CommitVM(ctx, api.DefaultNamespace, "vm1", api.CommitRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := testcluster.Poll(ctx, 5*time.Minute, func() error {
+	if err := poll.Until(ctx, 5*time.Minute, func() error {
 		img, err := cl.GetImage(ctx, api.DefaultNamespace, "mini-linux")
 		if err != nil || img.State != api.ImageReady {
 			return fmt.Errorf("image %+v %v", img, err)
@@ -129,7 +130,7 @@ func TestBinary_guest_tools(t *testing.T) {
 	if vm2.DiskBytes != grown {
 		t.Fatalf("vm2 deployed after the commit has a disk of %d, want %d", vm2.DiskBytes, grown)
 	}
-	if err := testcluster.Poll(ctx, 3*time.Minute, func() error {
+	if err := poll.Until(ctx, 3*time.Minute, func() error {
 		got, err := cl.GetVM(ctx, api.DefaultNamespace, "vm2")
 		if err != nil || !got.GuestAgent {
 			return fmt.Errorf("vm2 agent %v %v", got.GuestAgent, err)

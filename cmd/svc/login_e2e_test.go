@@ -22,7 +22,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/testkit/browser"
 	"github.com/svc-project/svc/testkit/oidcprovider"
-	"github.com/svc-project/svc/testkit/testcluster"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // person runs the CLI as one person: their own config file (where svc
@@ -175,7 +175,7 @@ func TestBinary_login_through_an_identity_provider(t *testing.T) {
 	}
 	poll := func(what string, cond func() error) {
 		t.Helper()
-		if err := testcluster.Poll(context.Background(), 60*time.Second, cond); err != nil {
+		if err := poll.Until(context.Background(), 60*time.Second, cond); err != nil {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 	}

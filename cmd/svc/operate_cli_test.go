@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/testkit/poll"
 	"github.com/svc-project/svc/testkit/syncbuf"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -31,7 +32,7 @@ func TestCLI_drain_quota_ttl(t *testing.T) {
 		done <- result{out, err}
 	}()
 	// The drain has cordoned the node before it waits.
-	if err := testcluster.Poll(context.Background(), 30*time.Second, func() error {
+	if err := poll.Until(context.Background(), 30*time.Second, func() error {
 		nodes, err := cl.ListNodes(context.Background(), api.DefaultNamespace, false)
 		if err != nil || len(nodes) != 1 || nodes[0].Schedulable {
 			return errors.New("not cordoned yet")
@@ -77,7 +78,7 @@ func TestCLI_drain_quota_ttl(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { checkCLI(t, url, token, "", tc.args, tc.wantCode, tc.want) })
 	}
 	// svc audit shows the writes above, the refused deploy too.
-	if err := testcluster.Poll(context.Background(), 15*time.Second, func() error {
+	if err := poll.Until(context.Background(), 15*time.Second, func() error {
 		out, err := runSvc(t, url, token, "", "audit", "--since", "1h")
 		if err != nil || !strings.Contains(out, "/quota") || !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, "SUBJECT") {
 			return fmt.Errorf("svc audit: %v\n%s", err, out)
@@ -104,7 +105,7 @@ func TestCLI_vm_list_watch(t *testing.T) {
 	go func() { done <- root.ExecuteContext(ctx) }()
 	shows := func(what string, re *regexp.Regexp) {
 		t.Helper()
-		if err := testcluster.Poll(context.Background(), 20*time.Second, func() error {
+		if err := poll.Until(context.Background(), 20*time.Second, func() error {
 			if !re.MatchString(out.String()) {
 				return fmt.Errorf("no %s in:\n%s", what, out.String())
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/fsmtest"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // ready is a replica caught up or not, counting the questions.
@@ -97,9 +98,7 @@ func TestCollector_Run_waits_for_catch_up(t *testing.T) {
 		c := New(Config{Name: "n1", FSM: a.FSM, Images: images, Proposer: a, Ready: r, Interval: time.Millisecond})
 		done := make(chan struct{})
 		go func() { c.Run(ctx); close(done) }()
-		for !until() && ctx.Err() == nil {
-			time.Sleep(time.Millisecond)
-		}
+		_ = poll.Until(ctx, 10*time.Second, poll.True(until)) // the caller checks what it awaited
 		cancel()
 		<-done
 	}

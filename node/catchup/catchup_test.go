@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // replica is an applied index that tests move.
@@ -112,9 +114,7 @@ func TestTracker_SyncReplica_shares_round_trips(t *testing.T) {
 	tr := New(Config{Replica: r, LeaderIndex: leader})
 	first := make(chan error, 1)
 	go func() { first <- tr.SyncReplica(ctxT(t)) }()
-	for calls.Load() == 0 { // the first round is in flight
-		time.Sleep(time.Millisecond)
-	}
+	poll.For(t, "the first round in flight", 10*time.Second, poll.True(func() bool { return calls.Load() > 0 }))
 	waiting := func() int { // callers of the round that has not started
 		tr.sync.mu.Lock()
 		defer tr.sync.mu.Unlock()
@@ -131,9 +131,7 @@ func TestTracker_SyncReplica_shares_round_trips(t *testing.T) {
 			}
 		})
 	}
-	for waiting() < 8 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.For(t, "eight callers waiting for the next round", 10*time.Second, poll.True(func() bool { return waiting() == 8 }))
 	close(release)
 	wg.Wait()
 	if err := <-first; err != nil {

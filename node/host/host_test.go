@@ -12,6 +12,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/fsmtest"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // replica is a single-replica stand-in for the peer: it applies proposals
@@ -58,21 +59,6 @@ func vmOn(name, node string, port int) raftfsm.VMCreate {
 	}}
 }
 
-func waitFor(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // The host runs its VMs, and a pass (a listing of the driver's domains)
 // runs for a change of a VM on its node only: not for a job's progress, a
 // VM of another node or a node's tag. Its timer is an hour here, so every
@@ -107,9 +93,9 @@ func TestHost_passes_only_for_its_own_vms(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor(t, "the VM running", running)
+	poll.For(t, "the VM running", 10*time.Second, running)
 	settled := drv.Lists()
-	waitFor(t, "the passes settled", func() error { // the VM's own status report wakes one more
+	poll.For(t, "the passes settled", 10*time.Second, func() error { // the VM's own status report wakes one more
 		if n := drv.Lists(); n != settled {
 			settled = n
 			return fmt.Errorf("still passing")
@@ -144,14 +130,14 @@ func TestHost_passes_only_for_its_own_vms(t *testing.T) {
 			// A change of its own VM is the marker: once the host has run
 			// the pass it woke, every earlier write has been seen.
 			r.Must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStop})
-			waitFor(t, "the VM stopped", func() error {
+			poll.For(t, "the VM stopped", 10*time.Second, func() error {
 				if vm, _ := r.FSM.VM(api.DefaultNamespace, "web"); vm.Status != raftfsm.VMStopped {
 					return fmt.Errorf("vm web is %q", vm.Status)
 				}
 				return nil
 			})
 			r.Must(t, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: api.DefaultNamespace, Name: "web", Action: raftfsm.ActionStart})
-			waitFor(t, "the VM running again", running)
+			poll.For(t, "the VM running again", 10*time.Second, running)
 			// stop, its report, start, its report: four passes, plus one the
 			// previous report of its own VM may have woken and not yet run
 			// when before was read (the settling above cannot rule it out

@@ -13,6 +13,7 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // restoring is a booted template for every VM: it starts the VM's domain at
@@ -97,7 +98,7 @@ func TestHost_identity_step(t *testing.T) {
 			defer func() { cancel(); <-done }()
 
 			r.Must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
-			waitFor(t, "the identity reported", func() error {
+			poll.For(t, "the identity reported", 10*time.Second, func() error {
 				vm, _ := r.FSM.VM(api.DefaultNamespace, "web")
 				if vm.Status != raftfsm.VMRunning || vm.Identity == nil || vm.Identity.State != c.state {
 					return fmt.Errorf("vm web is %q, identity %+v", vm.Status, vm.Identity)
@@ -176,7 +177,7 @@ func TestHost_holds_the_blob_until_the_disk_exists(t *testing.T) {
 	go func() { h.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	r.Must(t, raftfsm.TypeVMCreate, vmOn("web", "n1", 20000))
-	waitFor(t, "the VM running and its blob let go", func() error {
+	poll.For(t, "the VM running and its blob let go", 10*time.Second, func() error {
 		vm, _ := r.FSM.VM(api.DefaultNamespace, "web")
 		if vm.Status != raftfsm.VMRunning || blobs.held("sha256:aa") != 0 {
 			return fmt.Errorf("vm %q, blob held %d times", vm.Status, blobs.held("sha256:aa"))

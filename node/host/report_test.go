@@ -12,6 +12,7 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/poll"
 	"github.com/svc-project/svc/testkit/syncbuf"
 )
 
@@ -57,7 +58,7 @@ func TestHost_report_given_up_when_the_vm_is_deleted(t *testing.T) {
 		t.Fatal("the worker never reported the VM's status")
 	}
 	r.Must(t, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: api.DefaultNamespace, Name: "web"})
-	waitFor(t, "the worker stopped", func() error {
+	poll.For(t, "the worker stopped", 10*time.Second, func() error {
 		if !strings.Contains(logs.String(), "the worker stopped") {
 			return fmt.Errorf("logs:\n%s", logs.String())
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // issuer is a provider's discovery document and keys, served on loopback,
@@ -195,14 +196,12 @@ func TestVerify_follows_key_rotation(t *testing.T) {
 	}
 	// go-oidc stores the new key set a moment after it answered with it:
 	// the retired key's tokens are refused from then on.
-	var err error
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if _, err = s.Verify(context.Background(), "corp", signKid(t, oldKey, oldKid, claims), ""); errors.Is(err, ErrRefused) {
-			return
+	poll.For(t, "a token of the retired key refused", 5*time.Second, func() error {
+		if _, err := s.Verify(context.Background(), "corp", signKid(t, oldKey, oldKid, claims), ""); !errors.Is(err, ErrRefused) {
+			return fmt.Errorf("verified with %v", err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("a token of the retired key: %v, want refused", err)
+		return nil
+	})
 }
 
 func TestVerify_slow_provider_is_bounded(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 // Options tune a test cluster.
@@ -444,32 +445,10 @@ func (c *Cluster) Token(user string, admin bool) string {
 	return tok
 }
 
-// WaitFor polls cond until it returns nil or the timeout passes.
+// WaitFor polls cond until it returns nil or the timeout passes (poll.For).
 func (c *Cluster) WaitFor(what string, timeout time.Duration, cond func() error) {
 	c.tb.Helper()
-	if err := Poll(context.Background(), timeout, cond); err != nil {
-		c.tb.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// Poll calls cond every 25 ms until it returns nil, ctx ends or timeout passes;
-// it returns cond's last error.
-func Poll(ctx context.Context, timeout time.Duration, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
+	poll.For(c.tb, what, timeout, cond)
 }
 
 func (c *Cluster) allReady() error {

@@ -25,6 +25,7 @@ import (
 	"github.com/svc-project/svc/node/blobsource"
 	"github.com/svc-project/svc/node/catchup"
 	"github.com/svc-project/svc/node/fabric"
+	"github.com/svc-project/svc/node/health"
 	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/node/hostadmin"
 	"github.com/svc-project/svc/node/jobs"
@@ -33,6 +34,7 @@ import (
 	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/node/sharedstore"
 	"github.com/svc-project/svc/node/signin"
+	"github.com/svc-project/svc/node/standing"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/node/templates"
 	"github.com/svc-project/svc/raftfsm"
@@ -88,9 +90,10 @@ type Peer struct {
 	metrics   *peerMetrics
 	// seedPeers are gossip addresses a join answered with.
 	seedPeers []string
-	// announceCh asks announceLoop to gossip this peer's report again;
-	// trustRefresh asks trustRefreshLoop to learn of peers from others.
-	announceCh, trustRefresh chan struct{}
+	// health says whether this node takes VMs and gossips its report;
+	// standing asks the cluster whether this peer still belongs to it.
+	health   *health.Monitor
+	standing *standing.Keeper
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -102,9 +105,7 @@ type Peer struct {
 	// when the term ends after that.
 	leaderReadyCh chan struct{}
 	errCh         chan error
-	problem       string              // why this node takes no VMs ("" when it does)
-	guarded       []hypervisor.Target // the ports the VMs' guard keeps them from
-	halt          bool                // Halt: stop without hand-over or snapshot
+	halt          bool // Halt: stop without hand-over or snapshot
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins
@@ -128,7 +129,7 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, leaderReadyCh: make(chan struct{}), egress: &egress, announceCh: make(chan struct{}, 1), trustRefresh: make(chan struct{}, 1)}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, leaderReadyCh: make(chan struct{}), egress: &egress}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -153,10 +154,22 @@ func Start(cfg Config) (*Peer, error) {
 	if p.raftL, err = listen("raft", cfg.RaftPort); err != nil {
 		return nil, err
 	}
-	if err := p.openIdentity(); err != nil {
+	restarted, err := p.openIdentity()
+	if err != nil {
 		return nil, err
 	}
 	p.peerHTTP = &http.Client{Transport: p.peerTransport()}
+	p.standing = standing.New(standing.Config{
+		Name: cfg.Name, Addrs: p.standingAddrs,
+		Ask:         func(ctx context.Context, addr string) error { return p.id.Standing(ctx, p.dialer(), addr) },
+		LeaderKnown: func() bool { name, _ := p.LeaderAPI(); return name != "" },
+		Removed:     p.fail, Trust: p.trust, PeerURL: p.peerURL, HTTP: p.peerHTTP, Log: cfg.Log.With("part", "standing"),
+	})
+	if restarted {
+		if err := p.standing.Check(p.ctx); err != nil {
+			return nil, err
+		}
+	}
 	p.images, err = imagestore.Open(storeDir(cfg.DataDir))
 	if err != nil {
 		return nil, err
@@ -173,7 +186,11 @@ func Start(cfg Config) (*Peer, error) {
 	p.caught = catchup.New(catchup.Config{Replica: p.FSM(), LeaderIndex: p.leaderAppliedIndex, Log: cfg.Log.With("part", "catchup")})
 	// The first report others see is true: a report corrected right after
 	// the join has to travel by gossip, which can take a push/pull round.
-	p.problem = p.probeHypervisor()
+	p.health = health.New(health.Config{
+		Driver: p.driver, Targets: p.guestTargets, Interval: cfg.HealthInterval, Log: cfg.Log.With("part", "health"),
+		Announce: func() error { return p.gossip.SetReport(p.report()) },
+	})
+	p.health.Check(p.ctx)
 	p.joinL = newConnListener(&net.TCPAddr{IP: net.ParseIP(cfg.Bind)})
 	gcfg := gossip.Config{
 		Name: cfg.Name, Bind: cfg.Bind, Port: cfg.GossipPort, Local: cfg.Local, Gate: cfg.Gate,
@@ -197,7 +214,7 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.member = membership.New(membership.Config{
 		Host: p.netHost(), Identity: p.id, Trust: p.trust, FSM: p.FSM(), Proposer: p, Pool: pool,
-		KeysInstalled: func(uint64) { p.announceSoon() }, Log: cfg.Log.With("part", "membership"),
+		KeysInstalled: func(uint64) { p.health.AnnounceSoon() }, Log: cfg.Log.With("part", "membership"),
 	})
 	p.hostAdmin = hostadmin.New(hostadmin.Config{
 		DataDir: cfg.DataDir, FSM: p.FSM(), SigningKey: p.member.SigningKey, Apply: p.applyHostUser,
@@ -222,14 +239,14 @@ func Start(cfg Config) (*Peer, error) {
 	})
 	hc := host.Config{
 		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
-		Proposer: p, Blobs: p.blobs, Ready: p.caught, Healthy: p.hypervisorOK, Interval: cfg.VMInterval,
+		Proposer: p, Blobs: p.blobs, Ready: p.caught, Healthy: p.health.OK, Interval: cfg.VMInterval,
 		DiskFree:   func() (int64, error) { return diskFree(VMDir(cfg.DataDir)) },
 		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
 	}
 	if p.driver != nil {
 		p.templates = templates.New(templates.Config{
 			Name: cfg.Name, FSM: p.FSM(), Driver: p.driver, Images: p.images, Dir: filepath.Join(cfg.DataDir, "templates"),
-			Proposer: p, Ready: p.caught, Healthy: p.hypervisorOK, Max: cfg.Templates, MaxBytes: cfg.TemplatesMaxBytes,
+			Proposer: p, Ready: p.caught, Healthy: p.health.OK, Max: cfg.Templates, MaxBytes: cfg.TemplatesMaxBytes,
 			BootTimeout: cfg.TemplateBootTimeout, GuestReady: cfg.TemplateGuestReady, Registerer: p.reg, Log: cfg.Log.With("part", "templates"),
 		})
 		hc.Templates = p.templates
@@ -240,7 +257,7 @@ func Start(cfg Config) (*Peer, error) {
 	} else {
 		hc.Shared = store
 		p.shared = sharedstore.NewKeeper(sharedstore.KeeperConfig{Name: cfg.Name, Store: store, FSM: p.FSM(), Proposer: p,
-			RoomChanged: p.announceSoon, Log: cfg.Log.With("part", "shared")})
+			RoomChanged: p.health.AnnounceSoon, Log: cfg.Log.With("part", "shared")})
 	}
 	p.host = host.New(hc)
 	disks, _ := p.driver.(hypervisor.Disks)
@@ -300,14 +317,13 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	})
 	p.wg.Go(func() { p.caught.Run(p.ctx) })
-	p.wg.Go(p.announceLoop)
-	p.wg.Go(p.trustRefreshLoop)
-	p.wg.Go(p.standingLoop)
+	p.wg.Go(func() { p.health.RunAnnouncer(p.ctx) })
+	p.wg.Go(func() { p.standing.Run(p.ctx) })
 	p.wg.Go(p.joinLoop)
 	p.wg.Go(p.bootstrapLoop)
 	p.wg.Go(p.leaderLoop)
 	p.wg.Go(p.rememberPeersLoop)
-	p.wg.Go(p.healthLoop)
+	p.wg.Go(func() { p.health.Run(p.ctx) })
 	p.wg.Go(func() { p.host.Run(p.ctx) })
 	if p.templates != nil {
 		p.wg.Go(func() { p.templates.Run(p.ctx) })
@@ -345,7 +361,7 @@ func (p *Peer) Close() error {
 	p.cancel()
 	p.wg.Wait()
 	err := p.closeParts()
-	p.unguard()
+	p.health.Unguard()
 	return err
 }
 

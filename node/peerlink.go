@@ -46,22 +46,22 @@ func (p *Peer) dialer() fabric.DialFunc {
 }
 
 // openIdentity loads this peer's identity, or makes one: it forms a new
-// cluster (BootstrapExpect 1) or joins one with the join token. A peer
-// restarted with its identity first asks the cluster whether it may come
-// back (a removed peer may not).
-func (p *Peer) openIdentity() error {
+// cluster (BootstrapExpect 1) or joins one with the join token. It reports
+// whether the identity was there (the peer restarted: it must ask the
+// cluster whether it may come back, as a removed peer may not).
+func (p *Peer) openIdentity() (restarted bool, err error) {
 	dir := fabricDir(p.cfg.DataDir)
 	id, err := fabric.LoadIdentity(dir)
-	restarted := err == nil
+	restarted = err == nil
 	switch {
 	case err == nil:
 		if p.cfg.JoinToken != "" {
 			p.cfg.Log.Info("this peer is a member of its cluster already; the join token is not used", "cluster", id.ClusterID)
 		}
 	case !errors.Is(err, fabric.ErrNoIdentity):
-		return err
+		return false, err
 	case hasRaftState(p.cfg.DataDir):
-		return fmt.Errorf("data dir %s holds Raft state but no cluster identity: an svc from before peers authenticated each other made it; form a new cluster in an empty data dir", p.cfg.DataDir)
+		return false, fmt.Errorf("data dir %s holds Raft state but no cluster identity: an svc from before peers authenticated each other made it; form a new cluster in an empty data dir", p.cfg.DataDir)
 	case p.cfg.JoinToken != "":
 		jctx, cancel := context.WithTimeout(p.ctx, p.cfg.JoinTimeout+time.Minute)
 		defer cancel()
@@ -69,25 +69,22 @@ func (p *Peer) openIdentity() error {
 			Dir: dir, Host: p.netHost(), Addrs: p.cfg.Join, Token: p.cfg.JoinToken, Dial: p.dialer(), Timeout: p.cfg.JoinTimeout, Log: p.cfg.Log,
 		})
 		if err != nil {
-			return fmt.Errorf("join the cluster: %w", err)
+			return false, fmt.Errorf("join the cluster: %w", err)
 		}
 		p.cfg.Log.Info("joined the cluster: admitted with the join token", "cluster", id.ClusterID)
 	case p.cfg.BootstrapExpect == 1:
 		if id, err = membership.Form(dir, p.netHost(), time.Now()); err != nil {
-			return err
+			return false, err
 		}
 		p.cfg.Log.Info("formed a new cluster", "cluster", id.ClusterID, "ca", id.CAFingerprint())
 	default:
-		return ErrNotAMember
+		return false, ErrNotAMember
 	}
 	p.id = id
 	if p.trust, err = fabric.OpenTrust(filepath.Join(dir, fabric.FileTrust)); err != nil {
-		return err
+		return false, err
 	}
-	if restarted {
-		return p.checkStanding()
-	}
-	return nil
+	return restarted, nil
 }
 
 func hasRaftState(dataDir string) bool {
@@ -109,7 +106,7 @@ func (p *Peer) raftTLS() *raftstore.PeerTLS {
 		Changed: p.trust.Changed,
 		Refused: func(err error) {
 			if errors.Is(err, fabric.ErrNotMember) {
-				p.refreshTrustSoon()
+				p.standing.RefreshTrustSoon()
 			}
 		},
 	}

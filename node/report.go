@@ -28,7 +28,7 @@ func (p *Peer) report() gossip.Report {
 		MemoryBytes: p.cfg.Capacity.MemoryBytes,
 		GPU:         p.cfg.Capacity.GPU,
 		HasState:    p.store != nil && p.store.HadState(),
-		Problem:     p.currentProblem(),
+		Problem:     p.health.Problem(),
 		KeyEpoch:    p.keyEpoch(),
 	}
 }
@@ -50,33 +50,4 @@ func (p *Peer) keyEpoch() uint64 {
 		return 0
 	}
 	return p.member.KeyEpoch()
-}
-
-// announceSoon has this peer's report gossiped again (its keyring
-// changed), without waiting for it: spreading a report can take seconds.
-func (p *Peer) announceSoon() {
-	select {
-	case p.announceCh <- struct{}{}:
-	default: // one is due already
-	}
-}
-
-// announceLoop gossips this peer's report whenever announceSoon asks.
-func (p *Peer) announceLoop() {
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-p.announceCh:
-		}
-		if err := p.gossip.SetReport(p.report()); err != nil {
-			p.cfg.Log.Warn("gossip report", "err", err)
-		}
-	}
-}
-
-func (p *Peer) currentProblem() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.problem
 }

@@ -59,7 +59,8 @@ func (r *Recorder) Record(e raftfsm.AuditEntry) {
 }
 
 // Run writes the queued entries in batches until ctx ends, then writes
-// what is left within a bound.
+// what is left within a bound. A batch goes when it is full, or at the
+// tick with every entry queued by then (up to a batch).
 func (r *Recorder) Run(ctx context.Context) {
 	tick := time.NewTicker(flushEvery)
 	defer tick.Stop()
@@ -72,17 +73,28 @@ func (r *Recorder) Run(ctx context.Context) {
 				continue
 			}
 		case <-tick.C:
+			batch = r.take(batch)
 		case <-ctx.Done():
-			for len(r.in) > 0 && len(batch) < raftfsm.MaxAuditBatch {
-				batch = append(batch, <-r.in)
-			}
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lastFlushTimeout)
-			r.flush(fctx, batch)
+			r.flush(fctx, r.take(batch))
 			cancel()
 			return
 		}
 		batch = r.flush(ctx, batch)
 	}
+}
+
+// take adds the entries queued now to batch, up to a batch's worth.
+func (r *Recorder) take(batch []raftfsm.AuditEntry) []raftfsm.AuditEntry {
+	for len(batch) < raftfsm.MaxAuditBatch {
+		select {
+		case e := <-r.in:
+			batch = append(batch, e)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // flush writes batch and returns what is left to write: nothing, or the

@@ -5,5 +5,6 @@
 // carrying them) and is kept from placement to placement, brought up to date
 // node by node; View.Place reads it and a request and returns a node, or an
 // error that says for each node of the namespace why it cannot take the VM.
-// No I/O, no clock.
+// JobPeer chooses the peer that carries out a registry job. No I/O, no
+// clock.
 package scheduler

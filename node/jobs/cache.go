@@ -108,19 +108,15 @@ func (m *Manager) failLostTargets(ctx context.Context, j raftfsm.Job, now time.T
 		if t.Ended() {
 			continue
 		}
-		ready, known := m.cfg.FSM.NodeReady(t.Node)
-		if ready {
+		lost, gone := m.lostNode(t.Node)
+		if !lost {
 			continue
 		}
 		why := fmt.Sprintf("node %s went NOT READY during the copy; nothing of it is listed", t.Node)
-		if !known {
+		if gone {
 			why = fmt.Sprintf("node %s left the cluster during the copy", t.Node)
 		}
-		_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
-			Namespace: j.Namespace, Name: j.Name, Target: t.Node, State: raftfsm.JobFailed, BytesDone: t.BytesDone, BytesTotal: t.BytesTotal,
-			Message: why, Time: now.UTC().Truncate(time.Second),
-		})
-		errs = append(errs, err)
+		errs = append(errs, m.failPart(ctx, j, t.Node, t.BytesDone, t.BytesTotal, why, now))
 	}
 	return errors.Join(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/scheduler"
 )
 
 // Jobs (pushes and pulls) are recorded by the leader with the peer that
@@ -45,17 +46,12 @@ func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, er
 		return *v.(*raftfsm.Job), nil
 	case j.Type == raftfsm.JobPull:
 		// This peer (the leader) pulls, unless it is not READY.
-		j.Node = m.cfg.Name
-		if ready, _ := f.NodeReady(m.cfg.Name); !ready {
-			j.Node = ""
-			for _, n := range f.Nodes() {
-				if n.Ready() {
-					j.Node = n.Name
-					break
-				}
-			}
+		var names []string
+		for _, n := range f.Nodes() {
+			names = append(names, n.Name)
 		}
-		if j.Node == "" {
+		var ok bool
+		if j.Node, ok = scheduler.JobPeer(m.cfg.Name, names, m.ready); !ok {
 			return raftfsm.Job{}, fmt.Errorf("no peer is READY to pull: %w", raftfsm.ErrConflict)
 		}
 		j.Name = api.GenerateName(j.Type + "-" + truncate(j.Image, 40))
@@ -75,13 +71,7 @@ func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, er
 			return raftfsm.Job{}, fmt.Errorf("image %q has no content (%s): %w", j.Image, img.State, raftfsm.ErrConflict)
 		}
 		b, _ := f.Blob(img.Digest)
-		for _, h := range b.Holders {
-			if ready, _ := f.NodeReady(h); ready {
-				j.Node = h
-				break
-			}
-		}
-		if j.Node == "" {
+		if j.Node, ok = scheduler.JobPeer("", b.Holders, m.ready); !ok {
 			return raftfsm.Job{}, fmt.Errorf("no READY peer holds image %q: %w", j.Image, raftfsm.ErrConflict)
 		}
 		j.Name = api.GenerateName(j.Type + "-" + truncate(j.Image, 40))
@@ -280,6 +270,29 @@ func (m *Manager) registryFor(ctx context.Context, ns, reference string, latest 
 	return reg, nil
 }
 
+// ready says whether node is READY.
+func (m *Manager) ready(node string) bool {
+	ready, _ := m.cfg.FSM.NodeReady(node)
+	return ready
+}
+
+// lostNode says whether work on node can no longer go on: the node is NOT
+// READY, or gone (it left the cluster).
+func (m *Manager) lostNode(node string) (lost, gone bool) {
+	ready, known := m.cfg.FSM.NodeReady(node)
+	return !ready, !known
+}
+
+// failPart records a job failed, or (for a cache job) its target on node,
+// with what it had done and why.
+func (m *Manager) failPart(ctx context.Context, j raftfsm.Job, target string, done, total int64, why string, now time.Time) error {
+	_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
+		Namespace: j.Namespace, Name: j.Name, Target: target, State: raftfsm.JobFailed, BytesDone: done, BytesTotal: total,
+		Message: why, Time: now.UTC().Truncate(time.Second),
+	})
+	return err
+}
+
 // ReconcileJobs (leader) fails the unended jobs of peers that are NOT READY
 // or gone and forgets jobs that ended over jobRetention ago.
 func (m *Manager) ReconcileJobs(ctx context.Context) error {
@@ -293,19 +306,15 @@ func (m *Manager) ReconcileJobs(ctx context.Context) error {
 		case !j.Ended() && j.Type == raftfsm.JobCache:
 			errs = append(errs, m.failLostTargets(ctx, j, now))
 		case !j.Ended():
-			ready, known := m.cfg.FSM.NodeReady(j.Node)
-			if ready {
+			lost, gone := m.lostNode(j.Node)
+			if !lost {
 				continue
 			}
 			why := fmt.Sprintf("peer %s, which carried the job out, is NOT READY", j.Node)
-			if !known {
+			if gone {
 				why = fmt.Sprintf("peer %s, which carried the job out, left the cluster", j.Node)
 			}
-			_, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobUpdate, raftfsm.JobUpdate{
-				Namespace: j.Namespace, Name: j.Name, State: raftfsm.JobFailed, BytesDone: j.BytesDone, BytesTotal: j.BytesTotal,
-				Message: why, Time: now.UTC().Truncate(time.Second),
-			})
-			errs = append(errs, err)
+			errs = append(errs, m.failPart(ctx, j, "", j.BytesDone, j.BytesTotal, why, now))
 		}
 	}
 	return errors.Join(slices.DeleteFunc(errs, func(e error) bool {

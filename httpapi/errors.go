@@ -89,9 +89,6 @@ func toAPIError(err error) *apiError {
 		// proposed) is answered as that peer answered it
 		return errorf(se.Status.Code, se.Status.Reason, "%s", se.Status.Message)
 	}
-	if errors.Is(err, api.ErrInvalid) {
-		return badRequest("%s", err.Error())
-	}
 	for _, k := range ruleKinds {
 		if errors.Is(err, k.kind) {
 			return &apiError{code: k.code, reason: k.reason, msg: k.prefix + err.Error(), retryAfter: k.retryAfter}

@@ -170,7 +170,7 @@ func registryError(ref string, err error) error {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "reading %s took too long: %s", ref, reason)
 	case errors.Is(err, raftfsm.ErrNotFound), errors.Is(err, raftfsm.ErrAlreadyExists), errors.Is(err, raftfsm.ErrInvalid), errors.Is(err, raftfsm.ErrConflict),
-		errors.Is(err, raftfsm.ErrTooMany), errors.Is(err, api.ErrInvalid):
+		errors.Is(err, raftfsm.ErrTooMany):
 		return err
 	}
 	return unavailable("30", "cannot read %s from its registry: %s", ref, reason)

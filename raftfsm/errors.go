@@ -3,6 +3,8 @@ package raftfsm
 import (
 	"errors"
 	"fmt"
+
+	"github.com/svc-project/svc/api"
 )
 
 // Kinds of rule errors returned by Apply. Compare with errors.Is.
@@ -10,7 +12,9 @@ var (
 	ErrNotFound      = errors.New("not found")
 	ErrAlreadyExists = errors.New("already exists")
 	ErrConflict      = errors.New("conflict")
-	ErrInvalid       = errors.New("invalid")
+	// ErrInvalid is the API's own (api.ErrInvalid): a value refused by a
+	// rule here or by the API's validation is one kind, answered 400.
+	ErrInvalid = api.ErrInvalid
 	// ErrTooMany is wrapped when a namespace is at a limit of open work
 	// (jobs): it may try again once some of it has ended.
 	ErrTooMany = errors.New("too many")

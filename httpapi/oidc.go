@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -86,7 +87,7 @@ func (s *Server) setOIDCProvider(w http.ResponseWriter, r *http.Request, p httpr
 	}
 	rec := raftfsm.OIDCProvider{
 		Name: name, Issuer: req.Issuer, ClientID: req.ClientID, Scopes: req.Scopes,
-		UsernameClaim: first(req.UsernameClaim, signin.DefaultUsernameClaim), GroupsClaim: first(req.GroupsClaim, signin.DefaultGroupsClaim),
+		UsernameClaim: cmp.Or(req.UsernameClaim, signin.DefaultUsernameClaim), GroupsClaim: cmp.Or(req.GroupsClaim, signin.DefaultGroupsClaim),
 		AdminGroups: req.AdminGroups, AllowedGroups: req.AllowedGroups, CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
 	if req.ClientSecret != "" {

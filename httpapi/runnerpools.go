@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -150,7 +151,7 @@ func (s *Server) createRunnerPool(w http.ResponseWriter, r *http.Request, p http
 		timeout = d
 	}
 	rec := raftfsm.RunnerPool{Namespace: ns, Name: req.Name, VMConfig: req.VMConfig, Labels: req.Labels, Max: req.Max,
-		RunnerCommand: first(req.RunnerCommand, api.DefaultRunnerCommand), JobTimeoutSeconds: int(timeout / time.Second),
+		RunnerCommand: cmp.Or(req.RunnerCommand, api.DefaultRunnerCommand), JobTimeoutSeconds: int(timeout / time.Second),
 		GitHub: raftfsm.GitHubPool{URL: req.GitHub.URL, APIBase: req.GitHub.APIBase, AppID: req.GitHub.AppID, InstallationID: req.GitHub.InstallationID,
 			RunnerGroupID: req.GitHub.RunnerGroupID},
 		CreatedAt: time.Now().UTC()}

@@ -61,7 +61,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 		return badRequest("%s", err)
 	}
 	if req.TagRequired && req.Tag == "" {
-		req.TagRequired = false // nothing to require; see planDeploy
+		req.TagRequired = false // nothing to require; see deploy.Resolve
 	}
 	if err := s.requireNamespace(ns); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/deploy"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -124,7 +125,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	plan, err := s.planDeploy(r.Context(), ns, req)
+	plan, err := deploy.Resolve(r.Context(), s.replica.FSM(), s.resolveImage, ns, req)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(r.Context(), plan.timeout)
+	wctx, cancel := context.WithTimeout(r.Context(), plan.Timeout)
 	defer cancel()
 	got, err := s.waitVM(wctx, ns, vm.Name, func(vm raftfsm.VM) (bool, error) {
 		if vm.Status == raftfsm.VMFailed {
@@ -160,8 +161,8 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return err
 	}
 	out := s.vmToAPI(got)
-	if plan.warnings != nil {
-		out.PortWarnings = plan.warnings
+	if plan.Warnings != nil {
+		out.PortWarnings = plan.Warnings
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil

@@ -74,7 +74,7 @@ func (s *Source) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) e
 		if !slices.Contains(b.Holders, s.cfg.Name) && b.Digest != "" {
 			// here but no longer recorded (its cache was freed, the file not
 			// yet removed): held again, so that it stays
-			if _, err := s.cfg.Proposer.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: s.cfg.Name}); err != nil {
+			if err := s.recordHolder(ctx, digest); err != nil {
 				return fmt.Errorf("record blob holder: %w", err)
 			}
 		}
@@ -100,7 +100,7 @@ func (s *Source) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) e
 			s.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))
 			// Leased until recorded: a collection in between would take
 			// the blob for one this node no longer holds.
-			if _, err := s.cfg.Proposer.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: s.cfg.Name}); err != nil {
+			if err := s.recordHolder(ctx, digest); err != nil {
 				s.cfg.Log.Warn("record blob holder", "digest", digest, "err", err)
 			}
 			if lease != nil {
@@ -177,4 +177,31 @@ func blobCheck(vm raftfsm.VM, digest string) imagestore.Check {
 		_, err := diskcheck.Disk(ctx, path, vm.ImageFormat)
 		return err
 	}
+}
+
+// recordAttempts bounds the sends of a holder record whose fate is unknown.
+const recordAttempts = 5
+
+// recordHolder records this node as a holder of digest. A write whose fate
+// is unknown (the leader lost its leadership while committing it, a timeout,
+// no answer) is sent again, as adding a holder twice changes nothing, until
+// it is applied or refused for certain, at most recordAttempts times: its
+// caller releases the blob's lease after it, and a blob released before its
+// record is in may be collected as one this node no longer holds while the
+// record lands after all (seen under an election in CI: listed, no file).
+func (s *Source) recordHolder(ctx context.Context, digest string) error {
+	var err error
+	for attempt := range recordAttempts {
+		_, err = s.cfg.Proposer.Apply(ctx, raftfsm.TypeBlobAddHolder, raftfsm.BlobAddHolder{Digest: digest, Node: s.cfg.Name})
+		var r imagestore.Refusal
+		if err == nil || errors.As(err, &r) && r.Refusal() {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
+	return err
 }

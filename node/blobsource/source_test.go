@@ -124,3 +124,56 @@ func TestBlobCheck_cases(t *testing.T) {
 		})
 	}
 }
+
+// flaky fails its first n proposals as a leader lost mid-commit does (the
+// write's fate unknown), then applies.
+type flaky struct {
+	*fsmtest.Applier
+	n, calls int
+}
+
+func (f *flaky) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+	f.calls++
+	if f.calls <= f.n {
+		return nil, raftfsm.NewRuleError(raftfsm.ErrNotLeader, "leadership lost while committing log")
+	}
+	return f.Applier.Apply(ctx, t, body)
+}
+
+// A holder record whose fate is unknown is sent again until it is in; a
+// refused one is not.
+func TestSource_recordHolder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fail    int
+		digest  string
+		calls   int
+		refused bool
+	}{
+		{"applied at once", 0, "sha256:" + strings.Repeat("ab", 32), 1, false},
+		{"sent again after unknown fates", 2, "sha256:" + strings.Repeat("ab", 32), 3, false},
+		{"refused: no such blob", 0, "sha256:" + strings.Repeat("99", 32), 1, true},
+		{"unknown every time: bounded", 99, "sha256:" + strings.Repeat("ab", 32), recordAttempts, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, a, _ := newSource(t, nil)
+			image(t, a, "img", "sha256:"+strings.Repeat("ab", 32), "n2")
+			f := &flaky{Applier: a, n: tc.fail}
+			s.cfg.Proposer = f
+			err := s.recordHolder(context.Background(), tc.digest)
+			if f.calls != tc.calls {
+				t.Fatalf("%d proposals, want %d (err %v)", f.calls, tc.calls, err)
+			}
+			b, _ := a.FSM.Blob(tc.digest)
+			held := slices.Contains(b.Holders, "n1")
+			switch {
+			case tc.refused && !errors.Is(err, raftfsm.ErrNotFound):
+				t.Fatalf("a refused record: %v", err)
+			case !tc.refused && tc.fail < recordAttempts && (err != nil || !held):
+				t.Fatalf("err %v, held %v", err, held)
+			case tc.fail >= recordAttempts && !errors.Is(err, raftfsm.ErrNotLeader):
+				t.Fatalf("after every attempt failed: %v", err)
+			}
+		})
+	}
+}

@@ -80,13 +80,14 @@ darwin-check:
 ## rest on Raft), which cuts the wall time of make test by minutes. (A third
 ## process for the node package's other tests, tried, put three lanes of TCG
 ## guests on two cores: guests missed their boot deadlines and Raft elected
-## all the time.) The node package's other tests, the longest (about 13
-## minutes), are named first so that they start first and the small packages
-## run beside them, rather than after (go test starts packages in the order
-## named). FuzzAPI_post_routes's seeds run in make fuzz, not twice.
+## all the time.) Naming the node package first, so that its other tests
+## start at once beside the VM lane, saved about a minute and put three heavy
+## loads on two cores at the start (an election storm refused a deploy with a
+## 503 and a legacy guest missed its boot in CI): the packages run in go
+## test's own order. FuzzAPI_post_routes's seeds run in make fuzz, not twice.
 NODE_E2E := ^(TestLibvirtCluster_|TestWebUI_browser|TestExplorer_browser)
 unit:
-	@$(GO) test -race -count=1 -timeout 20m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./node ./... & rest=$$!; \
+	@$(GO) test -race -count=1 -timeout 20m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./... & rest=$$!; \
 	$(GO) test -race -count=1 -timeout 20m -run '$(NODE_E2E)' ./node; e2e=$$?; \
 	wait $$rest; r=$$?; \
 	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (node e2e exit $$e2e, the rest exit $$r)"; exit 1; fi

@@ -75,7 +75,8 @@ darwin-check:
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
 
-## unit: every package's tests; the node package's real-VM and browser tests
+## unit: every package's tests; the node package's real-VM tests (clusters,
+## runner pools) and browser tests
 ## run in a second process beside the rest (they mostly wait on guests, the
 ## rest on Raft), which cuts the wall time of make test by minutes. (A third
 ## process for the node package's other tests, tried, put three lanes of TCG
@@ -85,7 +86,7 @@ darwin-check:
 ## loads on two cores at the start (an election storm refused a deploy with a
 ## 503 and a legacy guest missed its boot in CI): the packages run in go
 ## test's own order. FuzzAPI_post_routes's seeds run in make fuzz, not twice.
-NODE_E2E := ^(TestLibvirtCluster_|TestWebUI_browser|TestExplorer_browser)
+NODE_E2E := ^(TestLibvirtCluster_|TestLibvirtRunnerPool_|TestWebUI_browser|TestExplorer_browser)
 unit:
 	@$(GO) test -race -count=1 -timeout 20m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./... & rest=$$!; \
 	$(GO) test -race -count=1 -timeout 20m -run '$(NODE_E2E)' ./node; e2e=$$?; \

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,27 @@ func TestInternalApply_not_forwarded_by_a_follower(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(api.HeaderNotLeader) == "" || forwarded != 0 {
 		t.Fatalf("answer %d (not-leader %q), forwarded %d times", resp.StatusCode, resp.Header.Get(api.HeaderNotLeader), forwarded)
+	}
+}
+
+// A peer's own call to a peer write route (the users root names on a
+// host) is answered with the leader's applied index, as a forwarded write
+// is: the calling peer waits for its replica to have the write before it
+// answers root (the removed user's tokens refused there too).
+func TestHostUser_answer_carries_the_applied_index(t *testing.T) {
+	b := newFakeBackend(t, true)
+	addr, _ := serveOn(t, New(fakeConfig(b, Config{})))
+	for _, body := range []string{`{"user":"alice@example.com"}`, `{"user":"alice@example.com","remove":true}`} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+api.HostUserPath, strings.NewReader(body))
+		req.Header.Set(api.HeaderPlainPeer, "n2")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := strconv.FormatUint(b.fsm.Index(), 10)
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get(api.HeaderIndex) != want {
+			t.Fatalf("%s: %d with applied index %q, want %s", body, resp.StatusCode, resp.Header.Get(api.HeaderIndex), want)
+		}
 	}
 }

@@ -377,7 +377,11 @@ func (s *Server) handle(rt Route, h handler) {
 				return
 			}
 		}
-		if rt.Write && forwarded(r) != "" {
+		// A write forwarded by a peer's proxy, or a peer's own call to a
+		// peer route (the users root names on a host), is answered with
+		// the applied index: the calling peer waits for its replica to
+		// have it before answering its own caller (read-your-writes).
+		if rt.Write && (forwarded(r) != "" || rt.Rule == RulePeer) {
 			w = &indexWriter{ResponseWriter: w, fsm: s.replica.FSM()}
 		}
 		if err := h(w, r, p); err != nil {

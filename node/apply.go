@@ -65,10 +65,13 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error 
 // index the leader stamped on its answer: the caller's next read here sees
 // the command.
 func (p *Peer) waitAppliedHeader(ctx context.Context, t raftfsm.Type, h http.Header) {
-	if idx, perr := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64); perr == nil {
-		if werr := p.FSM().WaitIndex(ctx, idx); werr != nil {
-			p.cfg.Log.Warn("replica did not catch up with an applied command", "type", t, "index", idx, "err", werr)
-		}
+	idx, perr := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64)
+	if perr != nil {
+		p.cfg.Log.Warn("the leader's answer carries no applied index: this replica may not have the command yet", "type", t, "err", perr)
+		return
+	}
+	if werr := p.FSM().WaitIndex(ctx, idx); werr != nil {
+		p.cfg.Log.Warn("replica did not catch up with an applied command", "type", t, "index", idx, "err", werr)
 	}
 }
 

@@ -49,7 +49,7 @@ func (s *Server) authorize(r *http.Request, rule Rule, p httprouter.Params) (aut
 	}
 	if rule == RulePeer {
 		// A peer is its certificate; no token makes one.
-		name, ok := s.peers.PeerOf(r)
+		name, ok := s.links.PeerOf(r)
 		if !ok {
 			return auth.Principal{}, errorf(http.StatusForbidden, api.ReasonForbidden, "only the cluster's peers may call this, over the fabric with their certificates")
 		}

@@ -58,9 +58,10 @@ type Readiness interface {
 	SyncReplica(ctx context.Context) error
 }
 
-// Peers is what the API knows of the cluster's other peers, and how it
-// talks to them: over the fabric (TLS both ways, certificates checked).
-type Peers interface {
+// PeerLinks is how the API talks to the cluster's other peers and knows
+// them when they call: over the fabric (TLS both ways, certificates
+// checked).
+type PeerLinks interface {
 	// PeerAddr returns where peers call a peer (host:port), "" when
 	// unknown; PeerScheme is the scheme ("https"); PeerTransport makes the
 	// calls, with this peer's certificate.
@@ -70,6 +71,10 @@ type Peers interface {
 	// PeerOf names the peer that sent a request over the fabric (false for
 	// any other caller, whatever its headers or token).
 	PeerOf(r *http.Request) (string, bool)
+}
+
+// Peers is what the API knows of the cluster's peers.
+type Peers interface {
 	// IsPeer reports whether ip is the address of a peer of the cluster
 	// (peers are never refused for the connection limits).
 	IsPeer(ip string) bool

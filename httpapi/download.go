@@ -59,11 +59,11 @@ func (s *Server) streamFromHolder(w http.ResponseWriter, r *http.Request, digest
 	b, _ := s.replica.FSM().Blob(digest)
 	var errs []error
 	for _, holder := range b.Holders {
-		addr := s.peers.PeerAddr(holder)
+		addr := s.links.PeerAddr(holder)
 		if holder == s.replica.Name() || addr == "" {
 			continue
 		}
-		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.peers.PeerScheme()+"://"+addr+imagestore.BlobPath(digest), nil)
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.links.PeerScheme()+"://"+addr+imagestore.BlobPath(digest), nil)
 		if err != nil {
 			return err
 		}

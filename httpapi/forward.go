@@ -51,13 +51,13 @@ func newForwarder(s *Server) *forwarder {
 	f := &forwarder{s: s, pending: newPendingWrites()}
 	// Over the fabric: the other peer knows this one by its certificate.
 	// Long calls (deploys) set their own deadline.
-	tr := s.peers.PeerTransport()
+	tr := s.links.PeerTransport()
 	f.tr = tr
 	f.proxy = &httputil.ReverseProxy{
 		Transport: &leaderRetry{f: f, next: tr},
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			addr, _ := pr.In.Context().Value(targetAddrKey).(string)
-			pr.Out.URL.Scheme = s.peers.PeerScheme()
+			pr.Out.URL.Scheme = s.links.PeerScheme()
 			pr.Out.URL.Host = addr
 			pr.Out.Host = addr
 			pr.Out.Header.Set(api.HeaderForwardedBy, s.replica.Name())
@@ -163,7 +163,7 @@ func (f *forwarder) toPeer(w http.ResponseWriter, r *http.Request, node, what st
 		writeError(w, s.log, unavailable("5", "%s on peer %s, which is NOT READY", what, node))
 		return true
 	}
-	addr := s.peers.PeerAddr(node)
+	addr := s.links.PeerAddr(node)
 	if addr == "" {
 		writeError(w, s.log, unavailable("2", "%s on peer %s, whose address is not known here yet", what, node))
 		return true

@@ -107,7 +107,7 @@ func (f *forwarder) newLeader(ctx context.Context, old string, attempt int) (str
 			return "", err
 		}
 		if name == f.s.replica.Name() {
-			addr = f.s.peers.PeerAddr(name)
+			addr = f.s.links.PeerAddr(name)
 		}
 		if addr != "" && (addr != old || paused) {
 			return addr, nil

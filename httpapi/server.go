@@ -32,6 +32,7 @@ type Config struct {
 	Consensus  Consensus
 	Readiness  Readiness
 	Peers      Peers
+	Links      PeerLinks
 	Placer     Placer
 	Jobs       Jobs
 	Registries Registries
@@ -80,6 +81,7 @@ type Server struct {
 	raft       Consensus
 	ready      Readiness
 	peers      Peers
+	links      PeerLinks
 	placer     Placer
 	jobs       Jobs
 	registries Registries
@@ -138,7 +140,7 @@ func New(cfg Config) *Server {
 	}
 	cfg.Limits.setDefaults()
 	s := &Server{
-		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, placer: cfg.Placer,
+		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, links: cfg.Links, placer: cfg.Placer,
 		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership, signin: cfg.SignIn, pools: cfg.RunnerPools, swarm: cfg.Swarm,
 		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(),
 	}
@@ -301,7 +303,7 @@ func (s *Server) handle(rt Route, h handler) {
 		// call; a token this peer has verified before still passes (other
 		// clients behind the same address go on working).
 		ip := clientIP(r)
-		_, fromPeer := s.peers.PeerOf(r)
+		_, fromPeer := s.links.PeerOf(r)
 		checked := rt.Rule != RuleOpen && rt.Rule != RulePeer && !fromPeer
 		if checked && s.fails.blocked(ip, time.Now()) && !s.authn.Known(r.Header.Get("Authorization")) {
 			s.metrics.authThrottled.Inc()
@@ -419,7 +421,7 @@ func (s *Server) dropUnprovenForwarding(r *http.Request) {
 	if r.Header.Get(api.HeaderForwardedBy) == "" {
 		return
 	}
-	if _, ok := s.peers.PeerOf(r); ok {
+	if _, ok := s.links.PeerOf(r); ok {
 		return
 	}
 	r.Header.Del(api.HeaderForwardedBy)

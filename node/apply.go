@@ -44,7 +44,7 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error 
 			_, err := p.store.ApplyCommand(ctx, t, json.RawMessage(b))
 			return err
 		}
-		cl := &api.Client{BaseURL: p.PeerScheme() + "://" + addr, HTTP: p.peerHTTP} // over the fabric: the leader knows this peer by its certificate
+		cl := &api.Client{BaseURL: p.links.PeerScheme() + "://" + addr, HTTP: p.peerHTTP} // over the fabric: the leader knows this peer by its certificate
 		h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
 		if err == nil {
 			p.waitAppliedHeader(ctx, t, h)

@@ -197,5 +197,5 @@ func benchFailover(b *testing.B, how string, plain bool) {
 // peerHTTP is a client that calls other peers' internal routes as peer m
 // does: over the fabric, with m's certificate.
 func peerHTTP(m *testcluster.Member) *http.Client {
-	return &http.Client{Transport: m.Peer.PeerTransport()}
+	return &http.Client{Transport: m.Peer.Links().PeerTransport()}
 }

@@ -162,7 +162,7 @@ func BenchmarkImageTransfer(b *testing.B) {
 			_, err := diskcheck.Disk(ctx, path, "")
 			return err
 		}
-		if err := dst.Peer.Images().Fetch(context.Background(), peerHTTP(dst), img.Digest, []string{"https://" + a.Peer.PeerAddr(a.Name)}, check); err != nil {
+		if err := dst.Peer.Images().Fetch(context.Background(), peerHTTP(dst), img.Digest, []string{"https://" + a.Peer.Links().PeerAddr(a.Name)}, check); err != nil {
 			b.Fatal(err)
 		}
 		peer += time.Since(start)

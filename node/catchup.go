@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/node/catchup"
+	"github.com/svc-project/svc/node/term"
 )
 
 // What the leader tells a peer catching up (package catchup keeps whether
@@ -31,24 +32,13 @@ var (
 // barriers are committed entries no replica records, so a replica waiting
 // for them would wait for the next write.
 func (p *Peer) AppliedIndex(ctx context.Context) (uint64, error) {
-	for {
-		changed := p.store.LeaderChanged() // before the look: no change missed
-		if !p.IsLeader() {
-			return 0, fmt.Errorf("peer %s is not the leader", p.cfg.Name)
-		}
-		p.mu.Lock()
-		ready, readyCh := p.leaderReady, p.leaderReadyCh
-		p.mu.Unlock()
-		if ready {
-			return p.FSM().Index(), nil
-		}
-		select {
-		case <-readyCh:
-		case <-changed:
-		case <-ctx.Done():
-			return 0, fmt.Errorf("%w (waited: %w)", errLeaderNotDone, ctx.Err())
-		}
+	switch err := p.terms.WaitReady(ctx); {
+	case errors.Is(err, term.ErrNotLeader):
+		return 0, fmt.Errorf("peer %s is not the leader", p.cfg.Name)
+	case err != nil:
+		return 0, fmt.Errorf("%w (waited: %w)", errLeaderNotDone, err)
 	}
+	return p.FSM().Index(), nil
 }
 
 // leaderAppliedIndex asks the leader (or this peer, if it leads) for the
@@ -62,7 +52,7 @@ func (p *Peer) leaderAppliedIndex(ctx context.Context) (uint64, error) {
 		return 0, errNoLeader
 	}
 	var out api.CommitIndex
-	cl := &api.Client{BaseURL: p.PeerScheme() + "://" + addr, HTTP: p.peerHTTP}
+	cl := &api.Client{BaseURL: p.links.PeerScheme() + "://" + addr, HTTP: p.peerHTTP}
 	if err := cl.Do(ctx, http.MethodGet, CommitIndexPath, nil, &out); err != nil {
 		return 0, fmt.Errorf("ask the leader for its applied index: %w", err)
 	}

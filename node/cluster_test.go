@@ -131,7 +131,7 @@ func TestCluster_forwarded_request_is_not_forwarded_again(t *testing.T) {
 		cl   *http.Client
 		want int
 	}{
-		{name: "forwarded by a peer over the fabric", url: "https://" + f.Peer.PeerAddr(f.Name), cl: &http.Client{Transport: other.Peer.PeerTransport()}, want: http.StatusServiceUnavailable},
+		{name: "forwarded by a peer over the fabric", url: "https://" + f.Peer.Links().PeerAddr(f.Name), cl: &http.Client{Transport: other.Peer.Links().PeerTransport()}, want: http.StatusServiceUnavailable},
 		{name: "a client's header on the API port is ignored", url: "http://" + f.Peer.APIAddr(), cl: http.DefaultClient, want: http.StatusOK},
 		{name: "a client's header over HTTPS is ignored", url: "https://" + f.Peer.TLSAddr(), cl: insecure, want: http.StatusOK},
 	}

@@ -19,7 +19,7 @@ func (p *Peer) LeaderAPI() (string, string) {
 	if id == "" {
 		return "", ""
 	}
-	return id, p.PeerAddr(id)
+	return id, p.links.PeerAddr(id)
 }
 
 // ErrNoLeader is wrapped when no leader was known within LeaderWait.
@@ -49,19 +49,6 @@ func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
 			return "", "", fmt.Errorf("waiting for a leader: %w", ctx.Err())
 		}
 	}
-}
-
-func (p *Peer) apiAddrOf(name string) string {
-	if name == p.cfg.Name {
-		return p.APIAddr()
-	}
-	if m, ok := p.gossip.Member(name); ok && m.Report.APIAddr != "" {
-		return m.Report.APIAddr
-	}
-	if n, ok := p.FSM().Node(name); ok {
-		return n.APIAddr
-	}
-	return ""
 }
 
 // VerifyLeader confirms leadership with a quorum.
@@ -101,7 +88,7 @@ func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
 		case s.Voter:
 			role = api.RaftVoter
 		}
-		info.Peers = append(info.Peers, api.ClusterPeer{Name: s.ID, APIAddr: p.apiAddrOf(s.ID), Raft: role})
+		info.Peers = append(info.Peers, api.ClusterPeer{Name: s.ID, APIAddr: p.links.APIAddr(s.ID), Raft: role})
 	}
 	return info
 }

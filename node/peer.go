@@ -31,12 +31,15 @@ import (
 	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/node/leader"
 	"github.com/svc-project/svc/node/membership"
+	"github.com/svc-project/svc/node/peerbook"
+	"github.com/svc-project/svc/node/peerlink"
 	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/node/sharedstore"
 	"github.com/svc-project/svc/node/signin"
 	"github.com/svc-project/svc/node/standing"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/node/templates"
+	"github.com/svc-project/svc/node/term"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 )
@@ -78,6 +81,8 @@ type Peer struct {
 	leader    *leader.Leader
 	// egress is the registries this peer may contact (RegistryAllow).
 	egress *ocidisk.Egress
+	// links reach the other peers and know them when they call.
+	links *peerlink.Links
 	// peerHTTP talks to other peers (blob transfers, applies via the
 	// leader) over the fabric: TLS with this peer's certificate.
 	peerHTTP *http.Client
@@ -88,8 +93,9 @@ type Peer struct {
 	caught    *catchup.Tracker // whether the replica has caught up since the start
 	hostAdmin *hostadmin.Users
 	metrics   *peerMetrics
-	// seedPeers are gossip addresses a join answered with.
-	seedPeers []string
+	// book keeps the gossip addresses through which this peer finds the
+	// cluster.
+	book *peerbook.Book
 	// health says whether this node takes VMs and gossips its report;
 	// standing asks the cluster whether this peer still belongs to it.
 	health   *health.Monitor
@@ -99,13 +105,12 @@ type Peer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu          sync.Mutex
-	leaderReady bool // this term's barrier has been applied
-	// leaderReadyCh is closed when leaderReady becomes true, and replaced
-	// when the term ends after that.
-	leaderReadyCh chan struct{}
-	errCh         chan error
-	halt          bool // Halt: stop without hand-over or snapshot
+	// terms runs the leader's work while this peer leads.
+	terms *term.Terms
+
+	mu    sync.Mutex
+	errCh chan error
+	halt  bool // Halt: stop without hand-over or snapshot
 }
 
 // Start opens the peer's state, starts Raft, gossip and the API, and begins
@@ -129,7 +134,7 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, leaderReadyCh: make(chan struct{}), egress: &egress}
+	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, egress: &egress}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
@@ -154,16 +159,37 @@ func Start(cfg Config) (*Peer, error) {
 	if p.raftL, err = listen("raft", cfg.RaftPort); err != nil {
 		return nil, err
 	}
-	restarted, err := p.openIdentity()
+	restarted, seeds, err := p.openIdentity()
 	if err != nil {
 		return nil, err
 	}
-	p.peerHTTP = &http.Client{Transport: p.peerTransport()}
+	p.book = peerbook.New(peerbook.Config{Name: cfg.Name, DataDir: cfg.DataDir, Join: cfg.Join, Seeds: seeds, Timeout: cfg.JoinTimeout, Log: cfg.Log})
+	// The replica, made before the store that feeds it so that the links
+	// can read peers' addresses from it.
+	fsm := raftfsm.NewFSM(cfg.Log.With("part", "fsm"))
+	p.links = peerlink.New(peerlink.Config{
+		Name: cfg.Name, TLSAddr: p.TLSAddr(), APIAddr: p.APIAddr(), Plain: cfg.PlainPeers, Gate: cfg.Gate,
+		Identity: p.id, Trust: p.trust, State: fsm,
+		Member: func(name string) (gossip.Member, bool) {
+			if p.gossip == nil {
+				return gossip.Member{}, false
+			}
+			return p.gossip.Member(name)
+		},
+		NotMember: func() { p.standing.RefreshTrustSoon() },
+	})
+	p.peerHTTP = &http.Client{Transport: p.links.PeerTransport()}
 	p.standing = standing.New(standing.Config{
-		Name: cfg.Name, Addrs: p.standingAddrs,
-		Ask:         func(ctx context.Context, addr string) error { return p.id.Standing(ctx, p.dialer(), addr) },
+		Name: cfg.Name, Addrs: func() []string {
+			var members []gossip.Member // none before gossip runs
+			if p.gossip != nil {
+				members = p.gossip.Members()
+			}
+			return p.book.Addrs(members)
+		},
+		Ask:         func(ctx context.Context, addr string) error { return p.id.Standing(ctx, p.links.Dial(), addr) },
 		LeaderKnown: func() bool { name, _ := p.LeaderAPI(); return name != "" },
-		Removed:     p.fail, Trust: p.trust, PeerURL: p.peerURL, HTTP: p.peerHTTP, Log: cfg.Log.With("part", "standing"),
+		Removed:     p.fail, Trust: p.trust, PeerURL: p.links.URL, HTTP: p.peerHTTP, Log: cfg.Log.With("part", "standing"),
 	})
 	if restarted {
 		if err := p.standing.Check(p.ctx); err != nil {
@@ -177,9 +203,9 @@ func Start(cfg Config) (*Peer, error) {
 	raftL := p.raftL
 	p.raftL = nil // the store owns it now
 	p.store, err = raftstore.OpenStore(raftstore.StoreConfig{
-		ID: cfg.Name, DataDir: cfg.DataDir, Listener: raftL, Advertise: raftL.Addr().String(), TLS: p.raftTLS(),
+		ID: cfg.Name, DataDir: cfg.DataDir, Listener: raftL, Advertise: raftL.Addr().String(), TLS: p.links.RaftTLS(),
 		Gate: cfg.Gate, Timing: cfg.RaftTiming, Log: cfg.Log.With("part", "raft"),
-	}, raftfsm.NewFSM(cfg.Log.With("part", "fsm")))
+	}, fsm)
 	if err != nil {
 		return nil, err
 	}
@@ -223,15 +249,15 @@ func Start(cfg Config) (*Peer, error) {
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
 	p.swarm = swarm.New(swarm.Config{
-		Context: p.ctx, Name: cfg.Name, Store: p.images, HTTP: p.peerHTTP, PeerURL: p.peerURL, MaxUploads: cfg.MaxUploadStreams,
+		Context: p.ctx, Name: cfg.Name, Store: p.images, HTTP: p.peerHTTP, PeerURL: p.links.URL, MaxUploads: cfg.MaxUploadStreams,
 		Leader: func(ctx context.Context) (string, string, error) {
 			name, addr, err := p.WaitLeader(ctx)
-			return name, p.PeerScheme() + "://" + addr, err
+			return name, p.links.PeerScheme() + "://" + addr, err
 		},
 		CorruptServed: cfg.CorruptServedChunks, Registry: p.reg, Log: cfg.Log.With("part", "swarm"),
 	})
 	p.blobs = blobsource.New(blobsource.Config{
-		Name: cfg.Name, FSM: p.FSM(), Images: p.images, Swarm: p.swarm, HTTP: p.peerHTTP, PeerURL: p.peerURL,
+		Name: cfg.Name, FSM: p.FSM(), Images: p.images, Swarm: p.swarm, HTTP: p.peerHTTP, PeerURL: p.links.URL,
 		Pull: func(ctx context.Context, vm raftfsm.VM, digest string) error {
 			return p.jobs.PullVMImage(ctx, vm, digest)
 		},
@@ -277,6 +303,19 @@ func Start(cfg Config) (*Peer, error) {
 		Interval: cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
 		Log: cfg.Log.With("part", "leader"),
 	})
+	p.terms = term.New(term.Config{
+		Raft: p.store, Retry: cfg.ReconcileInterval, Log: cfg.Log.With("part", "leader"),
+		Ready: func() { p.caught.Mark("leads and applied its term's barrier") },
+		Work: func(ctx context.Context, since time.Time) {
+			pools := make(chan struct{})
+			go func() {
+				defer close(pools)
+				p.pools.Run(ctx)
+			}()
+			p.leader.Run(ctx, since)
+			<-pools
+		},
+	})
 	p.audit = audit.New(p, cfg.AuditEntries, cfg.Log.With("part", "audit"), p.reg)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = p.egress.Dialer()
@@ -289,7 +328,7 @@ func Start(cfg Config) (*Peer, error) {
 		shared = p.shared
 	}
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Readiness: p.caught, Peers: p, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
+		Replica: p, Consensus: p, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit,
 		RunnerPools: p.pools, Swarm: p.swarm,
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
@@ -302,7 +341,7 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	})
 	p.wg.Go(func() {
-		if err := p.api.Serve(p.ctx, p.tlsL, p.httpsConfig()); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := p.api.Serve(p.ctx, p.tlsL, p.links.HTTPSConfig()); err != nil && !errors.Is(err, net.ErrClosed) {
 			cfg.Log.Error("HTTPS API stopped", "err", err)
 		}
 	})
@@ -319,10 +358,15 @@ func Start(cfg Config) (*Peer, error) {
 	p.wg.Go(func() { p.caught.Run(p.ctx) })
 	p.wg.Go(func() { p.health.RunAnnouncer(p.ctx) })
 	p.wg.Go(func() { p.standing.Run(p.ctx) })
-	p.wg.Go(p.joinLoop)
-	p.wg.Go(p.bootstrapLoop)
-	p.wg.Go(p.leaderLoop)
-	p.wg.Go(p.rememberPeersLoop)
+	p.wg.Go(p.joinGossip)
+	p.wg.Go(func() {
+		if err := bootstrap(p.ctx, p.store, cfg.Name, p.id.Dir, cfg.Log); err != nil {
+			cfg.Log.Error("bootstrap failed", "err", err)
+			p.fail(err)
+		}
+	})
+	p.wg.Go(func() { p.terms.Run(p.ctx) })
+	p.wg.Go(func() { p.book.Remember(p.ctx, p.gossip) })
 	p.wg.Go(func() { p.health.Run(p.ctx) })
 	p.wg.Go(func() { p.host.Run(p.ctx) })
 	if p.templates != nil {
@@ -421,6 +465,9 @@ func (p *Peer) Images() *imagestore.Store { return p.images }
 
 // Driver returns this peer's hypervisor driver.
 func (p *Peer) Driver() hypervisor.Driver { return p.driver }
+
+// Links are this peer's ways to the others.
+func (p *Peer) Links() *peerlink.Links { return p.links }
 
 // FSM returns the local replica.
 func (p *Peer) FSM() *raftfsm.FSM { return p.store.FSM }

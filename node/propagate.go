@@ -40,7 +40,7 @@ func (p *Peer) WaitPeersApplied(ctx context.Context, index uint64) []string {
 		if _, ok := p.FSM().PeerIdentity(m.Name); !ok {
 			continue // not a peer of the cluster (removed)
 		}
-		url := p.peerURL(m.Name)
+		url := p.links.URL(m.Name)
 		if url == "" {
 			continue
 		}

@@ -30,7 +30,7 @@ func (p *Peer) applyHostUser(ctx context.Context, req api.HostUserRequest) error
 		_, err := p.store.ApplyCommand(ctx, t, body)
 		return err
 	}
-	cl := &api.Client{BaseURL: p.PeerScheme() + "://" + addr, HTTP: p.peerHTTP}
+	cl := &api.Client{BaseURL: p.links.PeerScheme() + "://" + addr, HTTP: p.peerHTTP}
 	h, err := cl.DoHeader(ctx, http.MethodPost, api.HostUserPath, req, nil)
 	if err != nil {
 		return fromStatus(err)

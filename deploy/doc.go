@@ -9,6 +9,9 @@
 // It does no HTTP and holds no state: it reads the replicated state through
 // State, and a registry reference through the function it is given; its
 // errors are the FSM's rule kinds (raftfsm.ErrInvalid naming the field,
-// ErrNotFound, ErrConflict), which the API answers 400, 404 and 409. The
-// scheduler then places the result.
+// ErrNotFound, ErrConflict), which the API answers 400, 404 and 409.
+//
+// A Runner then has the scheduler place the result and waits on the
+// replica until the VM runs; a VM that fails to start, or does not run in
+// time, is removed, so nothing stays allocated after a failed deploy.
 package deploy

@@ -130,34 +130,18 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 		return err
 	}
 	plan.VM.Owner = owner(r.Context())
-	pctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-	vm, err := s.placer.Place(pctx, plan.Placement)
-	cancel()
-	if err != nil {
-		return err
+	run := deploy.Runner{
+		Placer: s.placer, Replica: s.replica.FSM(), WriteTimeout: s.cfg.WriteTimeout, Log: s.log,
+		Remove: func(ctx context.Context, vm raftfsm.VM) error {
+			_, err := s.raft.Apply(ctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID})
+			return err
+		},
 	}
-	wctx, cancel := context.WithTimeout(r.Context(), plan.Timeout)
-	defer cancel()
-	got, err := s.waitVM(wctx, ns, vm.Name, func(vm raftfsm.VM) (bool, error) {
-		if vm.Status == raftfsm.VMFailed {
-			if vm.ErrorReason == api.ReasonBadRequest {
-				return false, badRequest("vm %q cannot start: %s", vm.Name, vm.ErrorMessage)
-			}
-			return false, errorf(http.StatusInternalServerError, api.ReasonInternalError, "vm %q failed to start on node %s: %s", vm.Name, vm.Node, vm.ErrorMessage)
-		}
-		return vm.Status == raftfsm.VMRunning, nil
-	})
+	got, err := run.Run(r.Context(), plan)
+	if errors.Is(err, deploy.ErrStartFailed) {
+		return errorf(http.StatusInternalServerError, api.ReasonInternalError, "%s", err)
+	}
 	if err != nil {
-		// Nothing stays allocated after a failed deploy.
-		dctx, dcancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
-		defer dcancel()
-		if _, derr := s.raft.Apply(dctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: ns, Name: vm.Name, UID: vm.UID}); derr != nil && !errors.Is(derr, raftfsm.ErrNotFound) {
-			s.log.Error("cannot remove a failed deploy", "vm", vm.Name, "err", derr)
-		}
-		var ae *apiError
-		if errors.As(err, &ae) && ae.code == http.StatusGatewayTimeout {
-			return errorf(ae.code, ae.reason, "%s; the VM was removed", ae.msg)
-		}
 		return err
 	}
 	out := s.vmToAPI(got)

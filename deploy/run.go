@@ -1,0 +1,109 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/scheduler"
+)
+
+// ErrStartFailed is the kind of a deploy whose VM failed to start on its
+// node for a reason of the node's, not of the request's.
+var ErrStartFailed = errors.New("the VM failed to start")
+
+// startError is a VM that failed to start: its message is the whole error.
+type startError struct{ msg string }
+
+func (e *startError) Error() string        { return e.msg }
+func (e *startError) Is(target error) bool { return target == ErrStartFailed }
+
+// Placer places a resolved deploy: a node, ports and a name, recorded
+// (the leader's scheduler).
+type Placer interface {
+	Place(ctx context.Context, p scheduler.Placement) (raftfsm.VM, error)
+}
+
+// Replica is what a deploy waits on (*raftfsm.FSM).
+type Replica interface {
+	VM(ns, name string) (raftfsm.VM, bool)
+	WaitOn(ctx context.Context, t raftfsm.Topic, cond func() bool) error
+}
+
+// Runner places resolved deploys and waits until their VMs run.
+type Runner struct {
+	Placer  Placer
+	Replica Replica
+	// Remove deletes the VM of a failed deploy.
+	Remove func(ctx context.Context, vm raftfsm.VM) error
+	// WriteTimeout bounds the placement and the removal.
+	WriteTimeout time.Duration
+	Log          *slog.Logger
+}
+
+// Run places plan and waits up to plan.Timeout for its VM to run. A VM
+// that fails, or does not run in time, is removed: nothing stays allocated
+// after a failed deploy. Its errors: the placement's; a failure to start
+// of the request's making (ErrInvalid) or the node's (ErrStartFailed);
+// ErrNotFound when the VM was deleted meanwhile; ErrTimeout.
+func (r Runner) Run(ctx context.Context, plan Plan) (raftfsm.VM, error) {
+	pctx, cancel := context.WithTimeout(ctx, r.WriteTimeout)
+	vm, err := r.Placer.Place(pctx, plan.Placement)
+	cancel()
+	if err != nil {
+		return raftfsm.VM{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, plan.Timeout)
+	defer cancel()
+	got, err := r.wait(wctx, vm.Namespace, vm.Name)
+	if err == nil {
+		return got, nil
+	}
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), r.WriteTimeout)
+	defer dcancel()
+	if derr := r.Remove(dctx, vm); derr != nil && !errors.Is(derr, raftfsm.ErrNotFound) {
+		r.log().Error("cannot remove a failed deploy", "vm", vm.Name, "err", derr)
+	}
+	if errors.Is(err, raftfsm.ErrTimeout) {
+		return got, raftfsm.NewRuleError(raftfsm.ErrTimeout, err.Error()+"; the VM was removed")
+	}
+	return got, err
+}
+
+func (r Runner) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}
+
+// wait returns the VM once it runs, or why it will not.
+func (r Runner) wait(ctx context.Context, ns, name string) (raftfsm.VM, error) {
+	var vm raftfsm.VM
+	var stop error
+	err := r.Replica.WaitOn(ctx, raftfsm.VMTopic(ns, name), func() bool {
+		var ok bool
+		if vm, ok = r.Replica.VM(ns, name); !ok {
+			stop = notFound("vm %q was deleted", name)
+			return true
+		}
+		switch {
+		case vm.Status == raftfsm.VMFailed && vm.ErrorReason == api.ReasonBadRequest:
+			stop = raftfsm.NewRuleError(raftfsm.ErrInvalid, fmt.Sprintf("vm %q cannot start: %s", vm.Name, vm.ErrorMessage))
+		case vm.Status == raftfsm.VMFailed:
+			stop = &startError{msg: fmt.Sprintf("vm %q failed to start on node %s: %s", vm.Name, vm.Node, vm.ErrorMessage)}
+		}
+		return vm.Status == raftfsm.VMRunning || stop != nil
+	})
+	if stop != nil {
+		return vm, stop
+	}
+	if err != nil {
+		return vm, raftfsm.NewRuleError(raftfsm.ErrTimeout, fmt.Sprintf("vm %q is %s, not there yet after waiting: %v", name, vm.Status, ctx.Err()))
+	}
+	return vm, nil
+}

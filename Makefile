@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps libvirt image run stop test lint darwin-check unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
+.PHONY: all build sign deps libvirt image run stop test lint lint-js darwin-check unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
 
 all: build
 
@@ -66,7 +66,13 @@ lint:
 	@command -v staticcheck >/dev/null || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	staticcheck ./...
 	scripts/check-layout.sh
+	$(MAKE) --no-print-directory lint-js
 	$(MAKE) --no-print-directory darwin-check
+
+## lint-js: the web UI's modules type-checked by TypeScript (their // @ts-check and JSDoc types) and linted by ESLint, both from npm (httpapi/webui/_check/package-lock.json; a directory the go tool skips)
+lint-js:
+	cd httpapi/webui/_check && npm ci --no-audit --no-fund --loglevel=error
+	cd httpapi/webui && _check/node_modules/.bin/tsc -p _check/jsconfig.json && _check/node_modules/.bin/eslint --config _check/eslint.config.js .
 
 ## darwin-check: type-check the macOS build (the vz driver's calls into Apple's framework) for arm64 and amd64, and build the darwin binaries without cgo
 darwin-check:

@@ -80,7 +80,12 @@ func TestWebUI_browser(t *testing.T) {
 		chromedp.SendKeys(`#deploy-form input[name="cpu"]`, "1"),
 		chromedp.SendKeys(`#deploy-form input[name="memory"]`, "0.25"),
 		chromedp.SendKeys(`#deploy-form input[name="node"]`, host.Name),
-		chromedp.Click("#deploy-form button"))
+		chromedp.Click(`#deploy-form details summary`),
+		chromedp.SendKeys(`#deploy-form input[name="ttl"]`, "2h"),
+		chromedp.SendKeys(`#deploy-form textarea[name="customMetadata"]`, "owner=web"),
+		chromedp.WaitVisible(`#deploy-form input[name="reservedPorts"]`))
+	shot("deploy-form")
+	do("submit the form", chromedp.Click(`#deploy-form button[type="submit"]`))
 	waitJS(t, c, ctx, "the VM Running in the page", `!!document.querySelector('tr[data-vm="ui-vm"] td[data-status="Running"]')`, 4*time.Minute)
 	shot("vm-running")
 	vm, err := c.Client(host).GetVM(context.Background(), ns, "ui-vm")
@@ -88,6 +93,9 @@ func TestWebUI_browser(t *testing.T) {
 		t.Fatal(err)
 	}
 	guestRun(t, c, vm, "true") // booted
+	if vm.CustomMetadata["owner"] != "web" || vm.ExpiresAt == nil || time.Until(*vm.ExpiresAt) < 110*time.Minute {
+		t.Fatalf("the form's metadata and ttl: the VM has %v, expires at %v", vm.CustomMetadata, vm.ExpiresAt)
+	}
 	if !vm.SharedStorage || !strings.Contains(guestRun(t, c, vm, "cat /proc/mounts"), " /shared 9p ") {
 		t.Fatalf("the form's shared storage box: the VM says sharedStorage %v, its mounts lack /shared", vm.SharedStorage)
 	}

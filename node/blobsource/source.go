@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/svc-project/svc/imagestore"
@@ -42,14 +43,27 @@ type Config struct {
 }
 
 // Source gets the blobs this node's VMs start from.
-type Source struct{ cfg Config }
+type Source struct {
+	cfg Config
+
+	mu sync.Mutex
+	// inflight are the blobs being got, one getter each; the others wait
+	// for it and look again.
+	inflight map[string]*getting
+}
+
+// getting is a blob being got: done is closed when its getter is done.
+type getting struct {
+	done    chan struct{}
+	waiters int
+}
 
 // New returns a Source.
 func New(cfg Config) *Source {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{cfg: cfg}
+	return &Source{cfg: cfg, inflight: map[string]*getting{}}
 }
 
 // fetchTimeout bounds getting one blob.
@@ -68,7 +82,51 @@ func (s *Source) HoldBlob(digest string) (func(), error) {
 // EnsureBlob makes sure this peer holds a blob a VM starts from: streamed
 // from a peer that holds it, else (a VM deployed from a registry reference)
 // pulled from its registry and recorded as the namespace's image.
+//
+// One caller at a time gets a given blob on this node (two VMs starting
+// from one image, say): the others wait for it and then look again (the
+// blob is here, or they try themselves if it failed), rather than meet
+// its partial file and fail.
 func (s *Source) EnsureBlob(ctx context.Context, vm raftfsm.VM, digest string) error {
+	for {
+		s.mu.Lock()
+		g, busy := s.inflight[digest]
+		if !busy {
+			g = &getting{done: make(chan struct{})}
+			s.inflight[digest] = g
+		} else {
+			g.waiters++
+		}
+		s.mu.Unlock()
+		if !busy {
+			defer func() {
+				s.mu.Lock()
+				delete(s.inflight, digest)
+				s.mu.Unlock()
+				close(g.done)
+			}()
+			return s.ensure(ctx, vm, digest)
+		}
+		select {
+		case <-g.done:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for another fetch of %s: %w", digest, ctx.Err())
+		}
+	}
+}
+
+// waiting is how many callers wait for digest's getter (tests).
+func (s *Source) waiting(digest string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.inflight[digest]; ok {
+		return g.waiters
+	}
+	return 0
+}
+
+// ensure is EnsureBlob for its one caller of digest.
+func (s *Source) ensure(ctx context.Context, vm raftfsm.VM, digest string) error {
 	b, _ := s.cfg.FSM.Blob(digest)
 	if s.cfg.Images.Has(digest) {
 		if !slices.Contains(b.Holders, s.cfg.Name) && b.Digest != "" {

@@ -2,11 +2,14 @@ package blobsource
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/fsmtest"
+	"github.com/svc-project/svc/testkit/poll"
 )
 
 func newSource(t *testing.T, pull func(context.Context, raftfsm.VM, string) error) (*Source, *fsmtest.Applier, *imagestore.Store) {
@@ -175,5 +179,47 @@ func TestSource_recordHolder(t *testing.T) {
 				t.Fatalf("after every attempt failed: %v", err)
 			}
 		})
+	}
+}
+
+// Two VMs starting from one image at once on a node: one gets the blob,
+// the other waits for it and finds it here (before, the second met the
+// first's partial file and failed: "another pull writes this disk").
+func TestSource_EnsureBlob_one_getter_at_a_time(t *testing.T) {
+	content := "a disk two VMs start from"
+	sum := sha256.Sum256([]byte(content))
+	d := "sha256:" + hex.EncodeToString(sum[:])
+	release := make(chan struct{})
+	var mu sync.Mutex
+	pulls, running := 0, 0
+	var images *imagestore.Store
+	s, _, images := newSource(t, func(ctx context.Context, _ raftfsm.VM, digest string) error {
+		mu.Lock()
+		pulls++
+		running++
+		busy := running > 1
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		if busy {
+			return imagestore.ErrPartialBusy
+		}
+		<-release
+		_, _, err := images.Put(ctx, strings.NewReader(content), digest, nil)
+		return err
+	})
+	vm := raftfsm.VM{ImageDigest: d, ImageSource: "registry.example/app:v1"}
+	errs := make(chan error, 2)
+	go func() { errs <- s.EnsureBlob(context.Background(), vm, d) }()
+	poll.For(t, "the first pull", 10*time.Second, poll.True(func() bool { mu.Lock(); defer mu.Unlock(); return pulls == 1 }))
+	go func() { errs <- s.EnsureBlob(context.Background(), vm, d) }()
+	poll.For(t, "the second caller waiting, or done", 10*time.Second, poll.True(func() bool { return s.waiting(d) == 1 || len(errs) > 0 }))
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("ensure: %v", err)
+		}
+	}
+	if pulls != 1 || !images.Has(d) {
+		t.Fatalf("%d pulls, blob here: %v", pulls, images.Has(d))
 	}
 }

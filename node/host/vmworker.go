@@ -145,11 +145,9 @@ func (w *vmWorker) run(ctx context.Context, vm raftfsm.VM, o observation) {
 // status it reached.
 func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.State, exists bool) error {
 	p, key, name := w.h, w.ns+"/"+w.name, w.domain
-	if vm.Status == raftfsm.VMFailed {
-		return nil // stays as it is until the user acts (start, revert, delete)
-	}
-	if st == hypervisor.StateStopping {
-		return nil // the guest is shutting down; look again next pass
+	s := plan(vm, st, exists, w.reverted)
+	if s.skip {
+		return nil
 	}
 	changed := false // the domain was changed: listings from before are stale
 	defer func() {
@@ -157,9 +155,9 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			w.settled = time.Now()
 		}
 	}()
-	revert := vm.RevertGen > vm.ObservedRevertGen && w.reverted < vm.RevertGen
+	revert := s.make == makeRevert
 	note, started := "", "" // started: how the guest started, when this run started it
-	if revert || !exists {
+	if s.make != makeNone {
 		// Each blob is held from the moment it is here until the VM's
 		// disk, made from it, exists: the collection of blobs this node no
 		// longer holds must not take it in between.
@@ -182,19 +180,20 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			return err
 		}
 		changed = true
-		if revert {
+		switch s.make {
+		case makeRevert:
 			p.cfg.Log.Info("reverting vm", "vm", key)
 			if err := p.revert(ctx, spec); err != nil {
 				return fmt.Errorf("revert: %w", err)
 			}
 			w.reverted = vm.RevertGen
-		} else {
-			if vm.Status != raftfsm.VMPending {
-				note = "the domain was missing and has been recreated"
-				p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
-			}
+		case makeRecreate:
+			note = "the domain was missing and has been recreated"
+			p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
+			fallthrough
+		case makeNew:
 			restored := false
-			if vm.Status == raftfsm.VMPending && p.cfg.Templates != nil {
+			if s.make == makeNew && p.cfg.Templates != nil {
 				var err error
 				if restored, err = p.cfg.Templates.Restore(ctx, vm, spec); err != nil {
 					return err
@@ -208,7 +207,6 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 				started = raftfsm.StartedFromBoot
 			}
 		}
-		st = hypervisor.StateRunning
 	}
 	var identity *raftfsm.IdentityReport
 	switch {
@@ -219,41 +217,30 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		identity = w.identityDue(hypervisor.IdentityBoot)
 	}
 	var err error
-	switch vm.Desired {
-	case raftfsm.VMRunning:
-		switch st {
-		case hypervisor.StatePaused:
-			changed, err = true, p.resume(ctx, name)
-		case hypervisor.StateRunning:
-		default:
-			changed = true
-			err := p.cfg.Driver.Start(ctx, name)
-			if errors.Is(err, hypervisor.ErrDiskMissing) {
-				// Repairable: a fresh disk on the image (the VM's changes are lost).
-				note = "the VM's disk was missing and has been made again from its image"
-				p.cfg.Log.Warn("recreating a VM whose disk is gone", "vm", key)
-				spec := p.specFor(vm, name)
-				if spec.SharedDir, err = p.sharedDir(ctx, vm); err == nil {
-					err = p.cfg.Driver.Create(ctx, spec)
-				}
-				started = raftfsm.StartedFromBoot
+	switch s.act {
+	case actResume:
+		changed, err = true, p.resume(ctx, name)
+	case actStart:
+		changed = true
+		err := p.cfg.Driver.Start(ctx, name)
+		if errors.Is(err, hypervisor.ErrDiskMissing) {
+			// Repairable: a fresh disk on the image (the VM's changes are lost).
+			note = "the VM's disk was missing and has been made again from its image"
+			p.cfg.Log.Warn("recreating a VM whose disk is gone", "vm", key)
+			spec := p.specFor(vm, name)
+			if spec.SharedDir, err = p.sharedDir(ctx, vm); err == nil {
+				err = p.cfg.Driver.Create(ctx, spec)
 			}
-			if err != nil {
-				return w.retryOrFail(vm, err)
-			}
-			identity = w.identityDue(hypervisor.IdentityBoot)
+			started = raftfsm.StartedFromBoot
 		}
-		st = hypervisor.StateRunning
-	case raftfsm.VMStopped:
-		if st != hypervisor.StateShutoff {
-			changed, err = true, p.cfg.Driver.Stop(ctx, name, stopGrace)
-			st = hypervisor.StateShutoff
+		if err != nil {
+			return w.retryOrFail(vm, err)
 		}
-	case raftfsm.VMSuspended:
-		if st == hypervisor.StateRunning {
-			changed, err = true, p.suspend(ctx, name)
-			st = hypervisor.StatePaused
-		}
+		identity = w.identityDue(hypervisor.IdentityBoot)
+	case actStop:
+		changed, err = true, p.cfg.Driver.Stop(ctx, name, stopGrace)
+	case actSuspend:
+		changed, err = true, p.suspend(ctx, name)
 	}
 	if err != nil {
 		return err
@@ -262,9 +249,9 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	status := map[hypervisor.State]string{
 		hypervisor.StateRunning: raftfsm.VMRunning, hypervisor.StatePaused: raftfsm.VMSuspended,
 		hypervisor.StateShutoff: raftfsm.VMStopped,
-	}[st]
+	}[s.reached]
 	if status == "" {
-		return fmt.Errorf("the domain is %s", st)
+		return fmt.Errorf("the domain is %s", s.reached)
 	}
 	// A note stays until the status changes.
 	msg := note

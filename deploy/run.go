@@ -65,11 +65,13 @@ func (r Runner) Run(ctx context.Context, plan Plan) (raftfsm.VM, error) {
 	}
 	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), r.WriteTimeout)
 	defer dcancel()
+	removed := "; the VM was removed"
 	if derr := r.Remove(dctx, vm); derr != nil && !errors.Is(derr, raftfsm.ErrNotFound) {
 		r.log().Error("cannot remove a failed deploy", "vm", vm.Name, "err", derr)
+		removed = "; the VM could not be removed: " + derr.Error()
 	}
 	if errors.Is(err, raftfsm.ErrTimeout) {
-		return got, raftfsm.NewRuleError(raftfsm.ErrTimeout, err.Error()+"; the VM was removed")
+		return got, raftfsm.NewRuleError(raftfsm.ErrTimeout, err.Error()+removed)
 	}
 	return got, err
 }

@@ -171,4 +171,10 @@ func TestRunner_run_removal_fails(t *testing.T) {
 	if !strings.Contains(logged.String(), "cannot remove a failed deploy") {
 		t.Fatalf("log: %q", logged.String())
 	}
+	// A deploy that timed out says so, not that its VM was removed.
+	run.Placer = placer{r: r}
+	_, err = run.Run(context.Background(), Plan{Placement: scheduler.Placement{VM: raftfsm.VM{Namespace: ns, Name: "late"}}, Timeout: 20 * time.Millisecond})
+	if !errors.Is(err, raftfsm.ErrTimeout) || !strings.HasSuffix(err.Error(), "; the VM could not be removed: no leader: not the leader") {
+		t.Fatalf("run: %v", err)
+	}
 }

@@ -33,6 +33,7 @@ type poolRig struct {
 	runs    sync.Map     // job id -> *atomic.Int32: runner starts
 	exited  sync.Map     // VM -> its runner's exit status
 	crashes atomic.Int32 // runners to end at once, without a job
+	idles   atomic.Int32 // runners that start and never take a job
 	// lateFails is how many starts are told failed after their runner took
 	// its job (the agent's answer lost); such a runner dies with its VM.
 	lateFails atomic.Int32
@@ -71,6 +72,9 @@ func (r *poolRig) program(ctx context.Context, vm string, argv []string, _ []byt
 	if r.crashes.Add(-1) >= 0 {
 		r.exited.Store(vm, "1") // the runner fails at once
 		return nil, 0, true
+	}
+	if r.idles.Add(-1) >= 0 {
+		return nil, 0, true // started, and never asks for a job
 	}
 	if r.lateFails.Add(-1) >= 0 {
 		return r.lateFail(vm, cmd[2])
@@ -338,6 +342,38 @@ func TestRunnerPool_runner_ended_without_a_job(t *testing.T) {
 	r.crashes.Store(1)
 	admin := r.setUp(t, 2)
 	r.oneJobDoneOn(t, admin, 2)
+}
+
+// A running job whose VM is gone before its runner took the job (deleted
+// through another job's record after GitHub swapped their runners, or by
+// hand): the sweep finds the VM gone, the job is queued again for a new
+// VM and runs there, once. (Before, the sweep only asked the VM, and the
+// job stayed running for ever: seen in the real-VM test of 20 jobs.)
+func TestRunnerPool_running_job_whose_VM_is_gone(t *testing.T) {
+	r := newPoolRig(t, 1, 300*time.Millisecond)
+	r.idles.Store(1)
+	admin := r.setUp(t, 2)
+	jobs := r.gh.Queue(context.Background(), "acme/app", false, []string{"svc-linux"})
+	first := runnerpool.VMName("ci", jobs[0].ID, 1)
+	r.c.WaitFor("the job running on its first VM", time.Minute, func() error {
+		recs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
+		if err != nil {
+			return err
+		}
+		if len(recs) != 1 || recs[0].State != raftfsm.RunnerJobRunning || recs[0].VM != first {
+			return fmt.Errorf("records %+v", recs)
+		}
+		return nil
+	})
+	if err := admin.DeleteVM(ctx(t), ns, first); err != nil {
+		t.Fatal(err)
+	}
+	r.waitDone(t, admin, 1, time.Minute)
+	r.checkOnce(t)
+	recs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
+	if err != nil || len(recs) != 1 || recs[0].Attempts != 2 || recs[0].VM != runnerpool.VMName("ci", jobs[0].ID, 2) {
+		t.Fatalf("records %+v %v: want the job done on the VM of its second attempt", recs, err)
+	}
 }
 
 // oneJobDoneOn queues one job and checks that it ran once, on the VM of

@@ -284,9 +284,9 @@ func (c *Controller) sweep(ctx context.Context, p raftfsm.RunnerPool, cl *github
 	c.exits(ctx, p, cl)
 }
 
-// exits looks for runners that ended (their exit status in the guest)
-// while their job, as GitHub tells, never started on them: such a job is
-// queued again, for a new VM, and the VM goes. A runner that ended with
+// exits looks for runners that ended (their exit status in the guest, or
+// their VM gone) while their job, as GitHub tells, never started on them:
+// such a job is queued again, for a new VM, and the VM goes. A runner that ended with
 // its job is left to the job's completed event.
 func (c *Controller) exits(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client) {
 	vmc, err := c.apiClient(p)
@@ -299,7 +299,12 @@ func (c *Controller) exits(ctx context.Context, p raftfsm.RunnerPool, gh *github
 			continue
 		}
 		checked++
-		status, ended := c.runnerExited(ctx, vmc, p.Namespace, j.VM)
+		// A VM that is gone (deleted through another job's record after
+		// GitHub swapped their runners, or by hand) ended its runner too.
+		status, ended := "its VM is gone", true
+		if _, ok := c.cfg.FSM.VM(p.Namespace, j.VM); ok {
+			status, ended = c.runnerExited(ctx, vmc, p.Namespace, j.VM)
+		}
 		if !ended {
 			continue
 		}

@@ -51,6 +51,11 @@ type Runner struct {
 // of the request's making (ErrInvalid) or the node's (ErrStartFailed);
 // ErrNotFound when the VM was deleted meanwhile; ErrTimeout.
 func (r Runner) Run(ctx context.Context, plan Plan) (raftfsm.VM, error) {
+	// Past this the leader deletes the VM if it has not run, whoever leads
+	// then: a backstop for the removal below, which a deposed leader
+	// cannot make.
+	by := time.Now().UTC().Add(plan.Timeout + r.WriteTimeout)
+	plan.VM.DeployBy = &by
 	pctx, cancel := context.WithTimeout(ctx, r.WriteTimeout)
 	vm, err := r.Placer.Place(pctx, plan.Placement)
 	cancel()

@@ -178,3 +178,31 @@ func TestRunner_run_removal_fails(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 }
+
+type placerFunc func(context.Context, scheduler.Placement) (raftfsm.VM, error)
+
+func (f placerFunc) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, error) {
+	return f(ctx, pl)
+}
+
+// The placed VM carries when its deploy gives up on it (the wait and the
+// removal's time after it), for the leader to delete it if the deploy
+// cannot.
+func TestRunner_run_deploy_by(t *testing.T) {
+	r := newReplica()
+	var by *time.Time
+	run := Runner{
+		Placer: placerFunc(func(ctx context.Context, pl scheduler.Placement) (raftfsm.VM, error) {
+			by = pl.VM.DeployBy
+			return placer{r: r, node: status(raftfsm.VMRunning, "", "")}.Place(ctx, pl)
+		}),
+		Replica: r, WriteTimeout: 15 * time.Second, Remove: func(context.Context, raftfsm.VM) error { return nil },
+	}
+	before := time.Now()
+	if _, err := run.Run(context.Background(), Plan{Placement: scheduler.Placement{VM: raftfsm.VM{Namespace: ns, Name: "web"}}, Timeout: 10 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if by == nil || by.Before(before.Add(10*time.Minute+15*time.Second)) || by.After(time.Now().Add(10*time.Minute+15*time.Second)) {
+		t.Fatalf("deployBy %v, want 10m15s after the call", by)
+	}
+}

@@ -49,3 +49,15 @@ func (f *FSM) ExpiredVMs(now time.Time) []VM {
 	}
 	return out
 }
+
+// StaleDeploys returns the VMs whose deploy gave up on them (DeployBy at
+// or before now) before they ran.
+func (f *FSM) StaleDeploys(now time.Time) []VM {
+	var out []VM
+	for _, vm := range f.VMs("") {
+		if vm.DeployBy != nil && !vm.DeployBy.After(now) {
+			out = append(out, vm)
+		}
+	}
+	return out
+}

@@ -112,6 +112,12 @@ type VM struct {
 	// ExpiresAt, when set, is when the leader deletes the VM (its
 	// time-to-live from its deploy, moved by VMExtend).
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// DeployBy, set by its deploy, is when that deploy has given up on a
+	// VM that is not Running yet: the leader deletes a VM still holding
+	// it after then (StaleDeploys), in case the deploy could not (its
+	// leader was deposed while it waited). The VM's first Running report
+	// clears it.
+	DeployBy  *time.Time `json:"deployBy,omitempty"`
 	CreatedAt time.Time  `json:"createdAt"`
 }
 
@@ -140,6 +146,10 @@ func (vm *VM) clone() *VM {
 	if vm.ExpiresAt != nil {
 		t := *vm.ExpiresAt
 		c.ExpiresAt = &t
+	}
+	if vm.DeployBy != nil {
+		t := *vm.DeployBy
+		c.DeployBy = &t
 	}
 	if vm.PendingOp != nil {
 		op := *vm.PendingOp
@@ -369,6 +379,9 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 		return nil, ruleErr(ErrInvalid, "a VM fails for its host or for a BadRequest, not %q", c.ErrorReason)
 	}
 	vm.Status, vm.ErrorMessage, vm.ErrorReason = c.Status, c.ErrorMessage, ""
+	if c.Status == VMRunning {
+		vm.DeployBy = nil // its deploy succeeded
+	}
 	if c.Status == VMFailed {
 		vm.ErrorReason = c.ErrorReason
 	}

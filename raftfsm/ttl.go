@@ -41,21 +41,20 @@ func (s *State) applyVMExtend(c VMExtend) (any, error) {
 
 // ExpiredVMs returns the VMs whose expiry is at or before now.
 func (f *FSM) ExpiredVMs(now time.Time) []VM {
-	var out []VM
-	for _, vm := range f.VMs("") {
-		if vm.ExpiresAt != nil && !vm.ExpiresAt.After(now) {
-			out = append(out, vm)
-		}
-	}
-	return out
+	return f.vmsDue(now, func(vm VM) *time.Time { return vm.ExpiresAt })
 }
 
 // StaleDeploys returns the VMs whose deploy gave up on them (DeployBy at
 // or before now) before they ran.
 func (f *FSM) StaleDeploys(now time.Time) []VM {
+	return f.vmsDue(now, func(vm VM) *time.Time { return vm.DeployBy })
+}
+
+// vmsDue returns the VMs whose time (when set) is at or before now.
+func (f *FSM) vmsDue(now time.Time, at func(VM) *time.Time) []VM {
 	var out []VM
 	for _, vm := range f.VMs("") {
-		if vm.DeployBy != nil && !vm.DeployBy.After(now) {
+		if t := at(vm); t != nil && !t.After(now) {
 			out = append(out, vm)
 		}
 	}

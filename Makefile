@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps libvirt image run stop test lint lint-js darwin-check unit fuzz bench-once netns-test chaos chaos-short bench local-cluster local-cluster-down clean
+.PHONY: all build sign deps libvirt image run stop test lint lint-js darwin-check unit fuzz bench-once netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -155,6 +155,10 @@ bench:
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench '(Commit|Save)_1GiB' -benchtime 3x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'RunnerPool_queued_to_started' -benchtime 10x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'SharedStorage_256MiB' -benchtime 3x -timeout 20m ./node
+
+## bench-compare: make bench's benchmarks in older trees beside this one, in one run, each benchmark in every tree in turn, then benchstat: make bench-compare REVS="d1387bb 51f917c=Failover|Place" (REV=REGEX: that tree runs only the commands the regex matches)
+bench-compare:
+	scripts/bench-compare.sh $(REVS)
 
 local-cluster: build
 	scripts/local-cluster.sh up $(or $(N),3)

@@ -42,6 +42,11 @@ type Consensus interface {
 	// of the last command it applied (every acknowledged write is at or
 	// below it); an error otherwise.
 	AppliedIndex(ctx context.Context) (uint64, error)
+}
+
+// Propagation waits for a write to reach the other peers' replicas (a
+// deleted service account's tokens stop working on each once it has).
+type Propagation interface {
 	// WaitPeersApplied waits a bounded time until every other live peer's
 	// replica has applied index, and returns those that did not in time.
 	WaitPeersApplied(ctx context.Context, index uint64) []string

@@ -28,14 +28,15 @@ import (
 type Config struct {
 	// What the handlers need of the peer, each named for its use (see
 	// backend.go); one value may serve several.
-	Replica    Replica
-	Consensus  Consensus
-	Readiness  Readiness
-	Peers      Peers
-	Links      PeerLinks
-	Placer     Placer
-	Jobs       Jobs
-	Registries Registries
+	Replica     Replica
+	Consensus   Consensus
+	Propagation Propagation
+	Readiness   Readiness
+	Peers       Peers
+	Links       PeerLinks
+	Placer      Placer
+	Jobs        Jobs
+	Registries  Registries
 	// Guests, nil on a peer that hosts no VMs (tests), works inside VMs.
 	Guests Guests
 	// Shared, nil on a peer that offers no shared storage, keeps this

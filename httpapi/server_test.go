@@ -374,7 +374,7 @@ func TestPages_refuse_framing(t *testing.T) {
 
 // fakeConfig returns cfg served by b in every role.
 func fakeConfig(b *fakeBackend, cfg Config) Config {
-	cfg.Replica, cfg.Consensus, cfg.Readiness, cfg.Peers, cfg.Links, cfg.Keys = b, b, b, b, b, b
+	cfg.Replica, cfg.Consensus, cfg.Propagation, cfg.Readiness, cfg.Peers, cfg.Links, cfg.Keys = b, b, b, b, b, b, b
 	cfg.Placer, cfg.Jobs, cfg.Registries, cfg.Images = b, b, b, b.images
 	return cfg
 }

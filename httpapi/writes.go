@@ -34,7 +34,7 @@ func (s *Server) deleter(t raftfsm.Type, param string, body func(ns, name string
 		}
 		if t == raftfsm.TypeSADelete {
 			// Its tokens stop working on a peer once that peer applied this.
-			if lagging := s.raft.WaitPeersApplied(r.Context(), s.replica.FSM().Index()); len(lagging) > 0 {
+			if lagging := s.cfg.Propagation.WaitPeersApplied(r.Context(), s.replica.FSM().Index()); len(lagging) > 0 {
 				w.Header().Add("Warning", fmt.Sprintf("299 - %q", "peers "+strings.Join(lagging, ", ")+" did not confirm the deletion in time; they refuse its tokens once they do"))
 			}
 		}

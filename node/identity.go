@@ -22,14 +22,13 @@ func fabricDir(dataDir string) string { return filepath.Join(dataDir, "fabric") 
 
 // netHost is who this peer is on the network.
 func (p *Peer) netHost() membership.Host {
-	return membership.Host{Name: p.cfg.Name, Addr: p.cfg.Bind, RaftAddr: p.raftAddr()}
-}
-
-func (p *Peer) raftAddr() string {
+	var raft string
 	if p.store != nil {
-		return p.store.Addr()
+		raft = p.store.Addr()
+	} else {
+		raft = p.raftL.Addr().String() // before the store runs on it
 	}
-	return p.raftL.Addr().String()
+	return membership.Host{Name: p.cfg.Name, Addr: p.cfg.Bind, RaftAddr: raft}
 }
 
 // openIdentity loads this peer's identity, or makes one: it forms a new

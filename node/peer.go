@@ -33,6 +33,7 @@ import (
 	"github.com/svc-project/svc/node/membership"
 	"github.com/svc-project/svc/node/peerbook"
 	"github.com/svc-project/svc/node/peerlink"
+	"github.com/svc-project/svc/node/propagate"
 	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/node/sharedstore"
 	"github.com/svc-project/svc/node/signin"
@@ -86,6 +87,8 @@ type Peer struct {
 	// peerHTTP talks to other peers (blob transfers, applies via the
 	// leader) over the fabric: TLS with this peer's certificate.
 	peerHTTP *http.Client
+	// propagate waits for a write to reach every live peer's replica.
+	propagate *propagate.Waiter
 	// swarm fetches and serves image chunks, peer to peer.
 	swarm *swarm.Service
 	// blobs gets the image blobs this node's VMs start from.
@@ -179,6 +182,16 @@ func Start(cfg Config) (*Peer, error) {
 		NotMember: func() { p.standing.RefreshTrustSoon() },
 	})
 	p.peerHTTP = &http.Client{Transport: p.links.PeerTransport()}
+	p.propagate = propagate.New(propagate.Config{
+		Self: cfg.Name, HTTP: p.peerHTTP, URL: p.links.URL,
+		Members: func() []gossip.Member {
+			if p.gossip == nil {
+				return nil
+			}
+			return p.gossip.Members()
+		},
+		InCluster: func(name string) bool { _, ok := fsm.PeerIdentity(name); return ok },
+	})
 	p.standing = standing.New(standing.Config{
 		Name: cfg.Name, Addrs: func() []string {
 			var members []gossip.Member // none before gossip runs
@@ -244,7 +257,7 @@ func Start(cfg Config) (*Peer, error) {
 	})
 	p.hostAdmin = hostadmin.New(hostadmin.Config{
 		DataDir: cfg.DataDir, FSM: p.FSM(), SigningKey: p.member.SigningKey, Apply: p.applyHostUser,
-		WaitPeersApplied: p.WaitPeersApplied, Log: cfg.Log.With("part", "hostadmin"),
+		WaitPeersApplied: p.propagate.WaitPeersApplied, Log: cfg.Log.With("part", "hostadmin"),
 	})
 	p.reg.MustRegister(p.store, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	p.metrics = newPeerMetrics(p)
@@ -328,7 +341,7 @@ func Start(cfg Config) (*Peer, error) {
 		shared = p.shared
 	}
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
+		Replica: p, Consensus: p, Propagation: p.propagate, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit,
 		RunnerPools: p.pools, Swarm: p.swarm,
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),

@@ -18,7 +18,7 @@ func (p *Peer) report() gossip.Report {
 		SharedStorage: shared, SharedStorageWhy: why,
 		Addr:        p.cfg.Bind,
 		APIAddr:     p.apiL.Addr().String(),
-		RaftAddr:    p.raftAddr(),
+		RaftAddr:    p.netHost().RaftAddr,
 		TLSPort:     p.tlsL.Addr().(*net.TCPAddr).Port,
 		Arch:        p.cfg.Arch,
 		Hypervisor:  p.cfg.Hypervisor,
@@ -29,7 +29,7 @@ func (p *Peer) report() gossip.Report {
 		GPU:         p.cfg.Capacity.GPU,
 		HasState:    p.store != nil && p.store.HadState(),
 		Problem:     p.health.Problem(),
-		KeyEpoch:    p.keyEpoch(),
+		KeyEpoch:    p.member.KeyEpoch(),
 	}
 }
 
@@ -43,11 +43,4 @@ func (p *Peer) offersShared() (bool, string) {
 		return false, err.Error()
 	}
 	return true, ""
-}
-
-func (p *Peer) keyEpoch() uint64 {
-	if p.member == nil {
-		return 0
-	}
-	return p.member.KeyEpoch()
 }

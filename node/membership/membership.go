@@ -86,6 +86,9 @@ func (m *Membership) Trust() *fabric.Trust { return m.cfg.Trust }
 
 // KeyEpoch is the epoch of the gossip keyring this peer has installed.
 func (m *Membership) KeyEpoch() uint64 {
+	if m == nil {
+		return 0 // a peer reports before its membership is made
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.keyEpoch

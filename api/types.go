@@ -44,6 +44,24 @@ const HeaderPlainPeer = "X-Svc-Plain-Peer"
 // it, so a read through the same peer sees the write.
 const HeaderIndex = "X-Svc-Index"
 
+// HeaderPlaceOnly, on a deploy a peer forwards to the leader, asks the
+// leader to resolve and place the VM and answer at once (202 Accepted with a
+// PlacedDeploy): the forwarding peer waits on its own replica until the VM
+// runs, so that a deploy outlives a change of leader while it waits. It
+// counts only beside a peer's HeaderForwardedBy.
+const HeaderPlaceOnly = "X-Svc-Place-Only"
+
+// PlacedDeploy is the leader's answer to a deploy sent with HeaderPlaceOnly:
+// the VM it placed (on the replica at the answer's HeaderIndex) and how long
+// the deploy waits for it to run.
+type PlacedDeploy struct {
+	Namespace     string   `json:"namespace"`
+	Name          string   `json:"name"`
+	UID           uint64   `json:"uid"`
+	TimeoutMillis int64    `json:"timeoutMillis"`
+	PortWarnings  []string `json:"portWarnings"`
+}
+
 // List is the envelope of every list response.
 type List[T any] struct {
 	Items []T `json:"items"`

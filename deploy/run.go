@@ -36,38 +36,60 @@ type Replica interface {
 
 // Runner places resolved deploys and waits until their VMs run.
 type Runner struct {
+	// Placer places a deploy (Place; the leader's scheduler).
 	Placer  Placer
 	Replica Replica
-	// Remove deletes the VM of a failed deploy.
+	// Remove deletes the VM of a failed deploy: this very VM (its UID), and
+	// only while it has not run (raftfsm.VMDelete's Unrun).
 	Remove func(ctx context.Context, vm raftfsm.VM) error
 	// WriteTimeout bounds the placement and the removal.
 	WriteTimeout time.Duration
 	Log          *slog.Logger
 }
 
-// Run places plan and waits up to plan.Timeout for its VM to run. A VM
-// that fails, or does not run in time, is removed: nothing stays allocated
-// after a failed deploy. Its errors: the placement's; a failure to start
-// of the request's making (ErrInvalid) or the node's (ErrStartFailed);
-// ErrNotFound when the VM was deleted meanwhile; ErrTimeout.
+// Run places plan and waits up to plan.Timeout for its VM to run (Place,
+// then Await). A VM that fails, or does not run in time, is removed:
+// nothing stays allocated after a failed deploy. Its errors: the
+// placement's, and Await's.
 func (r Runner) Run(ctx context.Context, plan Plan) (raftfsm.VM, error) {
-	// Past this the leader deletes the VM if it has not run, whoever leads
-	// then: a backstop for the removal below, which a deposed leader
-	// cannot make.
-	by := time.Now().UTC().Add(plan.Timeout + r.WriteTimeout)
-	plan.VM.DeployBy = &by
-	pctx, cancel := context.WithTimeout(ctx, r.WriteTimeout)
-	vm, err := r.Placer.Place(pctx, plan.Placement)
-	cancel()
+	vm, err := r.Place(ctx, plan)
 	if err != nil {
 		return raftfsm.VM{}, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, plan.Timeout)
+	return r.Await(ctx, vm, plan.Timeout)
+}
+
+// Place records plan's VM on a node, marked as a deploy that has not run:
+// past its deploy's wait and a write timeout the leader deletes it if it
+// has not run by then, whoever leads (a backstop for Await's removal, which
+// a peer that stopped cannot make).
+func (r Runner) Place(ctx context.Context, plan Plan) (raftfsm.VM, error) {
+	by := time.Now().UTC().Add(plan.Timeout + r.WriteTimeout)
+	plan.VM.DeployBy = &by
+	pctx, cancel := context.WithTimeout(ctx, r.WriteTimeout)
 	defer cancel()
-	got, err := r.wait(wctx, vm.Namespace, vm.Name)
+	return r.Placer.Place(pctx, plan.Placement)
+}
+
+// Await waits up to timeout for a placed VM to run, on the replica (the
+// peer the caller reached need not lead), and removes one that fails or
+// does not run in time. Its errors: a failure to start of the request's
+// making (ErrInvalid) or the node's (ErrStartFailed); ErrNotFound when the
+// VM was deleted meanwhile; ErrTimeout.
+func (r Runner) Await(ctx context.Context, vm raftfsm.VM, timeout time.Duration) (raftfsm.VM, error) {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	got, err := r.wait(wctx, vm)
 	if err == nil {
 		return got, nil
 	}
+	return got, r.Abandon(ctx, vm, err)
+}
+
+// Abandon removes the VM of a deploy that failed with err (bounded by the
+// write timeout, even when ctx has ended: the caller gone is a failure too)
+// and returns err, saying whether the VM was removed.
+func (r Runner) Abandon(ctx context.Context, vm raftfsm.VM, err error) error {
 	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), r.WriteTimeout)
 	defer dcancel()
 	removed := "; the VM was removed"
@@ -76,9 +98,9 @@ func (r Runner) Run(ctx context.Context, plan Plan) (raftfsm.VM, error) {
 		removed = "; the VM could not be removed: " + derr.Error()
 	}
 	if errors.Is(err, raftfsm.ErrTimeout) {
-		return got, raftfsm.NewRuleError(raftfsm.ErrTimeout, err.Error()+removed)
+		return raftfsm.NewRuleError(raftfsm.ErrTimeout, err.Error()+removed)
 	}
-	return got, err
+	return err
 }
 
 func (r Runner) log() *slog.Logger {
@@ -88,13 +110,15 @@ func (r Runner) log() *slog.Logger {
 	return r.Log
 }
 
-// wait returns the VM once it runs, or why it will not.
-func (r Runner) wait(ctx context.Context, ns, name string) (raftfsm.VM, error) {
+// wait returns the VM placed as placed (its UID, when set) once it runs,
+// or why it will not.
+func (r Runner) wait(ctx context.Context, placed raftfsm.VM) (raftfsm.VM, error) {
+	ns, name := placed.Namespace, placed.Name
 	var vm raftfsm.VM
 	var stop error
 	err := r.Replica.WaitOn(ctx, raftfsm.VMTopic(ns, name), func() bool {
 		var ok bool
-		if vm, ok = r.Replica.VM(ns, name); !ok {
+		if vm, ok = r.Replica.VM(ns, name); !ok || placed.UID != 0 && vm.UID != placed.UID {
 			stop = notFound("vm %q was deleted", name)
 			return true
 		}

@@ -206,7 +206,8 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount/token", Rule: RuleAdmin}, s.serviceAccountToken)
 
 	s.handle(Route{Method: get, Path: ns + "/vms", Rule: RuleMember}, s.listVMs)
-	s.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Target: Leader}, s.deployVM)
+	// A follower has the leader place a deploy, then waits on its own replica (deploy.go).
+	s.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Target: Here}, s.deployVM)
 	s.handle(Route{Method: get, Path: ns + "/vms/:vm", Rule: RuleMember}, s.getVM)
 	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, Write: true, Target: Leader},
 		s.deleter(raftfsm.TypeVMDelete, "vm", func(ns, name string) any { return raftfsm.VMDelete{Namespace: ns, Name: name} }))
@@ -426,6 +427,7 @@ func (s *Server) dropUnprovenForwarding(r *http.Request) {
 		return
 	}
 	r.Header.Del(api.HeaderForwardedBy)
+	r.Header.Del(api.HeaderPlaceOnly)
 }
 
 // indexWriter stamps the applied index on the answer to a forwarded write.

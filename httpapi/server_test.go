@@ -335,7 +335,8 @@ func TestServer_no_leader_is_503_after_a_bounded_wait(t *testing.T) {
 }
 
 // Reads never change the state, and every write runs on the leader except the
-// image upload, which stays on the peer that receives the bytes. The only
+// image upload, which stays on the peer that receives the bytes, and a
+// deploy, whose wait does. The only
 // reads that leave the peer are websockets into a VM, on its host.
 func TestServer_route_flags(t *testing.T) {
 	s := New(fakeConfig(newFakeBackend(t, true), Config{}))
@@ -345,6 +346,8 @@ func TestServer_route_flags(t *testing.T) {
 		"POST /api/v1/namespaces/:namespace/images":       true, // generate
 		// A follower refuses it (503, not leader): never forwarded.
 		"POST /api/v1/internal/apply": true,
+		// A follower has the leader place it and waits on its own replica.
+		"POST /api/v1/namespaces/:namespace/vms": true,
 	}
 	for _, r := range s.Routes() {
 		id := r.Method + " " + r.Path

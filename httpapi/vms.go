@@ -2,14 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/deploy"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -114,40 +112,4 @@ func (s *Server) waitVM(ctx context.Context, ns, name string, done func(raftfsm.
 		return vm, errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "vm %q is %s, not there yet after waiting: %v", name, vm.Status, ctx.Err())
 	}
 	return vm, stop
-}
-
-func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	ns := p.ByName("namespace")
-	var req api.DeployRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := s.requireNamespace(ns); err != nil {
-		return err
-	}
-	plan, err := deploy.Resolve(r.Context(), s.replica.FSM(), s.resolveImage, ns, req)
-	if err != nil {
-		return err
-	}
-	plan.VM.Owner = owner(r.Context())
-	run := deploy.Runner{
-		Placer: s.placer, Replica: s.replica.FSM(), WriteTimeout: s.cfg.WriteTimeout, Log: s.log,
-		Remove: func(ctx context.Context, vm raftfsm.VM) error {
-			_, err := s.raft.Apply(ctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID})
-			return err
-		},
-	}
-	got, err := run.Run(r.Context(), plan)
-	if errors.Is(err, deploy.ErrStartFailed) {
-		return errorf(http.StatusInternalServerError, api.ReasonInternalError, "%s", err)
-	}
-	if err != nil {
-		return err
-	}
-	out := s.vmToAPI(got)
-	if plan.Warnings != nil {
-		out.PortWarnings = plan.Warnings
-	}
-	writeJSON(w, http.StatusCreated, out)
-	return nil
 }

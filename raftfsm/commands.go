@@ -35,7 +35,7 @@ var commands = [...]command{
 	TypeVMCreate:               {name: "vm-create", resource: ResourceVM, apply: indexed((*State).applyVMCreate)},
 	TypeVMAction:               {name: "vm-action", resource: ResourceVM, peer: ownVM, apply: plain((*State).applyVMAction)},
 	TypeVMStatus:               {name: "vm-status", resource: ResourceVM, peer: ownNode, apply: plain((*State).applyVMStatus)},
-	TypeVMDelete:               {name: "vm-delete", resource: ResourceVM, apply: plain((*State).applyVMDelete)},
+	TypeVMDelete:               {name: "vm-delete", resource: ResourceVM, peer: unrunDeploy, apply: plain((*State).applyVMDelete)},
 	TypeVMConfigCreate:         {name: "vmconfig-create", resource: ResourceVMConfig, apply: plain((*State).applyVMConfigCreate)},
 	TypeVMConfigDelete:         {name: "vmconfig-delete", resource: ResourceVMConfig, apply: plain((*State).applyVMConfigDelete)},
 	TypeImageCreate:            {name: "image-create", resource: ResourceImage, peer: ownHolder, apply: plain((*State).applyImageCreate)},

@@ -200,6 +200,9 @@ func TestFSM_CheckProposer(t *testing.T) {
 		{"an admission", TypePeerAdmit, PeerAdmit{Name: "n3"}, true},
 		{"a user", TypeUserUpsert, UserUpsert{Name: "mallory", Admin: true}, false},
 		{"a removal", TypeNodeRemove, NodeRemove{Name: "n2"}, false},
+		{"a deploy's vm that has not run", TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a", UID: 1, Unrun: true}, true},
+		{"a vm delete", TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a", UID: 1}, false},
+		{"an unrun delete without the vm's uid", TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a", Unrun: true}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

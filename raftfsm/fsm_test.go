@@ -722,6 +722,42 @@ func TestFSM_vm_delete_of_an_incarnation(t *testing.T) {
 	}
 }
 
+// An unrun delete (a failed deploy's removal, which any peer may propose)
+// takes a VM only while its deploy has not seen it run.
+func TestFSM_vm_delete_unrun(t *testing.T) {
+	by := t0.Add(time.Hour)
+	deploying := mustEncode(t, TypeVMCreate, VMCreate{VM: VM{
+		Name: "a", Namespace: api.DefaultNamespace, Node: "n1", Image: "mini", ImageDigest: "sha256:aa",
+		VMOptions: VMOptions{CPU: 1, MemoryBytes: 1 << 30}, IP: "10.0.0.1", SSHPort: 22001, VNCPort: 22002, ScreensharePort: 22003,
+		CreatedAt: t0, DeployBy: &by,
+	}})
+	running := mustEncode(t, TypeVMStatus, VMStatus{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", Status: VMRunning})
+	tests := []struct {
+		name    string
+		setup   [][]byte
+		wantErr error
+		gone    bool
+	}{
+		{name: "has not run", setup: append(vmSetup(t), deploying), gone: true},
+		{name: "ran", setup: append(vmSetup(t), deploying, running), wantErr: ErrConflict},
+		{name: "placed without a deploy's deadline", setup: append(vmSetup(t), vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001)), wantErr: ErrConflict},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewFSM(nil)
+			applyAll(t, f, tt.setup...)
+			vm, _ := f.VM(api.DefaultNamespace, "a")
+			r := applyAll(t, f, mustEncode(t, TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a", UID: vm.UID, Unrun: true}))
+			if !errors.Is(r.Err, tt.wantErr) || tt.wantErr == nil && r.Err != nil {
+				t.Fatalf("unrun delete: %v, want %v", r.Err, tt.wantErr)
+			}
+			if _, ok := f.VM(api.DefaultNamespace, "a"); ok == tt.gone {
+				t.Fatalf("VM there: %v, want gone: %v", ok, tt.gone)
+			}
+		})
+	}
+}
+
 func TestNodeFacts_OwnPorts(t *testing.T) {
 	f := NodeFacts{APIAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:7000", GossipAddr: "[fd00::1]:7946", TLSPort: 8443}
 	got := f.OwnPorts()

@@ -72,6 +72,20 @@ func ownVM(f *FSM, b proposed) error {
 	return b.own(vm.Node)
 }
 
+// unrunDeploy: a peer that waited on a deploy for its caller removes the
+// VM the deploy placed when it failed or did not run in time: only that VM
+// (its UID) and only while it has not run (Apply checks DeployBy).
+func unrunDeploy(_ *FSM, b proposed) error {
+	var d VMDelete
+	if err := json.Unmarshal(b.raw, &d); err != nil {
+		return ruleErr(ErrInvalid, "%s: %v", b.t, err)
+	}
+	if !d.Unrun || d.UID == 0 {
+		return ruleErr(ErrInvalid, "a peer may propose %s only for a deploy's VM that has not run (unrun, with its uid)", b.t)
+	}
+	return nil
+}
+
 // ownJob: a job's progress comes from the peer it targets, else from the
 // peer it runs on.
 func ownJob(f *FSM, b proposed) error {

@@ -240,6 +240,10 @@ type VMDelete struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	UID       uint64 `json:"uid,omitempty"`
+	// Unrun deletes the VM only while its deploy has not seen it run
+	// (DeployBy set): the removal of a failed deploy's VM, which must not
+	// take one that started meanwhile.
+	Unrun bool `json:"unrun,omitempty"`
 }
 
 func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
@@ -419,6 +423,9 @@ func (s *State) applyVMDelete(c VMDelete) (any, error) {
 	}
 	if c.UID != 0 && vm.UID != c.UID {
 		return nil, ruleErr(ErrNotFound, "vm %q of that incarnation is gone (another VM has the name now)", c.Name)
+	}
+	if c.Unrun && vm.DeployBy == nil {
+		return nil, ruleErr(ErrConflict, "vm %q ran: its deploy no longer removes it", c.Name)
 	}
 	if op := vm.PendingOp; op != nil {
 		// The operation cannot finish: its image must not stay Updating.

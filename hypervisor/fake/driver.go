@@ -28,6 +28,7 @@ type Driver struct {
 	createErr  error
 	startErr   error
 	barrier    *createBarrier
+	createHold <-chan struct{}
 	exports    int
 	exportHold <-chan struct{}
 	exportAs   []byte // when set, what every Export writes
@@ -83,10 +84,29 @@ func (f *Driver) HoldCreates(n int, timeout time.Duration) {
 	f.barrier = &createBarrier{n: n, all: make(chan struct{}), timeout: timeout}
 }
 
-// waitBarrier blocks a Create at the barrier, if one is set.
+// HoldCreatesUntil makes every Create wait until release is closed (or
+// its context ends): a VM that stays on its way to running while a test
+// changes the cluster around it.
+func (f *Driver) HoldCreatesUntil(release <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.createHold = release
+}
+
+// waitBarrier blocks a Create at the barrier or the hold, if one is set.
 func (f *Driver) waitBarrier(ctx context.Context) error {
 	f.mu.Lock()
-	b := f.barrier
+	b, hold := f.barrier, f.createHold
+	if hold != nil {
+		f.calls = append(f.calls, "hold create")
+		f.mu.Unlock()
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		f.mu.Lock()
+	}
 	if b == nil {
 		f.mu.Unlock()
 		return nil

@@ -23,10 +23,10 @@ func (l *Leader) expireVMs(ctx context.Context) {
 	for {
 		now := time.Now()
 		for _, vm := range l.cfg.FSM.ExpiredVMs(now) {
-			l.deleteVM(ctx, vm, "vm expired: deleted", "expiredAt", vm.ExpiresAt)
+			l.deleteVM(ctx, vm, false, "vm expired: deleted", "expiredAt", vm.ExpiresAt)
 		}
 		for _, vm := range l.cfg.FSM.StaleDeploys(now) {
-			l.deleteVM(ctx, vm, "vm of a failed deploy: deleted", "deployBy", vm.DeployBy)
+			l.deleteVM(ctx, vm, true, "vm of a failed deploy: deleted", "deployBy", vm.DeployBy)
 		}
 		select {
 		case <-ctx.Done():
@@ -36,15 +36,16 @@ func (l *Leader) expireVMs(ctx context.Context) {
 	}
 }
 
-// deleteVM deletes vm (this very VM: its UID) and logs why.
-func (l *Leader) deleteVM(ctx context.Context, vm raftfsm.VM, why, key string, at *time.Time) {
+// deleteVM deletes vm (this very VM: its UID; with unrun only if it has not
+// run since) and logs why.
+func (l *Leader) deleteVM(ctx context.Context, vm raftfsm.VM, unrun bool, why, key string, at *time.Time) {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err := l.cfg.Raft.ApplyCommand(dctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID})
+	_, err := l.cfg.Raft.ApplyCommand(dctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID, Unrun: unrun})
 	cancel()
 	switch {
 	case err == nil:
 		l.cfg.Log.Info(why, "vm", vm.Namespace+"/"+vm.Name, key, at, "owner", vm.Owner)
-	case errors.Is(err, raftfsm.ErrNotFound):
+	case errors.Is(err, raftfsm.ErrNotFound), unrun && errors.Is(err, raftfsm.ErrConflict): // gone, or it ran meanwhile
 	case ctx.Err() == nil:
 		l.cfg.Log.Warn("delete a vm: "+why, "vm", vm.Namespace+"/"+vm.Name, "err", err)
 	}

@@ -5,15 +5,20 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/testcluster"
@@ -57,33 +62,130 @@ func deployTimes(b *testing.B, cl *api.Client, n int) (running, ssh []time.Durat
 	return running, ssh
 }
 
+// baselineDriver is a libvirt driver of its own (domains named after no
+// peer of any test) on the image directory of the benchmark's peer: the
+// hypervisor alone, for the baseline of a deploy.
+func baselineDriver(b *testing.B, imageDir string) *libvirt.Driver {
+	b.Helper()
+	d, err := libvirt.New(libvirt.Config{Dir: guest.TempDir(b), ImageDir: imageDir, Prefix: hypervisor.DomainPrefix("deploy-baseline")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if doms, err := d.List(ctx); err == nil {
+			for _, dom := range doms {
+				_ = d.Delete(ctx, dom.Name)
+			}
+		}
+		_ = d.Close()
+	})
+	return d
+}
+
+// driverTimes creates n domains of the shape a deploy makes (1 CPU,
+// 256 MiB, an overlay on base, the SSH and screen forwards) at once
+// straight through the driver, as svc's host does, and returns the time of
+// each Create (defined and started), then deletes them.
+func driverTimes(b *testing.B, d *libvirt.Driver, base string, n int) []time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var took []time.Duration
+	var names []string
+	taken := map[int]bool{}
+	for i := range n {
+		spec := hypervisor.Spec{
+			Name: hypervisor.DomainName("deploy-baseline", ns, fmt.Sprintf("vm-%d", i)), CPU: 1, MemoryMiB: 256,
+			BaseImage: base, BaseFormat: "qcow2", ListenAddr: "127.0.0.1", VNCPort: freeFromTop(b, api.VNCPortMin, api.VNCPortMax, taken),
+			Forwards: []hypervisor.Forward{
+				{HostPort: freeFromTop(b, api.ForwardPortMin, api.ForwardPortMax, taken), GuestPort: 22},
+				{HostPort: freeFromTop(b, api.ForwardPortMin, api.ForwardPortMax, taken), GuestPort: 5900},
+			},
+		}
+		names = append(names, spec.Name)
+		wg.Go(func() {
+			start := time.Now()
+			if err := d.Create(ctx, spec); err != nil {
+				b.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			took = append(took, time.Since(start))
+		})
+	}
+	wg.Wait()
+	for _, name := range names {
+		if err := d.Delete(ctx, name); err != nil {
+			b.Error(err)
+		}
+	}
+	return took
+}
+
+// freeFromTop returns the highest port of lo..hi that is free on 127.0.0.1
+// and not yet taken, and takes it: svc's VM port ranges, below the
+// kernel's ephemeral ports (which outgoing connections take), from the end
+// the peer's own allocation comes to last.
+func freeFromTop(b *testing.B, lo, hi int, taken map[int]bool) int {
+	b.Helper()
+	for port := hi; port >= lo; port-- {
+		if taken[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		taken[port] = true
+		return port
+	}
+	b.Fatalf("no free port in %d-%d", lo, hi)
+	return 0
+}
+
+// benchDeploy deploys concurrent VMs at once through the API, b.N rounds;
+// after each round, with the round's VMs gone, it creates as many domains
+// of the same shape straight through the driver (the hypervisor's own time
+// to start them on this machine: the baseline) and reports both.
 func benchDeploy(b *testing.B, concurrent int) {
 	image := guest.RequireLibvirt(b)
 	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 32 << 30}})
-	cl := c.Client(c.WaitLeader())
-	upload(b, cl, "mini-linux", image)
-	var running, ssh []time.Duration
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	img := upload(b, cl, "mini-linux", image)
+	base := baselineDriver(b, node.ImageDir(m.DataDir))
+	var running, ssh, alone []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		r, s := deployTimes(b, cl, concurrent)
 		running, ssh = append(running, r...), append(ssh, s...)
 		b.StopTimer()
-		// Let the deleted domains go before the next round.
+		// Let the deleted domains go before the baseline and the next round.
 		c.WaitFor("domains removed", time.Minute, func() error {
-			doms, err := c.Members[0].Libvirt.List(context.Background())
+			doms, err := m.Libvirt.List(context.Background())
 			if err != nil || len(doms) > 0 {
 				return fmt.Errorf("%d domains left (%v)", len(doms), err)
 			}
 			return nil
 		})
+		alone = append(alone, driverTimes(b, base, m.Peer.Images().Path(img.Digest), concurrent)...)
 		b.StartTimer()
 	}
 	b.StopTimer()
-	if len(running) == 0 {
+	if len(running) == 0 || len(alone) == 0 {
 		b.Fatal("no deploy succeeded")
 	}
 	b.ReportMetric(ms(percentile(running, 0.5)), "running-p50-ms")
 	b.ReportMetric(ms(percentile(running, 0.95)), "running-p95-ms")
+	b.ReportMetric(ms(percentile(alone, 0.5)), "driver-p50-ms")
+	b.ReportMetric(ms(percentile(alone, 0.95)), "driver-p95-ms")
+	b.ReportMetric(float64(percentile(running, 0.95))/float64(percentile(alone, 0.95)), "running/driver-p95")
 	b.ReportMetric(ms(percentile(ssh, 0.5)), "ssh-p50-ms")
 	b.ReportMetric(ms(percentile(ssh, 0.95)), "ssh-p95-ms")
 	b.ReportMetric(0, "ns/op")

@@ -157,6 +157,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	}()
 	revert := s.make == makeRevert
 	note, started := "", "" // started: how the guest started, when this run started it
+	booted := false         // this run powered the guest on from nothing
 	if s.make != makeNone {
 		// Each blob is held from the moment it is here until the VM's
 		// disk, made from it, exists: the collection of blobs this node no
@@ -186,7 +187,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			if err := p.revert(ctx, spec); err != nil {
 				return fmt.Errorf("revert: %w", err)
 			}
-			w.reverted = vm.RevertGen
+			w.reverted, booted = vm.RevertGen, true
 		case makeRecreate:
 			note = "the domain was missing and has been recreated"
 			p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
@@ -204,7 +205,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 				if err := p.cfg.Driver.Create(ctx, spec); err != nil {
 					return w.retryOrFail(vm, fmt.Errorf("create: %w", err))
 				}
-				started = raftfsm.StartedFromBoot
+				started, booted = raftfsm.StartedFromBoot, true
 			}
 		}
 	}
@@ -221,7 +222,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	case actResume:
 		changed, err = true, p.resume(ctx, name)
 	case actStart:
-		changed = true
+		changed, booted = true, true
 		err := p.cfg.Driver.Start(ctx, name)
 		if errors.Is(err, hypervisor.ErrDiskMissing) {
 			// Repairable: a fresh disk on the image (the VM's changes are lost).
@@ -264,6 +265,13 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	}
 	var guest *raftfsm.GuestReport
 	if status == raftfsm.VMRunning {
+		if booted {
+			// A guest this run powered on has no agent yet: asking it now
+			// would only hold up the Running report (libvirt waits on the
+			// channel, up to 0.7 s with ten guests starting). The agent is
+			// first asked one probe interval from now.
+			w.agentAsked = time.Now()
+		}
 		guest = w.askAgent(ctx, vm)
 		if identity == nil {
 			identity = w.identityWhenDue(ctx, vm)

@@ -35,8 +35,15 @@ type Consensus interface {
 	WaitLeader(ctx context.Context) (name, addr string, err error)
 	// VerifyLeader confirms with a quorum that this peer still leads.
 	VerifyLeader(ctx context.Context) error
-	// Apply proposes a command on the leader and returns the FSM's answer.
+	// Apply proposes a command on this peer and returns the FSM's answer;
+	// a peer that does not lead refuses it (raftfsm.ErrNotLeader, a 503
+	// the caller retries). The API's writes reach the leader before they
+	// are proposed, so one that lost its leadership meanwhile says so
+	// rather than sending the command on in its own name.
 	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
+	// Propose proposes a command this peer may propose for itself
+	// (raftfsm.Type.PeerProposable), through the leader wherever it is.
+	Propose(ctx context.Context, t raftfsm.Type, body any) error
 	// AppliedIndex returns, if this peer is a leader that has applied the
 	// entries of earlier terms (waiting for that, bounded by ctx), the index
 	// of the last command it applied (every acknowledged write is at or

@@ -120,8 +120,7 @@ func (s *Server) deployRunner() deploy.Runner {
 	return deploy.Runner{
 		Placer: s.placer, Replica: s.replica.FSM(), WriteTimeout: s.cfg.WriteTimeout, Log: s.log,
 		Remove: func(ctx context.Context, vm raftfsm.VM) error {
-			_, err := s.raft.Apply(ctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID, Unrun: true})
-			return err
+			return s.raft.Propose(ctx, raftfsm.TypeVMDelete, raftfsm.VMDelete{Namespace: vm.Namespace, Name: vm.Name, UID: vm.UID, Unrun: true})
 		},
 	}
 }

@@ -117,8 +117,8 @@ func (s *Server) nameFree(kind, ns, name string) error {
 // record commits a staged file and records it as an image or ISO held here.
 func (s *Server) record(ctx context.Context, kind string, st *imagestore.Staged, img raftfsm.Image) error {
 	return st.Ingest(ctx, s.replica.FSM().BlobInUse, func(ctx context.Context) error {
-		_, err := s.apply(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.replica.Name()})
-		return err
+		// Received here, on whichever peer: this peer's own proposal.
+		return s.propose(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.replica.Name()})
 	})
 }
 

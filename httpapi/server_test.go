@@ -136,6 +136,10 @@ func (b *fakeBackend) Apply(ctx context.Context, t raftfsm.Type, body any) (any,
 	}
 	return b.applyAny(ctx, t, body)
 }
+func (b *fakeBackend) Propose(ctx context.Context, t raftfsm.Type, body any) error {
+	_, err := b.Apply(ctx, t, body)
+	return err
+}
 func (b *fakeBackend) VerifyLeader(context.Context) error { return nil }
 func (b *fakeBackend) CaughtUp() bool {
 	if b.caughtUp == nil {

@@ -11,11 +11,21 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-// apply proposes a command through the backend, bounded by WriteTimeout.
+// apply proposes a command on this peer, the leader (a write routed here),
+// bounded by WriteTimeout: a peer that lost its leadership answers 503.
 func (s *Server) apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
 	return s.raft.Apply(ctx, t, body)
+}
+
+// propose proposes one of this peer's own commands (what it received, a
+// deploy it waits on) through the leader wherever it is, bounded by
+// WriteTimeout.
+func (s *Server) propose(ctx context.Context, t raftfsm.Type, body any) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	return s.raft.Propose(ctx, t, body)
 }
 
 // deleter answers DELETE of a record named by the path parameter param: the

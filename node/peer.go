@@ -341,7 +341,7 @@ func Start(cfg Config) (*Peer, error) {
 		shared = p.shared
 	}
 	p.api = httpapi.New(httpapi.Config{
-		Replica: p, Consensus: p, Propagation: p.propagate, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
+		Replica: p, Consensus: APIConsensus(p), Propagation: p.propagate, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit,
 		RunnerPools: p.pools, Swarm: p.swarm,
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),

@@ -158,7 +158,7 @@ bench:
 
 ## bench-compare: make bench's benchmarks in older trees beside this one, in one run, each benchmark in every tree in turn, then benchstat: make bench-compare REVS="d1387bb 51f917c=Failover|Place" (REV=REGEX: that tree runs only the commands the regex matches)
 bench-compare:
-	scripts/bench-compare.sh $(REVS)
+	scripts/bench-compare.sh $(foreach r,$(REVS),'$(r)')
 
 local-cluster: build
 	scripts/local-cluster.sh up $(or $(N),3)

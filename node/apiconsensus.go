@@ -18,7 +18,8 @@ func APIConsensus(p *Peer) httpapi.Consensus { return apiConsensus{p} }
 // refuses it (ErrNotLeader, a 503 the client retries) instead of sending
 // the user's command on as the peer's own, which the new leader's proposer
 // check would refuse for good (403). Only what this peer may propose for
-// itself (a failed deploy's removal) goes through the leader wherever it is.
+// itself (an image uploaded or generated here, a failed deploy's removal)
+// goes through the leader wherever it is.
 type apiConsensus struct{ *Peer }
 
 // Apply proposes on this peer only.

@@ -76,6 +76,11 @@ const (
 	DefaultSnapshotInterval  = 30 * time.Second
 )
 
+// logCacheEntries is how many of the newest log entries a store keeps in
+// memory (at most MaxCommandBytes each; most are well under 1 KiB): more
+// than Raft sends in one append (MaxAppendEntries, 64).
+const logCacheEntries = 256
+
 // Store owns the Raft instance, its bolt log store and its file snapshots.
 type Store struct {
 	FSM   *raftfsm.FSM
@@ -177,7 +182,15 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 		_ = bolt.Close()
 		return nil, fmt.Errorf("read raft state: %w", err)
 	}
-	r, err := raft.NewRaft(rc, fsm, bolt, bolt, snaps, trans)
+	// Replication and a follower's apply read back entries just written:
+	// from memory, not a bolt read transaction per entry.
+	logs, err := raft.NewLogCache(logCacheEntries, bolt)
+	if err != nil {
+		_ = trans.Close()
+		_ = bolt.Close()
+		return nil, fmt.Errorf("raft log cache: %w", err)
+	}
+	r, err := raft.NewRaft(rc, fsm, logs, bolt, snaps, trans)
 	if err != nil {
 		_ = trans.Close()
 		_ = bolt.Close()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/testkit/raftbench"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -87,7 +88,10 @@ func benchTagWrite(b *testing.B, plain bool) {
 
 // BenchmarkTagWriteParallel sends tag writes from 16 concurrent clients to a
 // follower; Raft batches them, so throughput exceeds the serial figure.
-// Once over the fabric's TLS and once without.
+// Once over the fabric's TLS and once without. Then, with svc's cluster
+// stopped, the same number of writes from 16 clients to the floor of the
+// same parts alone (writeFloor): through a follower's proxy (floor-writes/s,
+// and svc/floor) and straight to the leader (leader-floor-writes/s).
 func BenchmarkTagWriteParallel(b *testing.B) {
 	for _, f := range fabrics {
 		b.Run(f.name, func(b *testing.B) { benchTagWriteParallel(b, f.plain) })
@@ -95,24 +99,27 @@ func BenchmarkTagWriteParallel(b *testing.B) {
 }
 
 func benchTagWriteParallel(b *testing.B, plain bool) {
+	const clients = 16
 	c := testcluster.New(b, 3, testcluster.Options{PlainPeers: plain})
 	leader := c.WaitLeader()
 	fc := benchClient(c, c.Followers()[0])
-	var n atomic.Int64
-	b.SetParallelism(8) // 8 x GOMAXPROCS(2) = 16 clients
-	start := time.Now()
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			if _, err := fc.TagNode(context.Background(), api.DefaultNamespace, leader.Name, fmt.Sprintf("p%d", i%50)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
+	res, err := raftbench.Closed(clients, b.N, func(i int) error {
+		_, err := fc.TagNode(context.Background(), api.DefaultNamespace, leader.Name, fmt.Sprintf("p%d", i%50))
+		return err
 	})
 	b.StopTimer()
-	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "writes/s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Close()
+	floor := writeFloor(b, plain, true, clients, b.N)
+	direct := writeFloor(b, plain, false, clients, b.N)
+	b.ReportMetric(res.PerSecond(), "writes/s")
+	b.ReportMetric(ms(res.Percentile(0.5)), "p50-ms")
+	b.ReportMetric(floor.PerSecond(), "floor-writes/s")
+	b.ReportMetric(res.PerSecond()/floor.PerSecond(), "svc/floor")
+	b.ReportMetric(direct.PerSecond(), "leader-floor-writes/s")
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -1,0 +1,127 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/raftstore"
+	"github.com/svc-project/svc/testkit/raftbench"
+)
+
+// writeFloor measures the floor of the API's tag writes on this machine:
+// what the parts svc's write path is made of do alone, with nothing of
+// svc's around them. Three Raft stores (bolt logs fsync'd, production
+// timings, mutual TLS between them unless plain) hold svc's FSM with one
+// node; the leader serves the same tag write with net/http alone (decode
+// the JSON, propose the command, answer the node as JSON). With
+// viaFollower, clients send their writes to a follower, whose
+// httputil.ReverseProxy forwards them to the leader over mutual TLS (plain
+// HTTP when plain), as svc's follower does; without, straight to the
+// leader. No authentication, audit, validation, routing or metrics.
+// clients concurrent clients send n writes.
+func writeFloor(b *testing.B, plain, viaFollower bool, clients, n int) raftbench.Result {
+	b.Helper()
+	rc := raftbench.Start(b, 3, !plain)
+	leader := rc.Leader()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const node = "floor-node"
+	if _, err := leader.ApplyCommand(ctx, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: node, Phase: api.PhaseReady, Time: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	n0, ok := leader.FSM.Node(node)
+	if !ok {
+		b.Fatal("the floor's node was not recorded")
+	}
+	var leaderTLS, hopTLS *tls.Config
+	scheme := "http"
+	if !plain {
+		leaderTLS, hopTLS, scheme = rc.Server[0], rc.Client[1], "https"
+	}
+	leaderAddr := serveFloor(b, floorLeader(leader, n0.Namespace), leaderTLS)
+	addr := leaderAddr
+	if viaFollower {
+		tr := &http.Transport{MaxIdleConnsPerHost: 64, TLSClientConfig: hopTLS}
+		b.Cleanup(tr.CloseIdleConnections)
+		addr = serveFloor(b, &httputil.ReverseProxy{
+			Transport: tr,
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = scheme, leaderAddr, leaderAddr
+				pr.SetXForwarded()
+			},
+			FlushInterval: -1, // as svc's forwarder
+		}, nil)
+	} else if !plain {
+		addr = serveFloor(b, floorLeader(leader, n0.Namespace), nil) // clients reach svc's API over plain HTTP too
+	}
+	cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer cl.CloseIdleConnections()
+	url := "http://" + addr + "/tag/" + node
+	res, err := raftbench.Closed(clients, n, func(i int) error {
+		resp, err := cl.Post(url, "application/json", bytes.NewBufferString(fmt.Sprintf(`{"tag":"p%d"}`, i%50)))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var got raftfsm.Node
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("floor write: %s: %v", resp.Status, err)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
+}
+
+// floorLeader serves POST /tag/{node} with {"tag": ...}: the command svc's
+// tag route proposes, and its answer, with nothing around them.
+func floorLeader(s *raftstore.Store, ns string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /tag/{node}", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Tag string `json:"tag"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		v, err := s.ApplyCommand(r.Context(), raftfsm.TypeNodeTag, raftfsm.NodeTag{Namespace: ns, Name: r.PathValue("node"), Tag: req.Tag})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	})
+	return mux
+}
+
+// serveFloor serves h on a loopback port (TLS when cfg is set) until the
+// benchmark ends, and returns its address.
+func serveFloor(b *testing.B, h http.Handler, cfg *tls.Config) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}

@@ -1,0 +1,73 @@
+package raftbench_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/raftbench"
+)
+
+func TestClosed_calls(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name      string
+		callers   int
+		n         int
+		failAt    int // 0: never
+		wantCalls func(int) bool
+		wantErr   error
+	}{
+		{"every call once", 4, 100, 0, func(c int) bool { return c == 100 }, nil},
+		{"more callers than calls", 16, 3, 0, func(c int) bool { return c == 3 }, nil},
+		{"stops at the first error", 4, 1000, 10, func(c int) bool { return c >= 9 && c < 1000 }, boom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[int]int{}
+			res, err := raftbench.Closed(tc.callers, tc.n, func(i int) error {
+				mu.Lock()
+				seen[i]++
+				mu.Unlock()
+				if i == tc.failAt {
+					return boom
+				}
+				return nil
+			})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if !tc.wantCalls(res.Calls) || len(res.Latencies) != res.Calls {
+				t.Fatalf("%d calls, %d latencies", res.Calls, len(res.Latencies))
+			}
+			for i, n := range seen {
+				if n != 1 || i < 1 || i > tc.n {
+					t.Fatalf("call %d made %d times", i, n)
+				}
+			}
+			if tc.wantErr == nil && (res.PerSecond() <= 0 || res.Percentile(0.5) > res.Percentile(0.99)) {
+				t.Fatalf("%.0f/s, p50 %v, p99 %v", res.PerSecond(), res.Percentile(0.5), res.Percentile(0.99))
+			}
+		})
+	}
+}
+
+func TestStart_tls_elects_and_applies(t *testing.T) {
+	c := raftbench.Start(t, 3, true)
+	if !c.Leader().IsLeader() || len(c.Server) != 3 || len(c.Client) != 3 {
+		t.Fatalf("leader first: %v; %d server and %d client configs", c.Leader().IsLeader(), len(c.Server), len(c.Client))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Leader().ApplyCommand(ctx, raftfsm.TypeNamespaceCreate, raftfsm.NamespaceCreate{Name: "ns-tls", Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Stores {
+		if err := s.FSM.WaitIndex(ctx, c.Leader().FSM.Index()); err != nil {
+			t.Fatalf("store %s did not apply the command: %v", s.ID(), err)
+		}
+	}
+}

@@ -31,7 +31,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	if !s.raft.IsLeader() && forwarded(r) == "" {
 		return s.deployThroughLeader(w, r, p)
 	}
-	if s.fwd.toLeader(w, r) {
+	if s.fwd.toLeader(w, r, false) {
 		return nil // a peer sent it here, but this peer no longer leads: refused unrun
 	}
 	return s.deployHere(w, r, p)
@@ -75,7 +75,7 @@ func (s *Server) deployHere(w http.ResponseWriter, r *http.Request, p httprouter
 func (s *Server) deployThroughLeader(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	r.Header.Set(api.HeaderPlaceOnly, "1")
 	ans := &answer{header: http.Header{}}
-	if !s.fwd.toLeader(ans, r) {
+	if !s.fwd.toLeader(ans, r, true) {
 		r.Header.Del(api.HeaderPlaceOnly)
 		return s.deployHere(w, r, p) // this peer leads now
 	}

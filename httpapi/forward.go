@@ -8,6 +8,8 @@ import (
 	"net/http/httputil"
 	"strconv"
 
+	"github.com/svc-project/svc/internal/hopbatch"
+
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
@@ -40,6 +42,7 @@ type forwarder struct {
 	s       *Server
 	tr      http.RoundTripper
 	proxy   *httputil.ReverseProxy
+	batch   *hopbatch.Sender
 	pending *pendingWrites
 }
 
@@ -57,11 +60,7 @@ func newForwarder(s *Server) *forwarder {
 		Transport: &leaderRetry{f: f, next: tr},
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			addr, _ := pr.In.Context().Value(targetAddrKey).(string)
-			pr.Out.URL.Scheme = s.links.PeerScheme()
-			pr.Out.URL.Host = addr
-			pr.Out.Host = addr
-			pr.Out.Header.Set(api.HeaderForwardedBy, s.replica.Name())
-			pr.SetXForwarded()
+			f.rewrite(pr, addr)
 		},
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
@@ -80,7 +79,18 @@ func newForwarder(s *Server) *forwarder {
 			writeError(w, s.log, unavailable("1", "the peer at %s did not answer: %v", addr, err))
 		},
 	}
+	f.batch = newBatchSender(f)
 	return f
+}
+
+// rewrite addresses a forwarded request to the peer at addr, in this peer's
+// name, with the client's address in X-Forwarded-For.
+func (f *forwarder) rewrite(pr *httputil.ProxyRequest, addr string) {
+	pr.Out.URL.Scheme = f.s.links.PeerScheme()
+	pr.Out.URL.Host = addr
+	pr.Out.Host = addr
+	pr.Out.Header.Set(api.HeaderForwardedBy, f.s.replica.Name())
+	pr.SetXForwarded()
 }
 
 func (f *forwarder) close() {
@@ -102,7 +112,8 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, addr string)
 // toLeader forwards r to the leader and returns true when this peer is not
 // the leader (the answer has then been written). It waits a bounded time for
 // a leader to be known, and never forwards a request that was forwarded once.
-func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request) bool {
+// With batch, r goes in the next batch of writes to the leader.
+func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request, batch bool) bool {
 	s := f.s
 	if s.raft.IsLeader() {
 		return false
@@ -123,6 +134,10 @@ func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if name == s.replica.Name() {
 		return false // became leader while waiting
+	}
+	if batch {
+		f.forwardBatched(w, r, addr)
+		return true
 	}
 	f.forward(w, r, addr)
 	return true

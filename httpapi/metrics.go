@@ -15,6 +15,7 @@ type httpMetrics struct {
 	forwarded     prometheus.Counter
 	forwardErrors prometheus.Counter
 	leaderRetries prometheus.Counter
+	batchSize     prometheus.Histogram
 	subjectSyncs  prometheus.Counter
 	authThrottled prometheus.Counter
 	connsRefused  prometheus.Counter
@@ -43,6 +44,10 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 		leaderRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_leader_retries_total", Help: "Forwarded requests a former leader refused unrun, sent again to the new leader.",
 		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "svc_http_forward_batch_requests", Help: "Writes in each batch this peer forwarded to the leader at once.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 7),
+		}),
 		authThrottled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "svc_http_auth_throttled_total",
 			Help: "Calls refused (429) before any token check: their client had failed authentication too often; they are not in the audit log one by one.",
@@ -63,7 +68,7 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "svc_http_connections_open", Help: "Open API connections (HTTP and HTTPS).",
 	}, func() float64 { return float64(conns.open()) })
-	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.leaderRetries, m.subjectSyncs, m.authThrottled, m.connsRefused, m.consoles, m.watches, open)
+	reg.MustRegister(m.requests, m.duration, m.inFlight, m.forwarded, m.forwardErrors, m.leaderRetries, m.batchSize, m.subjectSyncs, m.authThrottled, m.connsRefused, m.consoles, m.watches, open)
 	return m
 }
 

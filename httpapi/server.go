@@ -286,6 +286,7 @@ func (s *Server) routesV1() {
 	// Not forwarded: the leader judges a proposal by the proposing peer's
 	// certificate, which a forwarding peer would replace with its own.
 	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true}, s.internalApply)
+	s.handle(Route{Method: post, Path: forwardBatchPath, Rule: RulePeer}, s.forwardBatch)
 	s.handle(Route{Method: post, Path: api.HostUserPath, Rule: RulePeer, Write: true, Target: Leader}, s.hostUser)
 }
 
@@ -363,7 +364,7 @@ func (s *Server) handle(rt Route, h handler) {
 		}
 		switch target {
 		case Leader:
-			if s.fwd.toLeader(w, r) {
+			if s.fwd.toLeader(w, r, rt.Write && !rt.Upload && !rt.Stream) {
 				return
 			}
 			if !rt.Write {

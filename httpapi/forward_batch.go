@@ -23,8 +23,8 @@ import (
 // way. The leader serves each write of a batch with its whole API, as if it
 // had come alone from this peer: its own token is checked, its own answer
 // comes back as soon as it is ready. A write refused unrun by a peer that
-// no longer leads is sent again through the proxy, which finds the new
-// leader.
+// no longer leads goes in a batch to the new leader, a bounded number of
+// times, as leaderRetry sends the proxy's.
 
 // forwardBatchPath is the leader's route for batches of forwarded writes.
 const forwardBatchPath = "/api/v1/internal/forward"
@@ -57,14 +57,9 @@ func newBatchSender(f *forwarder) *hopbatch.Sender {
 	}
 }
 
-// hopHeaders are dropped on the way from the client to the leader and back,
-// as httputil.ReverseProxy drops them, and so are the forwarding headers a
-// client sent (the follower sets its own).
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
-}
-
+// dropHopHeaders drops the headers of one hop (those Connection names and
+// the hop-by-hop ones of RFC 9110), as httputil.ReverseProxy does on the
+// way from the client to the leader and back.
 func dropHopHeaders(h http.Header) {
 	for _, f := range h["Connection"] {
 		for _, name := range strings.Split(f, ",") {
@@ -73,7 +68,10 @@ func dropHopHeaders(h http.Header) {
 			}
 		}
 	}
-	for _, name := range hopHeaders {
+	for _, name := range [...]string{
+		"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	} {
 		h.Del(name)
 	}
 }

@@ -78,26 +78,14 @@ func dropHopHeaders(h http.Header) {
 
 // forwardBatched sends the write r to the leader at addr in the next batch
 // and writes its answer. r's body was read whole (replayable). A refusal by
-// a peer that no longer leads is sent to the new leader, as leaderRetry
-// does for the proxy.
+// a peer that no longer leads is sent to the new leader (toNewLeader).
 func (f *forwarder) forwardBatched(w http.ResponseWriter, r *http.Request, addr string) {
 	s := f.s
 	s.metrics.forwarded.Inc()
 	resp, err := f.sendBatched(r, addr)
-	if refusedAsNotLeader(resp, err) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LeaderWait)
-		defer cancel()
-		for attempt := 0; attempt < leaderRetries && refusedAsNotLeader(resp, err); attempt++ {
-			next, lerr := f.newLeader(ctx, addr, attempt)
-			if lerr != nil {
-				break // the refusal goes back: no leader took it in time
-			}
-			resp.Body.Close()
-			s.metrics.leaderRetries.Inc()
-			addr = next
-			resp, err = f.sendBatched(r, addr)
-		}
-	}
+	resp, addr, err = f.toNewLeader(r.Context(), addr, resp, err, func(addr string) (*http.Response, error) {
+		return f.sendBatched(r, addr)
+	})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return // the client left

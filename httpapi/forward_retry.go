@@ -58,32 +58,45 @@ type leaderRetry struct {
 
 func (t *leaderRetry) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	if !refusedAsNotLeader(resp, err) || req.GetBody == nil {
+	if req.GetBody == nil {
 		return resp, err
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), t.f.s.cfg.LeaderWait)
+	resp, _, err = t.f.toNewLeader(req.Context(), req.URL.Host, resp, err, func(addr string) (*http.Response, error) {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("the request's body: %w", err)
+		}
+		next := req.Clone(req.Context())
+		next.Body, next.URL.Host, next.Host = body, addr, addr
+		return t.next.RoundTrip(next)
+	})
+	return resp, err
+}
+
+// toNewLeader sends a request that the peer at addr refused unrun, as no
+// longer the leader (resp, err: its answer), to the new leader, at most
+// leaderRetries times within one LeaderWait; send sends it to the peer at
+// an address. It returns the last answer and where it came from: the
+// refusal itself when no leader took the request in time. The proxy
+// (leaderRetry) and the batches of writes (forwardBatched) share it.
+func (f *forwarder) toNewLeader(ctx context.Context, addr string, resp *http.Response, err error, send func(addr string) (*http.Response, error)) (*http.Response, string, error) {
+	if !refusedAsNotLeader(resp, err) {
+		return resp, addr, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.s.cfg.LeaderWait)
 	defer cancel()
-	for attempt := range leaderRetries {
-		if !refusedAsNotLeader(resp, err) {
-			return resp, err
-		}
-		addr, lerr := t.f.newLeader(ctx, req.URL.Host, attempt)
+	for attempt := 0; attempt < leaderRetries && refusedAsNotLeader(resp, err); attempt++ {
+		next, lerr := f.newLeader(ctx, addr, attempt)
 		if lerr != nil {
-			return resp, nil // the refusal goes back: no leader took it in time
-		}
-		body, berr := req.GetBody()
-		if berr != nil {
-			return resp, nil
+			break // the refusal goes back: no leader took it in time
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		t.f.s.metrics.leaderRetries.Inc()
-		next := req.Clone(req.Context())
-		next.Body, next.URL.Host, next.Host = body, addr, addr
-		resp, err = t.next.RoundTrip(next)
-		req = next
+		f.s.metrics.leaderRetries.Inc()
+		addr = next
+		resp, err = send(addr)
 	}
-	return resp, err
+	return resp, addr, err
 }
 
 // refusedAsNotLeader reports whether a peer refused a forwarded request,

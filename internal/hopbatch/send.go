@@ -164,13 +164,11 @@ func (s *Sender) send(addr string, q *queue, batch []*item) {
 		cancel()
 	}()
 	answered := make([]bool, len(batch))
-	err := s.exchange(ctx, addr, batch, answered)
-	if err == nil {
-		err = errors.New("the batch's response ended early")
-	}
-	for i, it := range batch {
-		if !answered[i] {
-			it.done <- result{err: fmt.Errorf("%w at %s: %w", ErrNoAnswer, addr, err)}
+	if err := s.exchange(ctx, addr, batch, answered); err != nil {
+		for i, it := range batch {
+			if !answered[i] {
+				it.done <- result{err: fmt.Errorf("%w at %s: %w", ErrNoAnswer, addr, err)}
+			}
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,20 +30,12 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// freePortsOn returns n ports free on ip, held for the test (guest.FreePort).
 func freePortsOn(t *testing.T, ip string, n int) []int {
 	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", ip+":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
+	ports := make([]int, n)
+	for i := range ports {
+		ports[i] = guest.FreePort(t, ip)
 	}
 	return ports
 }

@@ -62,17 +62,6 @@ func missing(t testing.TB, why string) {
 	t.Skipf("%s: run scripts/libvirt-up.sh and make image", why)
 }
 
-// FreePort returns a TCP port that is free on addr right now.
-func FreePort(t testing.TB, addr string) int {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TempDir is t.TempDir made searchable by others (mode 0711), along with
 // the test's own temporary directory it is in: QEMU runs as an unprivileged
 // user, and reaches the disks of a data dir made there.

@@ -32,6 +32,8 @@ type Config struct {
 type Store struct {
 	cfg Config
 	mu  sync.Mutex
+	// bound is true while shareDir's bind of cfg.Dir on itself stands.
+	bound bool
 }
 
 // New returns a store over cfg.Dir.
@@ -156,7 +158,19 @@ func (s *Store) ensure(ctx context.Context, ns string, maxBytes int64) error {
 	}
 	switch {
 	case !mounted:
-		if grow {
+		if err := s.shareDir(); err != nil {
+			return fmt.Errorf("shared folder of %s: %w", ns, err)
+		}
+		// Unmounted, the image may still be attached to a loop device a
+		// moment (or, held in another mount namespace, for good): growing
+		// it then would write under a live file system, and mount would
+		// take that file system back as it was.
+		switch err := waitDetached(ctx, img); {
+		case errors.Is(err, errImageInUse) && grow:
+			s.cfg.Log.Warn("shared folder not grown; it grows when next mounted", "namespace", ns, "err", err)
+		case err != nil && !errors.Is(err, errImageInUse):
+			return fmt.Errorf("shared folder of %s: %w", ns, err)
+		case grow:
 			if err := growOffline(ctx, img, maxBytes); err != nil {
 				return fmt.Errorf("grow the shared folder of %s: %w", ns, err)
 			}
@@ -317,6 +331,7 @@ func (s *Store) Clear(ctx context.Context, ns string, maxBytes int64) error {
 func (s *Store) Remove(ctx context.Context, ns string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.unshareDirIfIdle()
 	return s.remove(ctx, ns)
 }
 
@@ -376,44 +391,6 @@ func isMountPoint(dir string) (bool, error) {
 	return st.Dev != parent.Dev, nil
 }
 
-// loopOf returns the loop device mounted on dir, or "".
-func loopOf(dir string) string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		// mount ID, parent ID, major:minor, root, mount point, ... " - " fstype source
-		if len(f) < 10 || unescape(f[4]) != dir {
-			continue
-		}
-		if i := slices.Index(f, "-"); i > 0 && i+2 < len(f) && strings.HasPrefix(f[i+2], "/dev/loop") {
-			return f[i+2]
-		}
-	}
-	return ""
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 // run runs a command, its output in the error when it fails.
 func run(ctx context.Context, name string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
@@ -436,5 +413,6 @@ func (s *Store) Unmount(ns string) error {
 	if err := syscall.Unmount(dir, 0); err != nil {
 		return fmt.Errorf("unmount the shared folder of %s: %w", ns, err)
 	}
+	s.unshareDirIfIdle()
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -91,12 +90,8 @@ func (s *Store) shareDir() error {
 	if m, ok := holder(ms, s.cfg.Dir); ok && m.shared {
 		return nil
 	}
-	if err := syscall.Mount(s.cfg.Dir, s.cfg.Dir, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind the shared folders' directory on itself: %w", err)
-	}
-	if err := syscall.Mount("", s.cfg.Dir, "", syscall.MS_SHARED, ""); err != nil {
-		_ = syscall.Unmount(s.cfg.Dir, 0)
-		return fmt.Errorf("make the shared folders' directory a shared mount: %w", err)
+	if err := bindShared(s.cfg.Dir); err != nil {
+		return err
 	}
 	s.bound = true
 	s.cfg.Log.Info("shared folders' directory made a shared mount", "dir", s.cfg.Dir)
@@ -120,7 +115,7 @@ func (s *Store) unshareDirIfIdle() {
 	// covers, and a process looking up a path through it (libmount checks
 	// each loop device's backing file, these images among them) would
 	// make a plain unmount fail with EBUSY for a moment.
-	if err := syscall.Unmount(s.cfg.Dir, syscall.MNT_DETACH); err != nil {
+	if err := detach(s.cfg.Dir); err != nil {
 		s.cfg.Log.Warn("unmount the shared folders' directory", "dir", s.cfg.Dir, "err", err)
 		return
 	}

@@ -29,10 +29,7 @@ type Placer interface {
 }
 
 // Replica is what a deploy waits on (*raftfsm.FSM).
-type Replica interface {
-	VM(ns, name string) (raftfsm.VM, bool)
-	WaitOn(ctx context.Context, t raftfsm.Topic, cond func() bool) error
-}
+type Replica = raftfsm.VMWatcher
 
 // Runner places resolved deploys and waits until their VMs run.
 type Runner struct {
@@ -113,28 +110,13 @@ func (r Runner) log() *slog.Logger {
 // wait returns the VM placed as placed (its UID, when set) once it runs,
 // or why it will not.
 func (r Runner) wait(ctx context.Context, placed raftfsm.VM) (raftfsm.VM, error) {
-	ns, name := placed.Namespace, placed.Name
-	var vm raftfsm.VM
-	var stop error
-	err := r.Replica.WaitOn(ctx, raftfsm.VMTopic(ns, name), func() bool {
-		var ok bool
-		if vm, ok = r.Replica.VM(ns, name); !ok || placed.UID != 0 && vm.UID != placed.UID {
-			stop = notFound("vm %q was deleted", name)
-			return true
-		}
+	return raftfsm.WaitVM(ctx, r.Replica, placed.Namespace, placed.Name, placed.UID, func(vm raftfsm.VM) (bool, error) {
 		switch {
 		case vm.Status == raftfsm.VMFailed && vm.ErrorReason == api.ReasonBadRequest:
-			stop = raftfsm.NewRuleError(raftfsm.ErrInvalid, fmt.Sprintf("vm %q cannot start: %s", vm.Name, vm.ErrorMessage))
+			return false, raftfsm.NewRuleError(raftfsm.ErrInvalid, fmt.Sprintf("vm %q cannot start: %s", vm.Name, vm.ErrorMessage))
 		case vm.Status == raftfsm.VMFailed:
-			stop = &startError{msg: fmt.Sprintf("vm %q failed to start on node %s: %s", vm.Name, vm.Node, vm.ErrorMessage)}
+			return false, &startError{msg: fmt.Sprintf("vm %q failed to start on node %s: %s", vm.Name, vm.Node, vm.ErrorMessage)}
 		}
-		return vm.Status == raftfsm.VMRunning || stop != nil
+		return vm.Status == raftfsm.VMRunning, nil
 	})
-	if stop != nil {
-		return vm, stop
-	}
-	if err != nil {
-		return vm, raftfsm.NewRuleError(raftfsm.ErrTimeout, fmt.Sprintf("vm %q is %s, not there yet after waiting: %v", name, vm.Status, ctx.Err()))
-	}
-	return vm, nil
 }

@@ -78,7 +78,7 @@ func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Par
 	}[req.Action]
 	wctx, cancel := context.WithTimeout(r.Context(), execTimeout)
 	defer cancel()
-	vm, err := s.waitVM(wctx, ns, name, func(vm raftfsm.VM) (bool, error) {
+	vm, err := raftfsm.WaitVM(wctx, s.replica.FSM(), ns, name, 0, func(vm raftfsm.VM) (bool, error) {
 		if vm.Status == raftfsm.VMFailed {
 			return false, errorf(http.StatusInternalServerError, api.ReasonInternalError, "vm %q failed: %s", name, vm.ErrorMessage)
 		}
@@ -92,24 +92,4 @@ func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Par
 	}
 	writeJSON(w, http.StatusOK, s.vmToAPI(vm))
 	return nil
-}
-
-// waitVM watches the replica until done says the VM is where it should be,
-// done returns an error, the VM disappears or ctx ends.
-func (s *Server) waitVM(ctx context.Context, ns, name string, done func(raftfsm.VM) (bool, error)) (raftfsm.VM, error) {
-	var vm raftfsm.VM
-	var stop error
-	err := s.replica.FSM().WaitOn(ctx, raftfsm.VMTopic(ns, name), func() bool {
-		var ok bool
-		if vm, ok = s.replica.FSM().VM(ns, name); !ok {
-			stop = notFound("vm %q was deleted", name)
-			return true
-		}
-		ok, stop = done(vm)
-		return ok || stop != nil
-	})
-	if err != nil {
-		return vm, errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "vm %q is %s, not there yet after waiting: %v", name, vm.Status, ctx.Err())
-	}
-	return vm, stop
 }

@@ -174,3 +174,35 @@ func (s *State) vmNode(ns, name string) string {
 	}
 	return ""
 }
+
+// VMWatcher is a replica one can wait on for a VM (*FSM is one).
+type VMWatcher interface {
+	VM(ns, name string) (VM, bool)
+	WaitOn(ctx context.Context, t Topic, cond func() bool) error
+}
+
+// WaitVM watches namespace ns's VM name on r until done says it is where
+// it should be, or returns an error, which WaitVM returns. A VM deleted
+// meanwhile, or replaced by another of its name when uid is not 0, is
+// ErrNotFound; ctx ending first is ErrTimeout. Both are rule errors that
+// say which VM, and the timeout what it last was.
+func WaitVM(ctx context.Context, r VMWatcher, ns, name string, uid uint64, done func(VM) (bool, error)) (VM, error) {
+	var vm VM
+	var stop error
+	err := r.WaitOn(ctx, VMTopic(ns, name), func() bool {
+		var ok bool
+		if vm, ok = r.VM(ns, name); !ok || uid != 0 && vm.UID != uid {
+			stop = NewRuleError(ErrNotFound, fmt.Sprintf("vm %q was deleted", name))
+			return true
+		}
+		ok, stop = done(vm)
+		return ok || stop != nil
+	})
+	switch {
+	case stop != nil:
+		return vm, stop
+	case err != nil:
+		return vm, NewRuleError(ErrTimeout, fmt.Sprintf("vm %q is %s, not there yet after waiting: %v", name, vm.Status, ctx.Err()))
+	}
+	return vm, nil
+}

@@ -27,6 +27,14 @@ func TestAPIConsensus_user_writes_only_on_the_leader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The follower's replica has the VM before anything is asked of it: the
+	// deploy's answer came from the leader.
+	c.WaitFor("the VM on the follower", 10*time.Second, func() error {
+		if _, ok := f.Peer.FSM().VM(ns, vm.Name); !ok {
+			return errors.New("not yet")
+		}
+		return nil
+	})
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	del := raftfsm.VMDelete{Namespace: ns, Name: vm.Name}

@@ -203,6 +203,10 @@ func storeDir(dataDir string) string { return filepath.Join(dataDir, "images") }
 // the libvirt driver's Dir.
 func VMDir(dataDir string) string { return filepath.Join(dataDir, "vms") }
 
+// SharedDir is where a peer with data dir dataDir keeps the namespaces'
+// shared folders (sharedstore).
+func SharedDir(dataDir string) string { return filepath.Join(dataDir, "shared") }
+
 // ImageDir is where a peer with data dir dataDir keeps the blobs its VMs
 // start from: the libvirt driver's ImageDir.
 func ImageDir(dataDir string) string { return imagestore.BlobDir(storeDir(dataDir)) }

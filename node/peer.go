@@ -290,7 +290,7 @@ func Start(cfg Config) (*Peer, error) {
 		})
 		hc.Templates = p.templates
 	}
-	if store, err := sharedstore.Open(p.ctx, p.driver, filepath.Join(cfg.DataDir, "shared"), cfg.Log.With("part", "shared")); err != nil {
+	if store, err := sharedstore.Open(p.ctx, p.driver, SharedDir(cfg.DataDir), cfg.Log.With("part", "shared")); err != nil {
 		p.sharedWhy = err.Error()
 		cfg.Log.Info("this node offers no shared storage", "why", err)
 	} else {

@@ -14,6 +14,8 @@ import (
 
 // mount is one line of /proc/self/mountinfo.
 type mount struct {
+	id, parent    string
+	dev, root     string // the file system's device, and the path in it mounted
 	point, source string
 	// shared is true for a mount in a peer group: mounts and unmounts
 	// under it reach its copies in other mount namespaces.
@@ -36,6 +38,7 @@ func mountTable() ([]mount, error) {
 			continue
 		}
 		out = append(out, mount{
+			id: f[0], parent: f[1], dev: f[2], root: unescape(f[3]),
 			point:  unescape(f[4]),
 			source: f[i+2],
 			shared: slices.ContainsFunc(f[6:i], func(o string) bool { return strings.HasPrefix(o, "shared:") }),
@@ -53,6 +56,29 @@ func loopOf(dir string) string {
 		}
 	}
 	return ""
+}
+
+// selfBind reports whether the last mount on dir binds dir on itself (as
+// shareDir does), rather than mounting another file system or directory
+// there.
+func selfBind(ms []mount, dir string) bool {
+	top := -1
+	for i, m := range ms {
+		if m.point == dir {
+			top = i
+		}
+	}
+	if top < 0 {
+		return false
+	}
+	at := slices.IndexFunc(ms, func(m mount) bool { return m.id == ms[top].parent })
+	if at < 0 {
+		return false
+	}
+	parent := ms[at]
+	rel, err := filepath.Rel(parent.point, dir)
+	return err == nil && parent.dev == ms[top].dev && within(dir, parent.point) &&
+		filepath.Join(parent.root, rel) == ms[top].root
 }
 
 // holder is the mount dir lies in: the last mounted of those on dir or

@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +23,9 @@ import (
 // holdNamespace starts a process in a mount namespace of its own, a copy
 // of this one's with the given propagation (libvirt makes a slave copy for
 // each QEMU), working in dir, and waits until it runs there with want
-// mounted. The process ends with the test.
-func holdNamespace(t *testing.T, propagation, dir, want string) int {
+// mounted. It returns the process's pid and a function that ends it (as
+// the test's end does).
+func holdNamespace(t *testing.T, propagation, dir, want string) (int, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", propagation, "--wd", dir, "sleep", "600")
@@ -30,12 +33,14 @@ func holdNamespace(t *testing.T, propagation, dir, want string) int {
 		cancel()
 		t.Skipf("unshare: %v", err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); _ = cmd.Wait() }) }
+	t.Cleanup(stop)
 	pid := cmd.Process.Pid
 	if err := poll.Until(context.Background(), 10*time.Second, func() error { return inNamespace(pid, want) }); err != nil {
 		t.Fatalf("the other namespace never showed %s: %v", want, err)
 	}
-	return pid
+	return pid, stop
 }
 
 // inNamespace returns nil once unshare's process pid has made its mount
@@ -67,7 +72,9 @@ func mountedIn(pid int, dir string) error {
 // A QEMU runs in a copy of the host's mount namespace. A folder unmounted
 // while such a copy holds it idle is unmounted there too: its loop device
 // let go of, its image grown at the next mount. One that a process there
-// works in is busy: Unmount says EBUSY, as it does for a guest using it.
+// works in is busy: Unmount says EBUSY, as it does for a guest using it,
+// and once that process is gone Release unmounts it and the directory's
+// bind.
 func TestStore_unmount_reaches_other_namespaces(t *testing.T) {
 	const mib = 1 << 20
 	ctx := context.Background()
@@ -89,11 +96,19 @@ func TestStore_unmount_reaches_other_namespaces(t *testing.T) {
 			if tc.busy {
 				wd = dir
 			}
-			pid := holdNamespace(t, "slave", wd, dir)
+			pid, stop := holdNamespace(t, "slave", wd, dir)
 			err := s.Unmount("team")
 			if tc.busy {
 				if !errors.Is(err, syscall.EBUSY) {
 					t.Fatalf("unmount of a folder another namespace works in: %v, want EBUSY", err)
+				}
+				stop()
+				if err := New(s.cfg).Release(); err != nil { // as a new store would, after a stop
+					t.Fatal(err)
+				}
+				ms, _ := mountTable()
+				if i := slices.IndexFunc(ms, func(m mount) bool { return within(m.point, s.cfg.Dir) }); i >= 0 {
+					t.Fatalf("after Release, %s is still mounted", ms[i].point)
 				}
 				return
 			}
@@ -129,7 +144,7 @@ func TestStore_no_growth_under_a_live_file_system(t *testing.T) {
 	dir := s.Path("team")
 	// A private copy (as on a host whose QEMUs do not follow the host's
 	// unmounts) keeps the file system alive after the host unmounts it.
-	pid := holdNamespace(t, "private", s.cfg.Dir, dir)
+	pid, _ := holdNamespace(t, "private", s.cfg.Dir, dir)
 	if err := syscall.Unmount(dir, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -167,5 +182,45 @@ func TestWithin_cases(t *testing.T) {
 		if got := within(tc.path, tc.dir); got != tc.want {
 			t.Errorf("within(%q, %q) = %v, want %v", tc.path, tc.dir, got, tc.want)
 		}
+	}
+}
+
+// Only a directory bound on itself is taken for shareDir's bind: a file
+// system mounted there (a disk given to the folders) is not Release's to
+// unmount.
+func TestSelfBind_cases(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts file systems: needs root")
+	}
+	tests := []struct {
+		name  string
+		mount func(dir string) error
+		want  bool
+	}{
+		{name: "bound on itself", mount: bindShared, want: true},
+		{name: "a file system", mount: func(dir string) error { return syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m") }},
+		{name: "another directory", mount: func(dir string) error {
+			return syscall.Mount(filepath.Dir(dir), dir, "", syscall.MS_BIND, "")
+		}},
+		{name: "nothing", mount: func(string) error { return nil }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "shared")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.mount(dir); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+			ms, err := mountTable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := selfBind(ms, dir); got != tc.want {
+				t.Fatalf("selfBind = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

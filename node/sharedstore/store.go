@@ -402,6 +402,40 @@ func run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
+// Release unmounts every folder of the store, and its directory's bind on
+// itself where there is one, for a host torn down once its VMs are gone: a
+// stopped peer leaves mounted a folder a guest still used. The images stay.
+func (s *Store) Release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nss, err := s.Namespaces()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, ns := range nss {
+		dir := s.Path(ns)
+		if ok, err := isMountPoint(dir); err != nil || !ok {
+			errs = append(errs, err)
+			continue
+		}
+		if err := syscall.Unmount(dir, 0); err != nil {
+			errs = append(errs, fmt.Errorf("unmount the shared folder of %s: %w", ns, err))
+		}
+	}
+	ms, err := mountTable()
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if selfBind(ms, s.cfg.Dir) {
+		if err := detach(s.cfg.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("unmount the shared folders' directory: %w", err))
+		}
+	}
+	s.bound = false
+	return errors.Join(errs...)
+}
+
 // Unmount unmounts ns's folder, if it is mounted; its image stays.
 func (s *Store) Unmount(ns string) error {
 	s.mu.Lock()

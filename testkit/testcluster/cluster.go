@@ -16,6 +16,7 @@ import (
 	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/node/sharedstore"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 	"github.com/svc-project/svc/testkit/guest"
@@ -298,6 +299,10 @@ func (c *Cluster) Close() {
 			_ = m.Libvirt.UnguardGuests(ctx) // the guard a stopped peer left its running VMs
 			cancel()
 			_ = m.Libvirt.Close()
+		}
+		// The shared folders a stopped peer left mounted for its guests.
+		if err := sharedstore.New(sharedstore.Config{Dir: node.SharedDir(m.DataDir)}).Release(); err != nil {
+			c.tb.Logf("release %s's shared folders: %v", m.Name, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/svc-project/svc/testkit/certtest"
+	"github.com/svc-project/svc/testkit/guest"
 )
 
 // Binary is Debian's registry server.
@@ -65,11 +67,9 @@ func Start(t testing.TB, o Options) *Server {
 		t.Skipf("%s is missing: run scripts/install-deps.sh", Binary)
 	}
 	s := &Server{t: t, dir: t.TempDir(), Username: "svc-test", Password: "pw-" + fmt.Sprint(time.Now().UnixNano()), conns: map[net.Conn]struct{}{}}
-	backend, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.backend = backend
+	// The registry binds its port later: one the kernel picked and gave
+	// back could be taken meanwhile (guest.FreePort).
+	s.backend = net.JoinHostPort("127.0.0.1", strconv.Itoa(guest.FreePort(t, "127.0.0.1")))
 	if err := s.writeConfig(o); err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +77,8 @@ func Start(t testing.TB, o Options) *Server {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	s.ln, err = net.Listen("tcp", listen)
-	if err != nil {
+	var err error
+	if s.ln, err = net.Listen("tcp", listen); err != nil {
 		t.Fatal(err)
 	}
 	s.Host = s.ln.Addr().String()
@@ -90,15 +90,6 @@ func Start(t testing.TB, o Options) *Server {
 	})
 	s.waitReady(!o.Plain)
 	return s
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // writeConfig writes the server's config, certificate and password file.

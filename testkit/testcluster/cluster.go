@@ -3,10 +3,8 @@ package testcluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -211,6 +209,13 @@ func (c *Cluster) addMember() *Member {
 	if opts.Configure != nil {
 		opts.Configure(i, &m.cfg)
 	}
+	// Ports held for the whole test, outside the kernel's ephemeral range:
+	// a restarted peer comes back on ports no connection took meanwhile.
+	for _, p := range []*int{&m.cfg.APIPort, &m.cfg.TLSPort, &m.cfg.RaftPort, &m.cfg.GossipPort} {
+		if *p == 0 {
+			*p = guest.FreePort(tb, m.cfg.Bind)
+		}
+	}
 	if i == 0 {
 		m.cfg.BootstrapExpect = 1
 	} else {
@@ -268,17 +273,6 @@ func (c *Cluster) start(m *Member) {
 		c.tb.Fatalf("start %s: %v", m.Name, err)
 	}
 	m.Peer = p
-	// Keep the ports, so a restart comes back at the same addresses.
-	m.cfg.APIPort = port(p.APIAddr())
-	m.cfg.TLSPort = port(p.TLSAddr())
-	m.cfg.RaftPort = port(p.RaftAddr())
-	m.cfg.GossipPort = port(p.GossipAddr())
-}
-
-func port(addr string) int {
-	_, p, _ := net.SplitHostPort(addr)
-	n, _ := strconv.Atoi(p)
-	return n
 }
 
 // Close stops every running peer and, with real libvirt, removes the

@@ -427,11 +427,13 @@ func TestRunnerPool_wrong_signature_refused(t *testing.T) {
 // The web UI's runner pool view, in headless Chromium, once the pool ran
 // its jobs: its VMs, done jobs and start times as the API reports them.
 func TestWebUI_runner_pools_view(t *testing.T) {
-	bctx := browser.New(t, 2*time.Minute)
 	r := newPoolRig(t, 1, time.Hour)
 	admin := r.setUp(t, 2)
 	r.gh.Queue(context.Background(), "acme/app", false, []string{"svc-linux"}, []string{"svc-linux"}, []string{"svc-linux"})
 	r.waitDone(t, admin, 3, time.Minute)
+	// The browser's deadline starts once the pool is done: on a busy
+	// machine the jobs alone have taken most of two minutes.
+	bctx := browser.New(t, 2*time.Minute)
 	m := r.c.WaitLeader()
 	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"),
 		chromedp.SendKeys("#token", r.c.Token("admin", true)), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),

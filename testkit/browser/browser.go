@@ -50,10 +50,16 @@ func New(t testing.TB, timeout time.Duration) context.Context {
 	return ctx
 }
 
+// screenshotTimeout bounds a screenshot.
+const screenshotTimeout = 30 * time.Second
+
 // Screenshot saves a full-page screenshot as build/artifacts/<name>.png and
-// returns its path.
+// returns its path. It is taken even when ctx's deadline has passed (a
+// failed wait's screenshot is the one that says why), in the same tab.
 func Screenshot(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), screenshotTimeout)
+	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)

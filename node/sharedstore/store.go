@@ -36,8 +36,12 @@ type Store struct {
 	bound bool
 }
 
-// New returns a store over cfg.Dir.
+// New returns a store over cfg.Dir (made absolute: the mount table, which
+// the store reads, names absolute paths).
 func New(cfg Config) *Store {
+	if abs, err := filepath.Abs(cfg.Dir); err == nil {
+		cfg.Dir = abs
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}

@@ -199,3 +199,12 @@ func TestGrowOffline_corrected_check(t *testing.T) {
 		t.Fatal("an image with no file system grew")
 	}
 }
+
+// A relative directory is made absolute, as the mount table names paths.
+func TestNew_absolute_dir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := New(Config{Dir: "shared"})
+	if want, _ := filepath.Abs("shared"); s.cfg.Dir != want || !filepath.IsAbs(s.Path("team")) {
+		t.Fatalf("dir %q, folder %q: want %q", s.cfg.Dir, s.Path("team"), want)
+	}
+}

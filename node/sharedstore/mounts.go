@@ -119,33 +119,29 @@ func (s *Store) shareDir() error {
 	if err := bindShared(s.cfg.Dir); err != nil {
 		return err
 	}
-	s.bound = true
 	s.cfg.Log.Info("shared folders' directory made a shared mount", "dir", s.cfg.Dir)
 	return nil
 }
 
-// unshareDirIfIdle undoes shareDir's bind once no folder is mounted under
+// unshareDirIfIdle undoes shareDir's bind (or one left by an earlier
+// run: a bind of the directory on itself) once no folder is mounted under
 // it, so that a peer with no folders leaves no mount behind.
-func (s *Store) unshareDirIfIdle() {
-	if !s.bound {
-		return
-	}
+func (s *Store) unshareDirIfIdle() error {
 	ms, err := mountTable()
 	if err != nil {
-		return
+		return err
 	}
-	if slices.ContainsFunc(ms, func(m mount) bool { return m.point != s.cfg.Dir && within(m.point, s.cfg.Dir) }) {
-		return
+	if !selfBind(ms, s.cfg.Dir) || slices.ContainsFunc(ms, func(m mount) bool { return m.point != s.cfg.Dir && within(m.point, s.cfg.Dir) }) {
+		return nil
 	}
 	// Detached rather than unmounted: the bind shows the directory it
 	// covers, and a process looking up a path through it (libmount checks
 	// each loop device's backing file, these images among them) would
 	// make a plain unmount fail with EBUSY for a moment.
 	if err := detach(s.cfg.Dir); err != nil {
-		s.cfg.Log.Warn("unmount the shared folders' directory", "dir", s.cfg.Dir, "err", err)
-		return
+		return fmt.Errorf("unmount the shared folders' directory: %w", err)
 	}
-	s.bound = false
+	return nil
 }
 
 // detachWait bounds how long a store waits for the kernel to let go of an

@@ -32,8 +32,6 @@ type Config struct {
 type Store struct {
 	cfg Config
 	mu  sync.Mutex
-	// bound is true while shareDir's bind of cfg.Dir on itself stands.
-	bound bool
 }
 
 // New returns a store over cfg.Dir (made absolute: the mount table, which
@@ -335,8 +333,16 @@ func (s *Store) Clear(ctx context.Context, ns string, maxBytes int64) error {
 func (s *Store) Remove(ctx context.Context, ns string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer s.unshareDirIfIdle()
-	return s.remove(ctx, ns)
+	err := s.remove(ctx, ns)
+	s.unshareDirOrWarn()
+	return err
+}
+
+// unshareDirOrWarn is unshareDirIfIdle, its failure logged.
+func (s *Store) unshareDirOrWarn() {
+	if err := s.unshareDirIfIdle(); err != nil {
+		s.cfg.Log.Warn("shared folders' directory", "dir", s.cfg.Dir, "err", err)
+	}
 }
 
 func (s *Store) remove(ctx context.Context, ns string) error {
@@ -418,32 +424,24 @@ func (s *Store) Release() error {
 	}
 	var errs []error
 	for _, ns := range nss {
-		dir := s.Path(ns)
-		if ok, err := isMountPoint(dir); err != nil || !ok {
-			errs = append(errs, err)
-			continue
-		}
-		if err := syscall.Unmount(dir, 0); err != nil {
-			errs = append(errs, fmt.Errorf("unmount the shared folder of %s: %w", ns, err))
-		}
+		errs = append(errs, s.unmount(ns))
 	}
-	ms, err := mountTable()
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	if selfBind(ms, s.cfg.Dir) {
-		if err := detach(s.cfg.Dir); err != nil {
-			errs = append(errs, fmt.Errorf("unmount the shared folders' directory: %w", err))
-		}
-	}
-	s.bound = false
-	return errors.Join(errs...)
+	return errors.Join(append(errs, s.unshareDirIfIdle())...)
 }
 
 // Unmount unmounts ns's folder, if it is mounted; its image stays.
 func (s *Store) Unmount(ns string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.unmount(ns); err != nil {
+		return err
+	}
+	s.unshareDirOrWarn()
+	return nil
+}
+
+// unmount unmounts ns's folder, if it is mounted.
+func (s *Store) unmount(ns string) error {
 	dir := s.Path(ns)
 	if ok, err := isMountPoint(dir); err != nil || !ok {
 		return err
@@ -451,6 +449,5 @@ func (s *Store) Unmount(ns string) error {
 	if err := syscall.Unmount(dir, 0); err != nil {
 		return fmt.Errorf("unmount the shared folder of %s: %w", ns, err)
 	}
-	s.unshareDirIfIdle()
 	return nil
 }

@@ -276,7 +276,8 @@ func (c *Cluster) start(m *Member) {
 }
 
 // Close stops every running peer and, with real libvirt, removes the
-// peers' domains.
+// peers' domains; then it unmounts the shared folders a peer stopped with
+// a guest using them left mounted.
 func (c *Cluster) Close() {
 	for _, m := range c.Members {
 		if m.Peer != nil {
@@ -294,7 +295,6 @@ func (c *Cluster) Close() {
 			cancel()
 			_ = m.Libvirt.Close()
 		}
-		// The shared folders a stopped peer left mounted for its guests.
 		if err := sharedstore.New(sharedstore.Config{Dir: node.SharedDir(m.DataDir)}).Release(); err != nil {
 			c.tb.Logf("release %s's shared folders: %v", m.Name, err)
 		}

@@ -91,7 +91,9 @@ func benchTagWrite(b *testing.B, plain bool) {
 // Once over the fabric's TLS and once without. Then, with svc's cluster
 // stopped, the same number of writes from 16 clients to the floor of the
 // same parts alone (writeFloor): through a follower's proxy (floor-writes/s,
-// and svc/floor) and straight to the leader (leader-floor-writes/s).
+// and svc/floor) and straight to the leader (leader-floor-writes/s). Raft's
+// own timings of its steps during svc's run (raftbench.Timings) say how much
+// of a write's time (p50-ms) Raft took (commit-ms) and where.
 func BenchmarkTagWriteParallel(b *testing.B) {
 	for _, f := range fabrics {
 		b.Run(f.name, func(b *testing.B) { benchTagWriteParallel(b, f.plain) })
@@ -103,6 +105,7 @@ func benchTagWriteParallel(b *testing.B, plain bool) {
 	c := testcluster.New(b, 3, testcluster.Options{PlainPeers: plain})
 	leader := c.WaitLeader()
 	fc := benchClient(c, c.Followers()[0])
+	timings := raftbench.RecordTimings(b)
 	b.ResetTimer()
 	res, err := raftbench.Closed(clients, b.N, func(i int) error {
 		_, err := fc.TagNode(context.Background(), api.DefaultNamespace, leader.Name, fmt.Sprintf("p%d", i%50))
@@ -112,6 +115,7 @@ func benchTagWriteParallel(b *testing.B, plain bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	timings.Report(b) // before the floors' stores report too
 	c.Close()
 	floor := writeFloor(b, plain, true, clients, b.N)
 	direct := writeFloor(b, plain, false, clients, b.N)

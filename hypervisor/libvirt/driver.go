@@ -50,8 +50,9 @@ type Driver struct {
 	cfg  Config
 	user qemuUser
 
-	mu sync.Mutex
-	l  *golibvirt.Libvirt
+	mu    sync.Mutex
+	conns [connections]*golibvirt.Libvirt
+	next  int // the slot of conns the next call takes
 	// deleting are the domains Delete is taking down: List reports them
 	// stopping without asking libvirt, which holds their lock meanwhile.
 	deleting map[string]bool
@@ -117,31 +118,45 @@ func (d *Driver) DomainType() string { return d.cfg.DomainType }
 // Config returns the configuration the driver runs with, defaults filled.
 func (d *Driver) Config() Config { return d.cfg }
 
-// conn returns a connected client, dialling libvirtd if needed.
+// connections is how many connections to libvirtd the driver spreads its
+// calls over. libvirtd serves at most max_client_requests (5 by default)
+// calls of one connection at once and queues the rest, so ten domains
+// started at once over one connection start in two waves.
+const connections = 4
+
+// conn returns a connected client, the next of the driver's connections in
+// turn, dialling libvirtd if that one is not connected.
 func (d *Driver) conn() (*golibvirt.Libvirt, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.l != nil && d.l.IsConnected() {
-		return d.l, nil
+	i := d.next
+	d.next = (d.next + 1) % connections
+	if l := d.conns[i]; l != nil && l.IsConnected() {
+		return l, nil
 	}
 	l := golibvirt.NewWithDialer(dialers.NewLocal(dialers.WithSocket(d.cfg.Socket), dialers.WithLocalTimeout(5*time.Second)))
 	if err := l.ConnectToURI(golibvirt.QEMUSystem); err != nil {
 		return nil, fmt.Errorf("connect to libvirtd at %s: %w", d.cfg.Socket, err)
 	}
-	d.l = l
+	d.conns[i] = l
 	return l, nil
 }
 
-// Close drops the connection to libvirtd.
+// Close drops the connections to libvirtd.
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.l == nil {
-		return nil
+	var errs []error
+	for i, l := range d.conns {
+		if l == nil {
+			continue
+		}
+		if err := l.Disconnect(); err != nil {
+			errs = append(errs, err)
+		}
+		d.conns[i] = nil
 	}
-	err := d.l.Disconnect()
-	d.l = nil
-	return err
+	return errors.Join(errs...)
 }
 
 // do runs f on a connection, bounded by ctx (go-libvirt calls take no context).

@@ -116,11 +116,18 @@ func (h *Host) pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A worker's driver call can outlive the listing: go-libvirt's calls
+	// take no context, so a define under way when the VM was deleted may
+	// land after the domains were listed. A stopped worker's domain is
+	// therefore removed whether it was listed or not (removing a domain
+	// that does not exist removes its files and nothing else).
+	stopped := map[string]bool{}
 	h.mu.Lock()
 	for key, w := range h.workers {
 		if _, ok := want[w.domain]; !ok {
 			w.stop(workerStopWait)
 			delete(h.workers, key)
+			stopped[w.domain] = true
 		}
 	}
 	h.mu.Unlock()
@@ -136,7 +143,11 @@ func (h *Host) pass(ctx context.Context) error {
 			have[d.Name] = d.State
 			continue
 		}
+		delete(stopped, d.Name)
 		h.remove(d.Name)
+	}
+	for domain := range stopped {
+		h.remove(domain)
 	}
 	for domain, vm := range want {
 		st, exists := have[domain]

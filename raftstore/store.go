@@ -94,6 +94,10 @@ type Store struct {
 	m     *storeMetrics
 	obsCh chan raft.Observation
 	obs   *raft.Observer
+	// preVoteCh and preVoteObs carry the pre-vote requests this peer
+	// receives (prevote.go).
+	preVoteCh  chan raft.Observation
+	preVoteObs *raft.Observer
 
 	mu            sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes
@@ -205,6 +209,7 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 	})
 	r.RegisterObserver(s.obs)
 	go s.countLeaderChanges()
+	s.watchPreVotes(rc.LeaderLeaseTimeout)
 	return s, nil
 }
 
@@ -418,6 +423,8 @@ func (s *Store) Close(snapshot bool) error {
 	s.trans.fence() // no heartbeat writes the term once the log store is closed
 	s.raft.DeregisterObserver(s.obs)
 	close(s.obsCh)
+	s.raft.DeregisterObserver(s.preVoteObs)
+	close(s.preVoteCh)
 	if terr != nil && err == nil {
 		err = terr
 	}

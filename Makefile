@@ -138,7 +138,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'NodeList' -benchtime 2000x ./node
 	$(GO) test -run '^$$' -bench 'TagWriteParallel' -benchtime 5000x ./node
 	$(GO) test -run '^$$' -bench 'Store_apply_parallel' -benchtime 5000x ./raftstore
-	$(GO) test -run '^$$' -bench 'Failover' -benchtime 5x ./node
+	$(GO) test -run '^$$' -bench 'Failover' -benchtime 20x ./node
 	$(GO) test -run '^$$' -bench 'Place' -benchtime 2s ./scheduler ./node/leader
 	$(GO) test -run '^$$' -bench 'Auth' -benchtime 2s ./httpapi
 	$(GO) test -run '^$$' -bench 'Apply_roleBinding' -benchtime 200x ./raftfsm

@@ -35,7 +35,9 @@ type Timing struct {
 // hears no quorum for DefaultLeaderLease steps down. Raft's own defaults
 // (1 s, 1 s, 500 ms) are for WANs; peers of one site answer in
 // milliseconds, and the leader sends heartbeats every tenth of
-// DefaultHeartbeat.
+// DefaultHeartbeat. A follower asked for a pre-vote does not wait for its
+// own timer when it too has not heard from the leader for a lease
+// (prevote.go).
 const (
 	DefaultHeartbeat   = 400 * time.Millisecond
 	DefaultElection    = 400 * time.Millisecond

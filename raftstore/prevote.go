@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -21,6 +22,11 @@ import (
 // still hearing the leader refuse the pre-vote, and it is not disturbed.
 // Only when and how soon an election starts changes; what Raft decides
 // does not.
+//
+// With more than three voters, the followers asked at once would all
+// stand at once and split the vote; each waits a random part of a lease
+// before it looks, so that one of them stands first with the others'
+// pre-votes to win.
 //
 // Raft has no call that looks now. Lowering the heartbeat timeout does it:
 // on a follower, raft's ReloadConfig makes the heartbeat timer fire at
@@ -51,6 +57,13 @@ func (s *Store) watchPreVotes(lease time.Duration) {
 func (s *Store) lookAtLeader(candidate raft.ServerAddress, lease time.Duration) {
 	if s.raft.State() != raft.Follower {
 		return
+	}
+	if s.voters() > 3 {
+		t := time.NewTimer(rand.N(lease))
+		<-t.C
+		if s.raft.State() != raft.Follower {
+			return
+		}
 	}
 	leader, _ := s.raft.LeaderWithID()
 	if leader == "" || leader == candidate {
@@ -83,4 +96,19 @@ func (s *Store) lookAtLeader(candidate raft.ServerAddress, lease time.Duration) 
 	if err := s.raft.ReloadConfig(rc); err != nil {
 		s.log.Error("put the heartbeat timeout back", "want", normal, "err", err)
 	}
+}
+
+// voters counts the voters of the newest configuration this peer knows.
+func (s *Store) voters() int {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	n := 0
+	for _, sv := range f.Configuration().Servers {
+		if sv.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,14 +32,14 @@ func (g *cutGate) cutOff(addr string) {
 	g.cut[addr] = true
 }
 
-// voters starts three stores of one cluster on loopback, store i with
-// timing[i] and a gate of its own, and returns them with their gates once
-// one leads and every store knows it.
-func voters(t *testing.T, timing [3]Timing) ([3]*Store, [3]*cutGate) {
+// voters starts a store per timing, all voters of one cluster on loopback,
+// store i with timing[i] and a gate of its own, and returns them with their
+// gates once one leads and every store knows it.
+func voters(t *testing.T, timing ...Timing) ([]*Store, []*cutGate) {
 	t.Helper()
 	var (
-		stores  [3]*Store
-		gates   [3]*cutGate
+		stores  = make([]*Store, len(timing))
+		gates   = make([]*cutGate, len(timing))
 		servers []Server
 	)
 	for i := range stores {
@@ -93,45 +94,61 @@ var (
 	deafTiming = Timing{Heartbeat: 30 * time.Second, Election: 30 * time.Second, LeaderLease: DefaultLeaderLease}
 )
 
-// When the leader dies, a follower whose own timer would look much later
-// looks as soon as the other follower asks it for a pre-vote, and the two
-// elect a leader; its heartbeat timeout is back afterwards. Without the
-// look, the deaf follower refuses every pre-vote for 30 s or more while it
-// still knows the dead leader, and no leader is elected.
-func TestStore_asked_for_a_prevote_looks_at_the_leader_at_once(t *testing.T) {
-	stores, _ := voters(t, [3]Timing{prodTiming, prodTiming, deafTiming})
-	deaf := stores[2]
-	old := leaderOf(stores[:2])
-	if old == nil {
-		t.Fatal("the deaf store leads, though its own timer looks only after 30 s")
+// When the leader dies, the followers whose own timers would look much
+// later look as soon as another follower asks them for a pre-vote, and they
+// elect a leader; their heartbeat timeout is back afterwards. Without the
+// look, a deaf follower refuses every pre-vote for 30 s or more while it
+// still knows the dead leader, and no leader is elected. With five voters,
+// the deaf ones look after a random part of a lease.
+func TestStore_asked_for_a_prevote_looks_at_the_leader(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		normal, deaf int
+	}{
+		{"three voters", 2, 1},
+		{"five voters", 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var timing []Timing
+			for range tc.normal {
+				timing = append(timing, prodTiming)
+			}
+			for range tc.deaf {
+				timing = append(timing, deafTiming)
+			}
+			stores, _ := voters(t, timing...)
+			old := leaderOf(stores[:tc.normal])
+			if old == nil {
+				t.Fatal("a deaf store leads, though its own timer looks only after 30 s")
+			}
+			if err := old.Close(false); err != nil {
+				t.Fatal(err)
+			}
+			rest := slices.DeleteFunc(slices.Clone(stores), func(s *Store) bool { return s == old })
+			poll.For(t, "a leader elected without the dead one", 10*time.Second, func() error {
+				if l := leaderOf(rest); l == nil {
+					return fmt.Errorf("no leader")
+				}
+				return nil
+			})
+			poll.For(t, "the deaf stores' heartbeat timeout back", 5*time.Second, func() error {
+				for _, s := range stores[tc.normal:] {
+					if hb := s.raft.ReloadableConfig().HeartbeatTimeout; hb != deafTiming.Heartbeat {
+						return fmt.Errorf("%s: heartbeat timeout %s", s.ID(), hb)
+					}
+				}
+				return nil
+			})
+		})
 	}
-	other := stores[0]
-	if other == old {
-		other = stores[1]
-	}
-	if err := old.Close(false); err != nil {
-		t.Fatal(err)
-	}
-	poll.For(t, "a leader elected without the dead one", 10*time.Second, func() error {
-		if l := leaderOf([]*Store{other, deaf}); l == nil {
-			return fmt.Errorf("no leader")
-		}
-		return nil
-	})
-	poll.For(t, "the deaf store's heartbeat timeout back", 5*time.Second, func() error {
-		if hb := deaf.raft.ReloadableConfig().HeartbeatTimeout; hb != deafTiming.Heartbeat {
-			return fmt.Errorf("heartbeat timeout %s", hb)
-		}
-		return nil
-	})
 }
 
 // A follower cut off from the leader alone asks the others for pre-votes
 // in vain: a follower that still hears the leader does not look, and the
 // leader stays.
 func TestStore_a_follower_that_hears_the_leader_does_not_look(t *testing.T) {
-	stores, gates := voters(t, [3]Timing{prodTiming, prodTiming, prodTiming})
-	leader := leaderOf(stores[:])
+	stores, gates := voters(t, prodTiming, prodTiming, prodTiming)
+	leader := leaderOf(stores)
 	var cut, hearing *Store
 	for _, s := range stores {
 		switch {

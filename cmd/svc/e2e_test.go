@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/poll"
 )
@@ -345,32 +344,5 @@ func TestBinary_dev_agent_deploys_the_default_vm(t *testing.T) {
 	if out, err := cli(t, bin, a.api, "image", "delete", "bare-copy", "blank", "bare-saved"); err != nil {
 		t.Fatalf("image delete: %v %s", err, out)
 	}
-	waitDomainsGone(t, "e2e-dev")
-}
-
-// waitDomainsGone waits until libvirtd lists no domain of peer (as `virsh
-// list --all` shows them), so that a test whose last step deleted its VMs
-// leaves nothing defined when it stops the peer.
-func waitDomainsGone(t *testing.T, peer string) {
-	t.Helper()
-	prefix := hypervisor.DomainPrefix(peer)
-	err := poll.Until(context.Background(), 2*time.Minute, func() error {
-		out, err := exec.Command("virsh", "-c", "qemu:///system", "list", "--all", "--name").Output()
-		if err != nil {
-			return fmt.Errorf("virsh list: %w", err)
-		}
-		var left []string
-		for _, name := range strings.Fields(string(out)) {
-			if strings.HasPrefix(name, prefix) {
-				left = append(left, name)
-			}
-		}
-		if len(left) > 0 {
-			return fmt.Errorf("domains left: %v", left)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("the peer did not remove its deleted VMs' domains: %v", err)
-	}
+	waitDomainsGone(t, bin, a.api, "e2e-dev")
 }

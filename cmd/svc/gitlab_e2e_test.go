@@ -186,5 +186,5 @@ func TestBinary_gitlab_executor(t *testing.T) {
 	if _, err := cli(t, bin, a.api, "vm", "get", "gl-glrtab12-102"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("the VM after the crash's cleanup: %v", err)
 	}
-	waitDomainsGone(t, "e2e-gitlab")
+	waitDomainsGone(t, bin, a.api, "e2e-gitlab")
 }

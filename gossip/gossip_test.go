@@ -3,30 +3,12 @@ package gossip
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/testkit/poll"
 )
-
-type blockSet struct {
-	mu      sync.Mutex
-	blocked map[string]bool
-}
-
-func (b *blockSet) Allowed(addr string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return !b.blocked[addr]
-}
-
-func (b *blockSet) set(addr string, blocked bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.blocked[addr] = blocked
-}
 
 func start(t *testing.T, name string, gate netgate.Gate) *Gossip {
 	t.Helper()
@@ -39,9 +21,9 @@ func start(t *testing.T, name string, gate netgate.Gate) *Gossip {
 }
 
 func TestGossip_join_report_and_death(t *testing.T) {
-	gate := &blockSet{blocked: map[string]bool{}}
+	gate := &netgate.Blocklist{}
 	a := start(t, "a", gate)
-	gateB := &blockSet{blocked: map[string]bool{}}
+	gateB := &netgate.Blocklist{}
 	b := start(t, "b", gateB)
 	if _, err := a.Join(context.Background(), []string{b.Addr()}); err != nil {
 		t.Fatal(err)
@@ -55,11 +37,11 @@ func TestGossip_join_report_and_death(t *testing.T) {
 
 	// Cut a and b off from each other: each side refuses the other, as the
 	// test cluster does (a one-sided cut lets TCP fallback probes through).
-	gate.set(b.Addr(), true)
-	gateB.set(a.Addr(), true)
+	gate.Set(b.Addr(), true)
+	gateB.Set(a.Addr(), true)
 	poll.For(t, "b to see a dead", 15*time.Second, poll.True(func() bool { m, _ := b.Member("a"); return m.State == StateDead }))
-	gate.set(b.Addr(), false)
-	gateB.set(a.Addr(), false)
+	gate.Set(b.Addr(), false)
+	gateB.Set(a.Addr(), false)
 	if _, err := a.Join(context.Background(), []string{b.Addr()}); err != nil {
 		t.Fatal(err)
 	}

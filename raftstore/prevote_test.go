@@ -4,42 +4,24 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/poll"
 )
 
-// cutGate refuses the addresses cut, as a network cut would.
-type cutGate struct {
-	mu  sync.Mutex
-	cut map[string]bool
-}
-
-func (g *cutGate) Allowed(addr string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return !g.cut[addr]
-}
-
-func (g *cutGate) cutOff(addr string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.cut[addr] = true
-}
-
 // voters starts a store per timing, all voters of one cluster on loopback,
 // store i with timing[i] and a gate of its own, and returns them with their
 // gates once one leads and every store knows it.
-func voters(t *testing.T, timing ...Timing) ([]*Store, []*cutGate) {
+func voters(t *testing.T, timing ...Timing) ([]*Store, []*netgate.Blocklist) {
 	t.Helper()
 	var (
 		stores  = make([]*Store, len(timing))
-		gates   = make([]*cutGate, len(timing))
+		gates   = make([]*netgate.Blocklist, len(timing))
 		servers []Server
 	)
 	for i := range stores {
@@ -47,7 +29,7 @@ func voters(t *testing.T, timing ...Timing) ([]*Store, []*cutGate) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gates[i] = &cutGate{cut: map[string]bool{}}
+		gates[i] = &netgate.Blocklist{}
 		s, err := OpenStore(StoreConfig{ID: fmt.Sprintf("v%d", i), DataDir: t.TempDir(), Listener: ln, Gate: gates[i],
 			Timing: timing[i]}, raftfsm.NewFSM(nil))
 		if err != nil {
@@ -169,7 +151,7 @@ func TestStore_a_follower_that_hears_the_leader_does_not_look(t *testing.T) {
 	defer hearing.raft.DeregisterObserver(obs)
 	for i, s := range stores {
 		if s == leader {
-			gates[i].cutOff(cut.Addr()) // the leader's heartbeats no longer reach it
+			gates[i].Set(cut.Addr(), true) // the leader's heartbeats no longer reach it
 		}
 	}
 	for n := range 3 {

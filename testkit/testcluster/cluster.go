@@ -161,7 +161,7 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 func (c *Cluster) addMember() *Member {
 	tb, opts, i := c.tb, c.opts, len(c.Members)
 	name := fmt.Sprintf("%s-%d", opts.Prefix, i+1)
-	m := &Member{Name: name, DataDir: filepath.Join(c.dir, name), gate: &gate{blocked: map[string]bool{}}}
+	m := &Member{Name: name, DataDir: filepath.Join(c.dir, name), gate: &gate{}}
 	var drv hypervisor.Driver
 	if opts.Libvirt {
 		lv, err := libvirt.New(libvirt.Config{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})

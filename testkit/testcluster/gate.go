@@ -3,16 +3,14 @@ package testcluster
 import (
 	"net"
 	"strconv"
-	"sync"
+
+	"github.com/svc-project/svc/internal/netgate"
 )
 
 // gate refuses traffic to blocked addresses, and to any address off this
 // machine's loopback (a test must never reach out, e.g. a fuzzed push to a
 // registry named in a body).
-type gate struct {
-	mu      sync.RWMutex
-	blocked map[string]bool
-}
+type gate struct{ netgate.Blocklist }
 
 func (g *gate) Allowed(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -22,20 +20,12 @@ func (g *gate) Allowed(addr string) bool {
 	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
 		return false
 	}
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return !g.blocked[addr]
+	return g.Blocklist.Allowed(addr)
 }
 
 func (g *gate) set(addrs []string, blocked bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	for _, a := range addrs {
-		if blocked {
-			g.blocked[a] = true
-		} else {
-			delete(g.blocked, a)
-		}
+		g.Set(a, blocked)
 	}
 }
 
@@ -69,9 +59,7 @@ func (c *Cluster) cut(cut []*Member, addrs func(*Member) []string) {
 // Heal removes every cut.
 func (c *Cluster) Heal() {
 	for _, m := range c.Members {
-		m.gate.mu.Lock()
-		m.gate.blocked = map[string]bool{}
-		m.gate.mu.Unlock()
+		m.gate.Clear()
 	}
 }
 

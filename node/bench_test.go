@@ -22,6 +22,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
 // benchClient is an admin client of m with a connection pool for many
 // concurrent requests.
 func benchClient(c *testcluster.Cluster, m *testcluster.Member) *api.Client {
@@ -121,9 +123,12 @@ func benchTagWriteParallel(b *testing.B, plain bool) {
 	direct := writeFloor(b, plain, false, clients, b.N)
 	b.ReportMetric(res.PerSecond(), "writes/s")
 	b.ReportMetric(ms(res.Percentile(0.5)), "p50-ms")
+	b.ReportMetric(us(res.CPUPerCall()), "cpu-us/write")
 	b.ReportMetric(floor.PerSecond(), "floor-writes/s")
+	b.ReportMetric(us(floor.CPUPerCall()), "floor-cpu-us/write")
 	b.ReportMetric(res.PerSecond()/floor.PerSecond(), "svc/floor")
 	b.ReportMetric(direct.PerSecond(), "leader-floor-writes/s")
+	b.ReportMetric(us(direct.CPUPerCall()), "leader-floor-cpu-us/write")
 	b.ReportMetric(0, "ns/op")
 }
 

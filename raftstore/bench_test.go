@@ -33,6 +33,7 @@ func BenchmarkStore_apply_parallel(b *testing.B) {
 			}
 			b.ReportMetric(res.PerSecond(), "writes/s")
 			b.ReportMetric(float64(res.Percentile(0.5))/float64(time.Millisecond), "p50-ms")
+			b.ReportMetric(float64(res.CPUPerCall())/float64(time.Microsecond), "cpu-us/write")
 			timings.Report(b)
 			b.ReportMetric(0, "ns/op")
 		})

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -14,10 +15,31 @@ type Result struct {
 	Took  time.Duration
 	// Latencies are the calls' times, sorted.
 	Latencies []time.Duration
+	// CPU is the processor time (user and system) the whole process spent
+	// during the loop: in a benchmark that runs every peer and client in
+	// one process, what the machine spent on the calls.
+	CPU time.Duration
 }
 
 // PerSecond is the calls per second.
 func (r Result) PerSecond() float64 { return float64(r.Calls) / r.Took.Seconds() }
+
+// CPUPerCall is the processor time spent per successful call, 0 with none.
+func (r Result) CPUPerCall() time.Duration {
+	if r.Calls == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Calls)
+}
+
+// processCPU is the user and system time this process has spent so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // Percentile returns the latency at p (0..1), 0 with no calls.
 func (r Result) Percentile(p float64) time.Duration {
@@ -39,7 +61,7 @@ func Closed(callers, n int, call func(i int) error) (Result, error) {
 		firstErr  error
 		failed    atomic.Bool
 	)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for range callers {
 		wg.Add(1)
 		go func() {
@@ -66,7 +88,7 @@ func Closed(callers, n int, call func(i int) error) (Result, error) {
 		}()
 	}
 	wg.Wait()
-	r := Result{Calls: len(latencies), Took: time.Since(start), Latencies: latencies}
+	r := Result{Calls: len(latencies), Took: time.Since(start), Latencies: latencies, CPU: processCPU() - cpu0}
 	slices.Sort(r.Latencies)
 	return r, firstErr
 }

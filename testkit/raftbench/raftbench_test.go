@@ -55,6 +55,40 @@ func TestClosed_calls(t *testing.T) {
 	}
 }
 
+func TestClosed_cpu(t *testing.T) {
+	busy := func(int) error {
+		deadline := time.Now().Add(2 * time.Millisecond)
+		for time.Now().Before(deadline) { // spins: the call costs CPU
+		}
+		return nil
+	}
+	idle := func(int) error {
+		time.Sleep(2 * time.Millisecond) // waits: the call costs next to no CPU
+		return nil
+	}
+	for _, tc := range []struct {
+		name     string
+		call     func(int) error
+		min, max time.Duration
+	}{
+		{"a spinning call costs its time", busy, time.Millisecond, time.Second},
+		{"a waiting call costs little", idle, 0, time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := raftbench.Closed(1, 50, tc.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.CPUPerCall(); got < tc.min || got > tc.max {
+				t.Fatalf("%v of CPU per call (%v in all), want %v to %v", got, res.CPU, tc.min, tc.max)
+			}
+		})
+	}
+	if (raftbench.Result{}).CPUPerCall() != 0 {
+		t.Fatal("no calls, yet CPU per call")
+	}
+}
+
 func TestStart_tls_elects_and_applies(t *testing.T) {
 	c := raftbench.Start(t, 3, true)
 	if !c.Leader().IsLeader() || len(c.Server) != 3 || len(c.Client) != 3 {

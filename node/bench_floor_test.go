@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,8 +30,10 @@ import (
 // httputil.ReverseProxy forwards them to the leader over mutual TLS (plain
 // HTTP when plain), as svc's follower does; without, straight to the
 // leader. No authentication, audit, validation, routing or metrics.
-// clients concurrent clients send n writes.
-func writeFloor(b *testing.B, plain, viaFollower bool, clients, n int) raftbench.Result {
+// Without propose, the leader answers the node without proposing anything:
+// what the HTTP legs alone cost and allow. clients concurrent clients send
+// n writes.
+func writeFloor(b *testing.B, plain, viaFollower, propose bool, clients, n int) raftbench.Result {
 	b.Helper()
 	rc := raftbench.Start(b, 3, !plain)
 	leader := rc.Leader()
@@ -49,7 +52,7 @@ func writeFloor(b *testing.B, plain, viaFollower bool, clients, n int) raftbench
 	if !plain {
 		leaderTLS, hopTLS, scheme = rc.Server[0], rc.Client[1], "https"
 	}
-	leaderAddr := serveFloor(b, floorLeader(leader, n0.Namespace), leaderTLS)
+	leaderAddr := serveFloor(b, floorLeader(leader, n0.Namespace, propose), leaderTLS)
 	addr := leaderAddr
 	if viaFollower {
 		tr := &http.Transport{MaxIdleConnsPerHost: 64, TLSClientConfig: hopTLS}
@@ -63,7 +66,7 @@ func writeFloor(b *testing.B, plain, viaFollower bool, clients, n int) raftbench
 			FlushInterval: -1, // as svc's forwarder
 		}, nil)
 	} else if !plain {
-		addr = serveFloor(b, floorLeader(leader, n0.Namespace), nil) // clients reach svc's API over plain HTTP too
+		addr = serveFloor(b, floorLeader(leader, n0.Namespace, propose), nil) // clients reach svc's API over plain HTTP too
 	}
 	cl := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer cl.CloseIdleConnections()
@@ -87,8 +90,10 @@ func writeFloor(b *testing.B, plain, viaFollower bool, clients, n int) raftbench
 }
 
 // floorLeader serves POST /tag/{node} with {"tag": ...}: the command svc's
-// tag route proposes, and its answer, with nothing around them.
-func floorLeader(s *raftstore.Store, ns string) http.Handler {
+// tag route proposes, and its answer, with nothing around them. Without
+// propose it answers the node as it stands, with the tag added to the
+// answer only.
+func floorLeader(s *raftstore.Store, ns string, propose bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /tag/{node}", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -98,7 +103,16 @@ func floorLeader(s *raftstore.Store, ns string) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		v, err := s.ApplyCommand(r.Context(), raftfsm.TypeNodeTag, raftfsm.NodeTag{Namespace: ns, Name: r.PathValue("node"), Tag: req.Tag})
+		var v any
+		var err error
+		if propose {
+			v, err = s.ApplyCommand(r.Context(), raftfsm.TypeNodeTag, raftfsm.NodeTag{Namespace: ns, Name: r.PathValue("node"), Tag: req.Tag})
+		} else if n, ok := s.FSM.Node(r.PathValue("node")); ok {
+			n.Tags = append(slices.Clone(n.Tags), req.Tag)
+			v = n
+		} else {
+			err = fmt.Errorf("no node %s", r.PathValue("node"))
+		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return

@@ -93,9 +93,12 @@ func benchTagWrite(b *testing.B, plain bool) {
 // Once over the fabric's TLS and once without. Then, with svc's cluster
 // stopped, the same number of writes from 16 clients to the floor of the
 // same parts alone (writeFloor): through a follower's proxy (floor-writes/s,
-// and svc/floor) and straight to the leader (leader-floor-writes/s). Raft's
-// own timings of its steps during svc's run (raftbench.Timings) say how much
-// of a write's time (p50-ms) Raft took (commit-ms) and where.
+// and svc/floor), straight to the leader (leader-floor-writes/s), and
+// through the proxy to a leader that answers without proposing
+// (http-floor-writes/s: the HTTP legs alone). Raft's own timings of its
+// steps during svc's run (raftbench.Timings) say how much of a write's time
+// (p50-ms) Raft took (commit-ms) and where; the processor time per write
+// (cpu-us/write, and each floor's) says how much of the machine it took.
 func BenchmarkTagWriteParallel(b *testing.B) {
 	for _, f := range fabrics {
 		b.Run(f.name, func(b *testing.B) { benchTagWriteParallel(b, f.plain) })
@@ -119,8 +122,9 @@ func benchTagWriteParallel(b *testing.B, plain bool) {
 	}
 	timings.Report(b) // before the floors' stores report too
 	c.Close()
-	floor := writeFloor(b, plain, true, clients, b.N)
-	direct := writeFloor(b, plain, false, clients, b.N)
+	floor := writeFloor(b, plain, true, true, clients, b.N)
+	direct := writeFloor(b, plain, false, true, clients, b.N)
+	legs := writeFloor(b, plain, true, false, clients, b.N)
 	b.ReportMetric(res.PerSecond(), "writes/s")
 	b.ReportMetric(ms(res.Percentile(0.5)), "p50-ms")
 	b.ReportMetric(us(res.CPUPerCall()), "cpu-us/write")
@@ -129,6 +133,8 @@ func benchTagWriteParallel(b *testing.B, plain bool) {
 	b.ReportMetric(res.PerSecond()/floor.PerSecond(), "svc/floor")
 	b.ReportMetric(direct.PerSecond(), "leader-floor-writes/s")
 	b.ReportMetric(us(direct.CPUPerCall()), "leader-floor-cpu-us/write")
+	b.ReportMetric(legs.PerSecond(), "http-floor-writes/s")
+	b.ReportMetric(us(legs.CPUPerCall()), "http-floor-cpu-us/write")
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -20,15 +20,41 @@ fi
 for tool in gcc make xz; do
   command -v "$tool" >/dev/null || { echo "9p-modules.sh: $tool is missing: run scripts/install-deps.sh" >&2; exit 1; }
 done
+# The headers are the kernel's own ABI: only the kernel's version will do.
+# The archive keeps one version of the series' kbuild tools and a few of its
+# source, and may already carry a newer Debian revision of them than of the
+# kernel (6.1.192-3 beside the kernel's 6.1.192-2): when the kernel's own is
+# gone, take the newest of the same upstream release (6.1.192).
+upstream=${pkgver%-*}
 pkgs=("linux-headers-$kver" "linux-headers-$abi-common" "linux-kbuild-$series" "linux-source-$series")
+debs=()
 for p in "${pkgs[@]}"; do
-  ls "$cache/${p}_${pkgver}_"*.deb >/dev/null 2>&1 || (cd "$cache" && apt-get download -qq "$p=$pkgver" >/dev/null 2>&1) ||
-    { echo "9p-modules.sh: cannot download $p=$pkgver (run apt-get update)" >&2; exit 1; }
+  versions=("$pkgver")
+  case $p in
+  linux-kbuild-* | linux-source-*)
+    while read -r v; do
+      [ "$v" != "$pkgver" ] && versions+=("$v")
+    done < <(apt-cache madison "$p" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); print $2}' | grep -F "$upstream-" | sort -rV)
+    ;;
+  esac
+  found=
+  for v in "${versions[@]}"; do
+    f=$(ls "$cache/${p}_${v}_"*.deb 2>/dev/null | head -n1 || true)
+    if [ -z "$f" ] && (cd "$cache" && apt-get download -qq "$p=$v" >/dev/null 2>&1); then
+      f=$(ls "$cache/${p}_${v}_"*.deb | head -n1)
+    fi
+    if [ -n "$f" ]; then
+      found=$f
+      break
+    fi
+  done
+  [ -n "$found" ] || { echo "9p-modules.sh: cannot download $p of $upstream (tried ${versions[*]}; run apt-get update)" >&2; exit 1; }
+  debs+=("$found")
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for p in "${pkgs[@]}"; do
-  dpkg-deb -x "$(ls "$cache/${p}_${pkgver}_"*.deb | head -n1)" "$work/x"
+for f in "${debs[@]}"; do
+  dpkg-deb -x "$f" "$work/x"
 done
 hdr="$work/x/usr/src/linux-headers-$kver"
 # The headers' Makefile names the common headers by their installed path.

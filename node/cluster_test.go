@@ -393,9 +393,27 @@ func TestCluster_read_your_writes_through_a_follower(t *testing.T) {
 		cl.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		return cl
 	}
+	// tag sends the write as a client following API.md does: a write
+	// answered 503 with Retry-After (leadership changed while it was in
+	// flight, as when a loaded machine stalls the test's process past the
+	// leader's lease) goes again once a leader is known. Adding a tag twice
+	// is adding it once. What is checked is the read after a write that
+	// was answered 200.
+	write := func(tag string) error {
+		var err error
+		for range 3 {
+			_, err = fresh().TagNode(ctx(t), api.DefaultNamespace, f.Name, tag)
+			if se := statusErr(err); err == nil || se.Status.Code != http.StatusServiceUnavailable || se.RetryAfter == "" {
+				return err
+			}
+			t.Logf("the write of %s was answered %v; sending it again once a leader is known", tag, err)
+			c.WaitLeader()
+		}
+		return err
+	}
 	for i := range 20 {
 		tag := fmt.Sprintf("ryw-%d", i)
-		if _, err := fresh().TagNode(ctx(t), api.DefaultNamespace, f.Name, tag); err != nil {
+		if err := write(tag); err != nil {
 			t.Fatal(err)
 		}
 		nodes, err := fresh().ListNodes(ctx(t), api.DefaultNamespace, false)

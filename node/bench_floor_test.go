@@ -20,20 +20,31 @@ import (
 	"github.com/svc-project/svc/testkit/raftbench"
 )
 
+// floorPath is the way a floor's writes go.
+type floorPath int
+
+const (
+	// throughFollower: a follower's proxy forwards each write to the
+	// leader, which proposes it.
+	throughFollower floorPath = iota
+	// straightToLeader: the clients send to the leader, which proposes.
+	straightToLeader
+	// httpLegsOnly: as throughFollower, but the leader answers the node
+	// without proposing anything: what the HTTP legs alone cost and allow.
+	httpLegsOnly
+)
+
 // writeFloor measures the floor of the API's tag writes on this machine:
 // what the parts svc's write path is made of do alone, with nothing of
 // svc's around them. Three Raft stores (bolt logs fsync'd, production
 // timings, mutual TLS between them unless plain) hold svc's FSM with one
 // node; the leader serves the same tag write with net/http alone (decode
-// the JSON, propose the command, answer the node as JSON). With
-// viaFollower, clients send their writes to a follower, whose
-// httputil.ReverseProxy forwards them to the leader over mutual TLS (plain
-// HTTP when plain), as svc's follower does; without, straight to the
-// leader. No authentication, audit, validation, routing or metrics.
-// Without propose, the leader answers the node without proposing anything:
-// what the HTTP legs alone cost and allow. clients concurrent clients send
-// n writes.
-func writeFloor(b *testing.B, plain, viaFollower, propose bool, clients, n int) raftbench.Result {
+// the JSON, propose the command, answer the node as JSON). Through a
+// follower, its httputil.ReverseProxy forwards the writes to the leader
+// over mutual TLS (plain HTTP when plain), as svc's follower does. No
+// authentication, audit, validation, routing or metrics.
+// clients concurrent clients send n writes along path.
+func writeFloor(b *testing.B, plain bool, path floorPath, clients, n int) raftbench.Result {
 	b.Helper()
 	rc := raftbench.Start(b, 3, !plain)
 	leader := rc.Leader()
@@ -52,9 +63,10 @@ func writeFloor(b *testing.B, plain, viaFollower, propose bool, clients, n int) 
 	if !plain {
 		leaderTLS, hopTLS, scheme = rc.Server[0], rc.Client[1], "https"
 	}
+	propose := path != httpLegsOnly
 	leaderAddr := serveFloor(b, floorLeader(leader, n0.Namespace, propose), leaderTLS)
 	addr := leaderAddr
-	if viaFollower {
+	if path != straightToLeader {
 		tr := &http.Transport{MaxIdleConnsPerHost: 64, TLSClientConfig: hopTLS}
 		b.Cleanup(tr.CloseIdleConnections)
 		addr = serveFloor(b, &httputil.ReverseProxy{

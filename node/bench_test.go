@@ -122,9 +122,9 @@ func benchTagWriteParallel(b *testing.B, plain bool) {
 	}
 	timings.Report(b) // before the floors' stores report too
 	c.Close()
-	floor := writeFloor(b, plain, true, true, clients, b.N)
-	direct := writeFloor(b, plain, false, true, clients, b.N)
-	legs := writeFloor(b, plain, true, false, clients, b.N)
+	floor := writeFloor(b, plain, throughFollower, clients, b.N)
+	direct := writeFloor(b, plain, straightToLeader, clients, b.N)
+	legs := writeFloor(b, plain, httpLegsOnly, clients, b.N)
 	b.ReportMetric(res.PerSecond(), "writes/s")
 	b.ReportMetric(ms(res.Percentile(0.5)), "p50-ms")
 	b.ReportMetric(us(res.CPUPerCall()), "cpu-us/write")

@@ -393,7 +393,7 @@ func TestCluster_read_your_writes_through_a_follower(t *testing.T) {
 		cl.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		return cl
 	}
-	// tag sends the write as a client following API.md does: a write
+	// write sends the tag as a client following API.md does: a write
 	// answered 503 with Retry-After (leadership changed while it was in
 	// flight, as when a loaded machine stalls the test's process past the
 	// leader's lease) goes again once a leader is known. Adding a tag twice

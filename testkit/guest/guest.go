@@ -92,11 +92,18 @@ func HostKey(ctx context.Context, addr, algo string) (string, error) {
 	return fp, nil
 }
 
+// bannerWait bounds one wait for a banner when the caller's context has
+// no deadline, and each attempt of WaitBanner.
+const bannerWait = 2 * time.Second
+
 // WaitBanner waits until the SSH server at addr sends its version banner
-// ("SSH-2.0-..."), trying again every 50 ms until ctx ends, and returns it.
+// ("SSH-2.0-..."), trying again every 50 ms until ctx ends (each attempt
+// waiting at most bannerWait), and returns it.
 func WaitBanner(ctx context.Context, addr string) (string, error) {
 	for {
-		line, err := Banner(ctx, addr)
+		attempt, cancel := context.WithTimeout(ctx, bannerWait)
+		line, err := Banner(attempt, addr)
+		cancel()
 		if err == nil {
 			return line, nil
 		}
@@ -109,7 +116,9 @@ func WaitBanner(ctx context.Context, addr string) (string, error) {
 }
 
 // Banner connects once to the SSH server at addr and returns the version
-// banner it sends first ("SSH-2.0-...").
+// banner it sends first ("SSH-2.0-..."), waiting for it until ctx's
+// deadline (bannerWait without one): a guest under software emulation on
+// a busy host can take seconds to answer a connection.
 func Banner(ctx context.Context, addr string) (string, error) {
 	d := net.Dialer{Timeout: time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
@@ -117,7 +126,11 @@ func Banner(ctx context.Context, addr string) (string, error) {
 		return "", err
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(bannerWait)
+	}
+	_ = conn.SetDeadline(deadline)
 	line, err := bufio.NewReader(io.LimitReader(conn, 256)).ReadString('\n')
 	if err != nil {
 		return "", fmt.Errorf("ssh %s: no banner: %w", addr, err)

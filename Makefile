@@ -94,15 +94,16 @@ darwin-check:
 ## test's own order. The VM lane is the longer (930 s alone against 741 s
 ## for the rest, on a slow day): its longest test, which uses peer names and
 ## addresses of its own, runs after the rest instead, so that both lanes end
-## together. The 25-minute bound only stops a hung test binary.
+## together. The 30-minute bound only stops a hung test binary: on a slow
+## day (a token check at 1.4 µs against 0.37 µs) the VM lane took 22.5 min.
 ## FuzzAPI_post_routes's seeds run in make fuzz, not twice.
 NODE_E2E := ^(TestLibvirtCluster_|TestLibvirtRunnerPool_|TestWebUI_browser|TestExplorer_browser)
 NODE_E2E_AFTER_REST := ^TestLibvirtCluster_push_deploy_reference$$
 unit:
-	@{ $(GO) test -race -count=1 -timeout 25m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./...; a=$$?; \
-	  $(GO) test -race -count=1 -timeout 25m -run '$(NODE_E2E_AFTER_REST)' ./node; b=$$?; \
+	@{ $(GO) test -race -count=1 -timeout 30m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./...; a=$$?; \
+	  $(GO) test -race -count=1 -timeout 30m -run '$(NODE_E2E_AFTER_REST)' ./node; b=$$?; \
 	  [ $$a -eq 0 ] && [ $$b -eq 0 ]; } & rest=$$!; \
-	$(GO) test -race -count=1 -timeout 25m -run '$(NODE_E2E)' -skip '$(NODE_E2E_AFTER_REST)' ./node; e2e=$$?; \
+	$(GO) test -race -count=1 -timeout 30m -run '$(NODE_E2E)' -skip '$(NODE_E2E_AFTER_REST)' ./node; e2e=$$?; \
 	wait $$rest; r=$$?; \
 	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (node e2e exit $$e2e, the rest exit $$r)"; exit 1; fi
 
@@ -151,7 +152,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Apply_roleBinding' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'FSM_scale' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'Image(Transfer|Download)$$' -benchtime 3x ./node
-	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 25m ./node
+	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 30m ./node
 	$(GO) test -run '^$$' -bench 'Registry_' -benchtime 3x -timeout 20m ./imagestore/ocidisk
 	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./node
 	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./node

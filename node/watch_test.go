@@ -81,11 +81,17 @@ func TestWatch_through_a_follower_across_a_restart(t *testing.T) {
 		t.Fatalf("team-b watches %s: %v", ns, err)
 	}
 
-	if _, err := admin.DeployVM(ctx, ns, api.DeployRequest{Name: "w1", Image: "tiny", CPU: intp(1)}); err != nil {
+	// The writes go as a client following API.md sends them (sendWrite):
+	// the test's three peers run beside the rest of CI.
+	deploy := func(name string) error {
+		_, err := admin.DeployVM(ctx, ns, api.DeployRequest{Name: name, Image: "tiny", CPU: intp(1)})
+		return err
+	}
+	if err := sendWrite(t, c, http.StatusConflict, func() error { return deploy("w1") }); err != nil {
 		t.Fatal(err)
 	}
 	added := w.next(t, "ADDED", "w1")
-	if err := admin.DeleteVM(ctx, ns, "w1"); err != nil {
+	if err := sendWrite(t, c, http.StatusNotFound, func() error { return admin.DeleteVM(ctx, ns, "w1") }); err != nil {
 		t.Fatal(err)
 	}
 	deleted := w.next(t, "DELETED", "w1")
@@ -97,7 +103,7 @@ func TestWatch_through_a_follower_across_a_restart(t *testing.T) {
 	// The follower restarts; a VM is deleted while it is down; the watch
 	// resumes from its last version on it and sees that, then more.
 	c.Stop(f)
-	if err := c.Client(other).DeleteVM(ctx, ns, "seed"); err != nil {
+	if err := sendWrite(t, c, http.StatusNotFound, func() error { return c.Client(other).DeleteVM(ctx, ns, "seed") }); err != nil {
 		t.Fatal(err)
 	}
 	c.Restart(f)
@@ -105,7 +111,7 @@ func TestWatch_through_a_follower_across_a_restart(t *testing.T) {
 	r := watchVMs(c.Client(f), ns, deleted.ResourceVersion)
 	defer r.cancel()
 	r.next(t, "DELETED", "seed")
-	if _, err := admin.DeployVM(ctx, ns, api.DeployRequest{Name: "w2", Image: "tiny", CPU: intp(1)}); err != nil {
+	if err := sendWrite(t, c, http.StatusConflict, func() error { return deploy("w2") }); err != nil {
 		t.Fatal(err)
 	}
 	r.next(t, "ADDED", "w2")

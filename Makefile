@@ -152,7 +152,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Apply_roleBinding' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'FSM_scale' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'Image(Transfer|Download)$$' -benchtime 3x ./node
-	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 30m ./node
+	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 25m ./node
 	$(GO) test -run '^$$' -bench 'Registry_' -benchtime 3x -timeout 20m ./imagestore/ocidisk
 	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./node
 	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./node

@@ -9,33 +9,13 @@ import (
 	"time"
 )
 
-// slowServer answers each connection with an SSH banner after delay, as a
-// guest under emulation on a busy host does.
-func slowServer(t *testing.T, delay time.Duration) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				<-time.After(delay)
-				_, _ = c.Write([]byte("SSH-2.0-slow\r\n"))
-			}()
-		}
-	}()
-	return l.Addr().String()
-}
-
 func TestBanner_waits_until_the_callers_deadline(t *testing.T) {
-	addr := slowServer(t, bannerWait+500*time.Millisecond)
+	// A stand-in for a guest under emulation on a busy host: its banner
+	// comes after bannerWait.
+	addr := Serve(t, "127.0.0.1:0", func(c net.Conn) {
+		<-time.After(bannerWait + 500*time.Millisecond)
+		_, _ = c.Write([]byte("SSH-2.0-slow\r\n"))
+	}).String()
 	tests := []struct {
 		name    string
 		within  time.Duration // 0: no deadline

@@ -118,7 +118,7 @@ func (s *Server) nameFree(kind, ns, name string) error {
 func (s *Server) record(ctx context.Context, kind string, st *imagestore.Staged, img raftfsm.Image) error {
 	return st.Ingest(ctx, s.replica.FSM().BlobInUse, func(ctx context.Context) error {
 		// Received here, on whichever peer: this peer's own proposal.
-		return s.propose(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.replica.Name()})
+		return s.propose(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.replica.Name(), Proof: raftfsm.ProofReceived})
 	})
 }
 

@@ -26,7 +26,9 @@ func (s *Server) serveChunk(w http.ResponseWriter, r *http.Request, p httprouter
 	if err1 != nil || err2 != nil {
 		return badRequest("offset and size: whole numbers are required")
 	}
-	body, done, err := s.swarm.OpenChunk(digest, off, size)
+	// A registry pull of one namespace (?scope=) is served only what
+	// that namespace may read.
+	body, done, err := s.swarm.OpenChunk(r.URL.Query().Get("scope"), digest, off, size)
 	switch {
 	case errors.Is(err, swarm.ErrBusy):
 		return unavailable("1", "peer %s serves as many chunks as it may; ask another peer", s.replica.Name())

@@ -64,13 +64,19 @@ type chunkAt struct {
 }
 
 // Chunks reads the chunk indexes of the blobs the store holds now.
-func (s *Store) Chunks() *ChunkFinder {
+func (s *Store) Chunks() *ChunkFinder { return s.ChunksIn(nil) }
+
+// ChunksIn is Chunks over the blobs allow accepts (every blob when allow is
+// nil): a pull for a namespace takes chunks only from blobs that namespace
+// may read, since a chunk digest a registry lists proves nothing about who
+// may have those bytes.
+func (s *Store) ChunksIn(allow func(blob string) bool) *ChunkFinder {
 	f := &ChunkFinder{s: s, where: map[string]chunkAt{}}
 	es, _ := os.ReadDir(filepath.Join(s.dir, "chunks"))
 	for _, e := range es {
 		hexd, ok := strings.CutSuffix(e.Name(), ".json")
 		blob := "sha256:" + hexd
-		if !ok || !ValidDigest(blob) || !s.Has(blob) {
+		if !ok || !ValidDigest(blob) || !s.Has(blob) || allow != nil && !allow(blob) {
 			continue
 		}
 		body, err := os.ReadFile(filepath.Join(s.dir, "chunks", e.Name()))

@@ -45,6 +45,13 @@ func TestStore_Chunks_cases(t *testing.T) {
 			t.Errorf("%s: found %v", c.name, got)
 		}
 	}
+	// a pull for a namespace that may not read the blob finds none of it
+	if got := s.ChunksIn(func(blob string) bool { return blob != digest }).ReadChunk(sum(a), buf); got {
+		t.Error("a chunk of a blob the caller may not read was found")
+	}
+	if got := s.ChunksIn(func(blob string) bool { return blob == digest }).ReadChunk(sum(a), buf); !got {
+		t.Error("a chunk of a blob the caller may read was not found")
+	}
 	if ok, err := s.RemoveUnused(digest, func(string) bool { return false }); !ok || err != nil {
 		t.Fatal(ok, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,19 +45,41 @@ type Partial struct {
 
 // PartialPath is where the partial disk of digest lives (whether or not it
 // is there).
-func (s *Store) PartialPath(digest string) string {
-	return filepath.Join(s.dir, "partial", strings.TrimPrefix(digest, "sha256:"))
+func (s *Store) PartialPath(digest string) string { return s.ScopedPartialPath("", digest) }
+
+// ScopedPartialPath is where the partial disk of digest that scope's pulls
+// write lives: "partial/<hex>@<scope>" ("partial/<hex>" for no scope).
+func (s *Store) ScopedPartialPath(scope, digest string) string {
+	name := strings.TrimPrefix(digest, "sha256:")
+	if scope != "" {
+		name += "@" + scope
+	}
+	return filepath.Join(s.dir, "partial", name)
 }
+
+// validScope is a scope's form: a namespace's name.
+var validScope = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
 
 // OpenPartial opens the partial disk of digest, size bytes long, creating
 // it if there is none (or if what is there is not of that size). It holds
 // the disk until Close or Stage; a second pull of the same disk on this
 // peer gets ErrPartialBusy.
 func (s *Store) OpenPartial(digest string, size int64) (*Partial, error) {
+	return s.OpenScopedPartial("", digest, size)
+}
+
+// OpenScopedPartial is OpenPartial for the pulls of one scope (a
+// namespace): what a pull of one namespace wrote from its registry is
+// resumed only by pulls of that namespace, since a digest a registry
+// claims proves nothing until the whole disk is hashed.
+func (s *Store) OpenScopedPartial(scope, digest string, size int64) (*Partial, error) {
 	if !ValidDigest(digest) {
 		return nil, fmt.Errorf("%q: %w", digest, ErrBadDigest)
 	}
-	path := s.PartialPath(digest)
+	if scope != "" && !validScope.MatchString(scope) {
+		return nil, fmt.Errorf("partial disk: scope %q is not a namespace name", scope)
+	}
+	path := s.ScopedPartialPath(scope, digest)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("partial disk: %w", err)
 	}
@@ -204,17 +227,18 @@ func (s *Store) CollectPartials(maxAge time.Duration) ([]string, error) {
 		if err != nil || time.Since(fi.ModTime()) < maxAge {
 			continue
 		}
-		digest := "sha256:" + e.Name()
-		if hexd, ok := strings.CutSuffix(e.Name(), ".journal"); ok {
-			if _, err := os.Stat(filepath.Join(s.dir, "partial", hexd)); errors.Is(err, os.ErrNotExist) {
+		if disk, ok := strings.CutSuffix(e.Name(), ".journal"); ok {
+			if _, err := os.Stat(filepath.Join(s.dir, "partial", disk)); errors.Is(err, os.ErrNotExist) {
 				_ = os.Remove(filepath.Join(s.dir, "partial", e.Name())) // a journal without its disk
 			}
 			continue
 		}
+		hexd, scope, _ := strings.Cut(e.Name(), "@")
+		digest := "sha256:" + hexd
 		if !ValidDigest(digest) {
 			continue
 		}
-		p, err := s.OpenPartial(digest, fi.Size())
+		p, err := s.OpenScopedPartial(scope, digest, fi.Size())
 		if err != nil {
 			continue // busy, or gone meanwhile
 		}

@@ -152,3 +152,51 @@ func TestPartial_CollectPartials_cases(t *testing.T) {
 		}
 	}
 }
+
+// A namespace's pulls resume only what that namespace's pulls wrote: the
+// same digest in two scopes is two partial disks, each with its own
+// journal; a scope is a namespace name; the collector removes old scoped
+// disks too.
+func TestPartial_scoped(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.OpenScopedPartial("team-a", partialA, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Wrote(0, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	for _, tc := range []struct {
+		scope   string
+		resumed int
+	}{{"team-a", 1}, {"svc-default", 0}, {"", 0}} {
+		p, err := s.OpenScopedPartial(tc.scope, partialA, 1<<20)
+		if err != nil {
+			t.Fatalf("scope %q: %v", tc.scope, err)
+		}
+		if p.Resumed() != tc.resumed {
+			t.Errorf("scope %q resumes %d ranges, want %d", tc.scope, p.Resumed(), tc.resumed)
+		}
+		p.Close()
+	}
+	for _, bad := range []string{"../x", "Team", "a/b", strings.Repeat("a", 64)} {
+		if _, err := s.OpenScopedPartial(bad, partialA, 1<<20); err == nil {
+			t.Errorf("scope %q accepted", bad)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(s.ScopedPartialPath("team-a", partialA), old, old); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := s.CollectPartials(time.Hour)
+	if err != nil || !slices.Equal(removed, []string{partialA}) {
+		t.Fatalf("removed %v, %v", removed, err)
+	}
+	if _, err := os.Stat(s.ScopedPartialPath("team-a", partialA)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old scoped disk is still there: %v", err)
+	}
+}

@@ -267,6 +267,7 @@ func Start(cfg Config) (*Peer, error) {
 			name, addr, err := p.WaitLeader(ctx)
 			return name, p.links.PeerScheme() + "://" + addr, err
 		},
+		Readable:      p.FSM().NamespaceHolds,
 		CorruptServed: cfg.CorruptServedChunks, Registry: p.reg, Log: cfg.Log.With("part", "swarm"),
 	})
 	p.blobs = blobsource.New(blobsource.Config{

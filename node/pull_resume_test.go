@@ -48,7 +48,7 @@ func TestDeploy_fromReference_pull_resumes_after_a_host_crash(t *testing.T) {
 	_, _ = rand.Read(disk)
 	ref := reg.Host + "/team/resume:v1"
 	pushed := pushDisk(t, reg, ref, disk)
-	journal := filepath.Join(partialDir(host), strings.TrimPrefix(pushed.Config.Digest, "sha256:")+".journal")
+	journal := filepath.Join(partialDir(host), strings.TrimPrefix(pushed.Config.Digest, "sha256:")+"@"+ns+".journal") // the namespace's own
 	if _, err := cl.SetRegistryCredential(ctx, ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: reg.Password, AllowInsecure: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,14 @@ func pushDisk(t *testing.T, reg *registrytest.Server, ref string, disk []byte) o
 // pushKind pushes a disk of a kind (image or ISO) to ref in 1 MiB chunks.
 func pushKind(t *testing.T, reg *registrytest.Server, ref string, disk []byte, kind string) ocidisk.PushResult {
 	t.Helper()
+	return pushConfig(t, reg, ref, disk, ocidisk.Config{Kind: kind, Arch: "amd64", Description: "pushed by the test"})
+}
+
+// pushConfig pushes a disk to ref in 1 MiB chunks with the config given
+// (whose digest, when set, is written as the disk's whatever it is).
+func pushConfig(t *testing.T, reg *registrytest.Server, ref string, disk []byte, cfg ocidisk.Config) ocidisk.PushResult {
+	t.Helper()
+	cfg.ChunkSize = 1 << 20
 	path := filepath.Join(t.TempDir(), "disk.raw")
 	if err := os.WriteFile(path, disk, 0o600); err != nil {
 		t.Fatal(err)
@@ -32,8 +40,7 @@ func pushKind(t *testing.T, reg *registrytest.Server, ref string, disk []byte, k
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := ocidisk.Push(context.Background(), r, ocidisk.Registry{Username: reg.Username, Password: reg.Password, Insecure: true}, path,
-		ocidisk.Config{Kind: kind, Arch: "amd64", Description: "pushed by the test", ChunkSize: 1 << 20}, nil)
+	res, err := ocidisk.Push(context.Background(), r, ocidisk.Registry{Username: reg.Username, Password: reg.Password, Insecure: true}, path, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

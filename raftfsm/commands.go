@@ -38,7 +38,7 @@ var commands = [...]command{
 	TypeVMDelete:               {name: "vm-delete", resource: ResourceVM, peer: unrunDeploy, apply: plain((*State).applyVMDelete)},
 	TypeVMConfigCreate:         {name: "vmconfig-create", resource: ResourceVMConfig, apply: plain((*State).applyVMConfigCreate)},
 	TypeVMConfigDelete:         {name: "vmconfig-delete", resource: ResourceVMConfig, apply: plain((*State).applyVMConfigDelete)},
-	TypeImageCreate:            {name: "image-create", resource: ResourceImage, peer: ownHolder, apply: plain((*State).applyImageCreate)},
+	TypeImageCreate:            {name: "image-create", resource: ResourceImage, peer: ownImage, apply: plain((*State).applyImageCreate)},
 	TypeBlobAddHolder:          {name: "blob-add-holder", resource: ResourceBlob, peer: ownNode, apply: plain((*State).applyBlobAddHolder)},
 	TypeBlobDropHolder:         {name: "blob-drop-holder", resource: ResourceBlob, peer: ownNode, apply: plain((*State).applyBlobDropHolder)},
 	TypeImageCopy:              {name: "image-copy", resource: ResourceImage, apply: plain((*State).applyImageCopy)},

@@ -108,7 +108,7 @@ func checkIndex(t testing.TB, f *FSM) {
 				delete(ports, n)
 			}
 		}
-		return fmt.Sprint(nodes, used, ports, trim(x.nsVMs), trim(x.digests))
+		return fmt.Sprint(nodes, used, ports, trim(x.nsVMs), trim(x.digests), trim(x.readable))
 	}
 	if g, w := shape(got), shape(want); g != w {
 		t.Fatalf("the maintained index differs from the state's:\n%s\n%s", g, w)

@@ -105,11 +105,50 @@ func (img *Image) clone() *Image { c := *img; return &c }
 // SourceRegistry, Source "<repo>:<tag>@<manifest digest>") may take the
 // place of one of the same name pulled from the same <repo>:<tag> before
 // (the tag moved); one that already has this content only gains the holder.
+//
+// Proof says why the namespace may have the blob: a digest names bytes,
+// never a right to them (see Proof's values).
 type ImageCreate struct {
 	Kind         string `json:"kind,omitempty"` // "" is an image
 	Image        Image  `json:"image"`
 	Holder       string `json:"holder"`
 	FromRegistry bool   `json:"fromRegistry,omitempty"`
+	Proof        string `json:"proof,omitempty"`
+}
+
+// Why a new record may point at a blob (ImageCreate.Proof).
+const (
+	// ProofReceived: Holder received the bytes in this operation (an
+	// upload, a pull from a registry, a generated disk) and hashed them
+	// to the digest, taking nothing from blobs its namespace may not read.
+	ProofReceived = "received"
+	// ProofNamespace: nothing was received; the namespace already has an
+	// image or ISO of this content (and of its NVRAM), which Apply checks.
+	ProofNamespace = "namespace"
+)
+
+// checkProof checks an ImageCreate's Proof against the state. An empty
+// Proof is a command written before proofs existed, replayed as it was
+// applied then; no peer proposes one any more (CheckProposer refuses it,
+// and the leader's own code always gives one).
+func (s *State) checkProof(c ImageCreate) error {
+	switch c.Proof {
+	case "":
+		return nil
+	case ProofReceived:
+		if c.Holder == "" {
+			return ruleErr(ErrInvalid, "a received %s names the node that received it", c.Image.Digest)
+		}
+		return nil
+	case ProofNamespace:
+		for _, d := range []string{c.Image.Digest, c.Image.NVRAMDigest} {
+			if d != "" && !s.ix().holds(c.Image.Namespace, d) {
+				return ruleErr(ErrInvalid, "content %s is not readable in namespace %q: its bytes must be received (pulled or uploaded), not named by digest", d, c.Image.Namespace)
+			}
+		}
+		return nil
+	}
+	return ruleErr(ErrInvalid, "unknown proof %q", c.Proof)
 }
 
 // ImageCopy gives an image's (or ISO's) content a second name. The copy
@@ -207,6 +246,9 @@ func (s *State) applyImageCreate(c ImageCreate) (any, error) {
 	img := c.Image
 	if img.Digest == "" {
 		return nil, ruleErr(ErrInvalid, "%s digest must not be empty", word)
+	}
+	if err := s.checkProof(c); err != nil {
+		return nil, err
 	}
 	img.State, img.ErrorMessage = ImageReady, ""
 	if old, ok := m[key(img.Namespace, img.Name)]; ok && c.FromRegistry && old.Usable() &&
@@ -328,6 +370,16 @@ func (f *FSM) Images(ns string) []Image {
 
 // Image returns one image.
 func (f *FSM) Image(ns, name string) (Image, bool) { return get(f, images, key(ns, name)) }
+
+// NamespaceHolds reports whether an image or ISO of namespace ns has the
+// content digest (its disk or its NVRAM): whoever may use ns may read those
+// bytes. VMs do not count: a VM deployed from a registry reference names a
+// digest before its bytes were received.
+func (f *FSM) NamespaceHolds(ns, digest string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.ix().holds(ns, digest)
+}
 
 // ISOs returns the ISOs of a namespace, sorted.
 func (f *FSM) ISOs(ns string) []Image {

@@ -266,6 +266,42 @@ func TestImageCreate_fromRegistry(t *testing.T) {
 	})
 }
 
+// A digest names bytes, never a right to them: a record that received no
+// bytes may point only at content its namespace has already (its disk and
+// its NVRAM), whatever other namespace holds a blob of that digest.
+func TestImageCreate_proof(t *testing.T) {
+	ns := api.DefaultNamespace
+	const digestN = "sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+	img := func(ns, name, digest, nvram string) Image {
+		return Image{Name: name, Namespace: ns, Digest: digest, NVRAMDigest: nvram, Format: "raw", SourceType: SourceRegistry, Source: "r.test/" + name + ":1@sha256:01", SizeBytes: 1}
+	}
+	create := func(i Image, holder, proof string) []byte {
+		return mustEncode(t, TypeImageCreate, ImageCreate{Image: i, Holder: holder, FromRegistry: true, Proof: proof})
+	}
+	readable := func(ns, d string, want bool) func(t *testing.T, f *FSM) {
+		return func(t *testing.T, f *FSM) {
+			if got := f.NamespaceHolds(ns, d); got != want {
+				t.Fatalf("NamespaceHolds(%s, %s) = %v, want %v", ns, d, got, want)
+			}
+		}
+	}
+	runSteps(t, []step{
+		{name: "team-a's private image", cmd: mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: "team-a"})},
+		{name: "received in team-a", cmd: create(img("team-a", "secret", digestB, ""), "n1", ProofReceived), check: readable("team-a", digestB, true)},
+		{name: "claimed in the default namespace", cmd: create(img(ns, "steal-x", digestB, ""), "", ProofNamespace), wantErr: ErrInvalid,
+			check: readable(ns, digestB, false)},
+		{name: "received without a holder", cmd: create(img(ns, "steal-y", digestB, ""), "", ProofReceived), wantErr: ErrInvalid},
+		{name: "an unknown proof", cmd: create(img(ns, "steal-z", digestB, ""), "n1", "trust-me"), wantErr: ErrInvalid},
+		{name: "received in the default namespace", cmd: create(img(ns, "pulled", digestB, ""), "n2", ProofReceived), check: readable(ns, digestB, true)},
+		{name: "a second name by namespace", cmd: create(img(ns, "again", digestB, ""), "", ProofNamespace)},
+		{name: "an NVRAM the namespace has not", cmd: create(img(ns, "mac", digestB, digestN), "", ProofNamespace), wantErr: ErrInvalid},
+		{name: "every name of it deleted", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Namespace: ns, Name: "pulled"})},
+		{name: "the last name deleted", cmd: mustEncode(t, TypeImageDelete, ImageDelete{Namespace: ns, Name: "again"}), check: readable(ns, digestB, false)},
+		{name: "claimed again after", cmd: create(img(ns, "again", digestB, ""), "", ProofNamespace), wantErr: ErrInvalid},
+		{name: "written before proofs existed", cmd: create(img(ns, "old", digestB, ""), "n1", "")},
+	})
+}
+
 // A VM deployed from a registry reference names an image not recorded yet;
 // its host may then record the blob it pulled (the name went elsewhere)
 // with BlobAddHolder, which creates no record for a digest nothing uses.

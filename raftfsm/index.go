@@ -16,13 +16,16 @@ type index struct {
 	ports   map[string]map[int]bool   // node -> ports its VMs hold
 	nsVMs   map[string]int            // namespace -> VMs
 	digests map[string]int            // digest -> images, ISOs and VMs that reference it
+	// readable counts, per namespace and digest, the images and ISOs of
+	// the namespace with that content ("ns\x00digest").
+	readable map[string]int
 }
 
 // buildIndex derives the index of s.
 func buildIndex(s *State) *index {
 	x := &index{
 		nodeVMs: map[string]map[string]*VM{}, used: map[string]Usage{}, ports: map[string]map[int]bool{},
-		nsVMs: map[string]int{}, digests: map[string]int{},
+		nsVMs: map[string]int{}, digests: map[string]int{}, readable: map[string]int{},
 	}
 	for k, vm := range s.VMs {
 		x.addVM(k, vm)
@@ -31,7 +34,7 @@ func buildIndex(s *State) *index {
 		x.addImage(img)
 	}
 	for _, iso := range s.ISOs {
-		x.addDigest(iso.Digest)
+		x.addImage(iso)
 	}
 	return x
 }
@@ -76,15 +79,32 @@ func (x *index) removeVM(k string, vm *VM) {
 	x.dropDigest(vm.NVRAMDigest)
 }
 
-// addImage counts an image's references: its disk and its NVRAM.
+// addImage counts an image's (or ISO's) references: its disk and its NVRAM.
 func (x *index) addImage(img *Image) {
-	x.addDigest(img.Digest)
-	x.addDigest(img.NVRAMDigest)
+	for _, d := range []string{img.Digest, img.NVRAMDigest} {
+		if d != "" {
+			x.addDigest(d)
+			x.readable[img.Namespace+"\x00"+d]++
+		}
+	}
 }
 
 func (x *index) dropImage(img *Image) {
-	x.dropDigest(img.Digest)
-	x.dropDigest(img.NVRAMDigest)
+	for _, d := range []string{img.Digest, img.NVRAMDigest} {
+		if d == "" {
+			continue
+		}
+		x.dropDigest(d)
+		k := img.Namespace + "\x00" + d
+		if x.readable[k]--; x.readable[k] <= 0 {
+			delete(x.readable, k)
+		}
+	}
+}
+
+// holds reports whether an image or ISO of ns has the content digest.
+func (x *index) holds(ns, digest string) bool {
+	return digest != "" && x.readable[ns+"\x00"+digest] > 0
 }
 
 // addDigest counts a reference to a blob ("" is no blob: an image whose

@@ -55,9 +55,22 @@ func (b proposed) own(node string) error {
 // command about a node is that node's peer's alone.
 type ownerCheck func(f *FSM, b proposed) error
 
-func ownNode(_ *FSM, b proposed) error   { return b.own(b.Node) }
-func ownHolder(_ *FSM, b proposed) error { return b.own(b.Holder) }
-func ownName(_ *FSM, b proposed) error   { return b.own(b.Name) }
+func ownNode(_ *FSM, b proposed) error { return b.own(b.Node) }
+
+// ownImage: an image a peer records is one it holds, with the proof of why
+// its namespace may have the content (ImageCreate.Proof), which Apply
+// checks.
+func ownImage(_ *FSM, b proposed) error {
+	var c ImageCreate
+	if err := json.Unmarshal(b.raw, &c); err != nil {
+		return ruleErr(ErrInvalid, "%s: %v", b.t, err)
+	}
+	if c.Proof == "" {
+		return ruleErr(ErrInvalid, "peer %q may not propose %s without a proof", b.peer, b.t)
+	}
+	return b.own(c.Holder)
+}
+func ownName(_ *FSM, b proposed) error { return b.own(b.Name) }
 
 // anyPeer: a host's admission comes through the peer it presented its join
 // token to; Apply checks the token.

@@ -126,7 +126,19 @@ func (s *Source) waiting(digest string) int {
 }
 
 // ensure is EnsureBlob for its one caller of digest.
+//
+// A VM deployed from a registry reference names the digest the registry
+// claims. Unless an image or ISO of the VM's namespace already has that
+// content, the disk is pulled from the registry and hashed here, even when
+// this peer or another holds a blob of that digest: a digest names bytes,
+// not who may read them.
 func (s *Source) ensure(ctx context.Context, vm raftfsm.VM, digest string) error {
+	fromRegistry := digest == vm.ImageDigest && vm.ImageSource != ""
+	if fromRegistry && !s.cfg.FSM.NamespaceHolds(vm.Namespace, digest) {
+		fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+		defer cancel()
+		return s.cfg.Pull(fctx, vm, digest)
+	}
 	b, _ := s.cfg.FSM.Blob(digest)
 	if s.cfg.Images.Has(digest) {
 		if !slices.Contains(b.Holders, s.cfg.Name) && b.Digest != "" {
@@ -144,7 +156,6 @@ func (s *Source) ensure(ctx context.Context, vm raftfsm.VM, digest string) error
 			seeds = append(seeds, h)
 		}
 	}
-	fromRegistry := digest == vm.ImageDigest && vm.ImageSource != ""
 	if len(seeds) == 0 && !fromRegistry {
 		return fmt.Errorf("image blob %s: no peer holds it", digest)
 	}

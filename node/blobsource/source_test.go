@@ -35,7 +35,7 @@ func image(t *testing.T, a *fsmtest.Applier, name, digest, holder string) {
 	t.Helper()
 	a.Must(t, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{
 		Name: name, Namespace: api.DefaultNamespace, Digest: digest, SizeBytes: 10, Format: "qcow2", State: raftfsm.ImageReady,
-	}, Holder: holder})
+	}, Holder: holder, Proof: raftfsm.ProofReceived})
 }
 
 func TestSource_EnsureBlob_cases(t *testing.T) {
@@ -61,6 +61,27 @@ func TestSource_EnsureBlob_cases(t *testing.T) {
 		err := s.EnsureBlob(context.Background(), raftfsm.VM{ImageDigest: d}, d)
 		if err == nil || !strings.Contains(err.Error(), "no peer holds it") {
 			t.Fatalf("err = %v", err)
+		}
+	})
+	// A digest a registry claims is not a right to the bytes: unless the
+	// VM's namespace has an image of that content, the host pulls it,
+	// though it (or a peer) holds a blob of that digest.
+	t.Run("a registry's claim of another namespace's content is pulled, never taken from here", func(t *testing.T) {
+		var pulled string
+		s, a, images := newSource(t, func(_ context.Context, _ raftfsm.VM, digest string) error { pulled = digest; return errPulled })
+		d, _, err := images.Put(context.Background(), strings.NewReader("team-a's disk"), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		image(t, a, "secret", d, "n1")
+		err = s.EnsureBlob(context.Background(), raftfsm.VM{Namespace: "other", ImageDigest: d, ImageSource: "attacker.example/steal:x"}, d)
+		if !errors.Is(err, errPulled) || pulled != d {
+			t.Fatalf("err = %v, pulled %q", err, pulled)
+		}
+		pulled = ""
+		err = s.EnsureBlob(context.Background(), raftfsm.VM{Namespace: api.DefaultNamespace, ImageDigest: d, ImageSource: "registry.example/app:v1"}, d)
+		if err != nil || pulled != "" {
+			t.Fatalf("the namespace that has the content: err = %v, pulled %q", err, pulled)
 		}
 	})
 	t.Run("a registry reference no peer can send is pulled", func(t *testing.T) {
@@ -193,7 +214,8 @@ func TestSource_EnsureBlob_one_getter_at_a_time(t *testing.T) {
 	var mu sync.Mutex
 	pulls, running := 0, 0
 	var images *imagestore.Store
-	s, _, images := newSource(t, func(ctx context.Context, _ raftfsm.VM, digest string) error {
+	var a *fsmtest.Applier
+	s, a, images := newSource(t, func(ctx context.Context, vm raftfsm.VM, digest string) error {
 		mu.Lock()
 		pulls++
 		running++
@@ -204,10 +226,16 @@ func TestSource_EnsureBlob_one_getter_at_a_time(t *testing.T) {
 			return imagestore.ErrPartialBusy
 		}
 		<-release
-		_, _, err := images.Put(ctx, strings.NewReader(content), digest, nil)
+		if _, _, err := images.Put(ctx, strings.NewReader(content), digest, nil); err != nil {
+			return err
+		}
+		// as a pull does: the namespace's image has the content now
+		_, err := a.Apply(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{
+			Name: "app-v1", Namespace: vm.Namespace, Digest: digest, SizeBytes: int64(len(content)), Format: "raw",
+		}, Holder: "n1", Proof: raftfsm.ProofReceived})
 		return err
 	})
-	vm := raftfsm.VM{ImageDigest: d, ImageSource: "registry.example/app:v1"}
+	vm := raftfsm.VM{Namespace: api.DefaultNamespace, ImageDigest: d, ImageSource: "registry.example/app:v1"}
 	errs := make(chan error, 2)
 	go func() { errs <- s.EnsureBlob(context.Background(), vm, d) }()
 	poll.For(t, "the first pull", 10*time.Second, poll.True(func() bool { mu.Lock(); defer mu.Unlock(); return pulls == 1 }))

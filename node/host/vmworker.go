@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -134,6 +135,9 @@ func (w *vmWorker) run(ctx context.Context, vm raftfsm.VM, o observation) {
 		if r := (*diskcheck.RefusedError)(nil); errors.As(err, &r) {
 			// The user's disk, not this host, is at fault: the deploy says so.
 			msg, reason = "the image's disk is refused: "+r.Reason, api.ReasonBadRequest
+		} else if errors.Is(err, imagestore.ErrDigestMismatch) && vm.ImageSource != "" {
+			// So is a registry whose disk is not the content it names.
+			reason = api.ReasonBadRequest
 		}
 		w.reportFailed(ctx, vm, msg, reason)
 		result = "failed"

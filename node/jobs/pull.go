@@ -54,11 +54,16 @@ func (m *Manager) pullReference(ctx context.Context, ns, reference, want, arch s
 	if err != nil {
 		return nil, err
 	}
-	return m.pullResolved(ctx, r, reg, want, arch, progress)
+	return m.pullResolved(ctx, ns, r, reg, want, arch, progress)
 }
 
-// pullResolved pulls what Resolve found.
-func (m *Manager) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, want, arch string, progress ocidisk.Progress) (*pulled, error) {
+// pullResolved pulls what Resolve found for namespace ns. Every byte of
+// the disk is received from the registry, or taken from what ns may
+// already read (its images' blobs and chunks, its own earlier pulls, its
+// own pulls under way on other peers): the digests a registry's manifest
+// claims prove nothing until the whole disk is hashed, so a disk recorded
+// from a pull is one ns could have had anyway (raftfsm.ProofReceived).
+func (m *Manager) pullResolved(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, want, arch string, progress ocidisk.Progress) (*pulled, error) {
 	start := time.Now()
 	img := raftfsm.Image{Source: sourceOf(r), Arch: r.Config.Arch, Format: "raw", Description: r.Config.Description, VirtualSize: r.Config.VirtualSize}
 	var st *imagestore.Staged
@@ -71,7 +76,7 @@ func (m *Manager) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocid
 	case r.ContainerDisk:
 		st, err = m.pullContainerDisk(ctx, r, reg, arch, progress, &img)
 	default:
-		st, res, err = m.pullDisk(ctx, r, reg, progress)
+		st, res, err = m.pullDisk(ctx, ns, r, reg, progress)
 	}
 	handed := false // the leases go to the caller with the result
 	defer func() {
@@ -120,16 +125,16 @@ func (m *Manager) pullResolved(ctx context.Context, r ocidisk.Resolved, reg ocid
 // result. A resumed disk that does not match its digest (its host lost
 // writes the journal recorded) is pulled again whole, once. While another
 // pull of this peer writes the same disk, this one writes a file of its own.
-func (m *Manager) pullDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
+func (m *Manager) pullDisk(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
 	for attempt := 0; ; attempt++ {
-		part, err := m.cfg.Images.OpenPartial(r.Config.Digest, r.Config.VirtualSize)
+		part, err := m.cfg.Images.OpenScopedPartial(ns, r.Config.Digest, r.Config.VirtualSize)
 		if errors.Is(err, imagestore.ErrPartialBusy) {
-			return m.pullDiskAlone(ctx, r, reg, progress)
+			return m.pullDiskAlone(ctx, ns, r, reg, progress)
 		}
 		if err != nil {
 			return nil, ocidisk.PullResult{}, err
 		}
-		res, err := m.pullInto(ctx, r, reg, part, progress)
+		res, err := m.pullInto(ctx, ns, r, reg, part, progress)
 		if err != nil {
 			part.Close() // kept: the next pull of this disk goes on from here
 			return nil, res, err
@@ -146,29 +151,35 @@ func (m *Manager) pullDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.
 	}
 }
 
-// pullInto pulls an svc disk into its partial disk: through the swarm
-// (the chunks another peer pulling the same disk has come from it, and
-// the registry is read about once for all), else straight from the
-// registry.
-func (m *Manager) pullInto(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, part *imagestore.Partial, progress ocidisk.Progress) (ocidisk.PullResult, error) {
+// localChunks finds chunks in the blobs of this peer that namespace ns
+// may read.
+func (m *Manager) localChunks(ns string) *imagestore.ChunkFinder {
+	return m.cfg.Images.ChunksIn(func(blob string) bool { return m.cfg.FSM.NamespaceHolds(ns, blob) })
+}
+
+// pullInto pulls an svc disk for namespace ns into its partial disk:
+// through ns's swarm (the chunks another peer pulling the same disk for ns
+// has come from it, and the registry is read about once for all), else
+// straight from the registry.
+func (m *Manager) pullInto(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, part *imagestore.Partial, progress ocidisk.Progress) (ocidisk.PullResult, error) {
 	plan := swarm.Plan{Digest: r.Config.Digest, Size: r.Config.VirtualSize, Chunks: indexOf(r.Chunks)}
 	if m.cfg.Swarm == nil || plan.Validate() != nil {
-		return ocidisk.PullInto(ctx, r, reg, part, m.cfg.Images.Chunks(), progress)
+		return ocidisk.PullInto(ctx, r, reg, part, m.localChunks(ns), progress)
 	}
 	cr, err := ocidisk.NewChunkReader(ctx, r, reg)
 	if err != nil {
 		return ocidisk.PullResult{}, err
 	}
 	var seeds []string
-	if b, ok := m.cfg.FSM.Blob(plan.Digest); ok {
+	if b, ok := m.cfg.FSM.Blob(plan.Digest); ok && m.cfg.FSM.NamespaceHolds(ns, plan.Digest) {
 		for _, h := range b.Holders {
 			if h != m.cfg.Name {
 				seeds = append(seeds, h)
 			}
 		}
 	}
-	finder := m.cfg.Images.Chunks()
-	res, err := m.cfg.Swarm.Pull(ctx, plan, part, seeds,
+	finder := m.localChunks(ns)
+	res, err := m.cfg.Swarm.Pull(ctx, ns, plan, part, seeds,
 		func(ctx context.Context, c swarm.Chunk, buf []byte) error { return cr.Read(ctx, c.Offset, buf) },
 		func(c swarm.Chunk, buf []byte) bool { return finder.ReadChunk(c.Digest, buf) },
 		progress)
@@ -183,13 +194,14 @@ func (m *Manager) pullInto(ctx context.Context, r ocidisk.Resolved, reg ocidisk.
 	return out, nil
 }
 
-// pullDiskAlone pulls an svc disk into a staging file of its own.
-func (m *Manager) pullDiskAlone(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
+// pullDiskAlone pulls an svc disk for namespace ns into a staging file of
+// its own.
+func (m *Manager) pullDiskAlone(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
 	tmp, err := m.cfg.Images.TempPath("pull")
 	if err != nil {
 		return nil, ocidisk.PullResult{}, err
 	}
-	res, err := ocidisk.Pull(ctx, r, reg, tmp, m.cfg.Images.Chunks(), progress)
+	res, err := ocidisk.Pull(ctx, r, reg, tmp, m.localChunks(ns), progress)
 	if err != nil {
 		_ = os.Remove(tmp)
 		return nil, res, err
@@ -254,7 +266,7 @@ func (m *Manager) record(ctx context.Context, pd *pulled, ns, name, sourceType, 
 	}
 	var rec raftfsm.Image
 	err := pd.lease.Record(ctx, m.cfg.FSM.BlobInUse, func(ctx context.Context) (err error) {
-		rec, err = m.createImage(ctx, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: m.cfg.Name, FromRegistry: true})
+		rec, err = m.createImage(ctx, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: m.cfg.Name, FromRegistry: true, Proof: raftfsm.ProofReceived})
 		return err
 	})
 	if pd.nvram == nil {
@@ -399,14 +411,16 @@ func (m *Manager) ResolveImage(ctx context.Context, ns, reference, owner string)
 			CreatedAt: time.Now().UTC().Truncate(time.Second),
 		}
 		b, ok := m.cfg.FSM.Blob(img.Digest)
-		if !ok || len(b.Holders) == 0 {
+		if !ok || len(b.Holders) == 0 || !m.cfg.FSM.NamespaceHolds(ns, img.Digest) {
+			// The VM's host pulls it: a digest the registry claims is
+			// taken from the cluster only where ns may read it already.
 			return img, nil
 		}
-		// A peer holds this content already: the host fetches it from there.
+		// ns has this content already: the host fetches it from a peer.
 		img.SizeBytes = b.SizeBytes
-		return m.createImage(ctx, raftfsm.ImageCreate{Image: img, FromRegistry: true})
+		return m.createImage(ctx, raftfsm.ImageCreate{Image: img, FromRegistry: true, Proof: raftfsm.ProofNamespace})
 	}
-	pd, err := m.pullResolved(ctx, r, reg, "", m.cfg.Arch, nil)
+	pd, err := m.pullResolved(ctx, ns, r, reg, "", m.cfg.Arch, nil)
 	if err != nil {
 		return raftfsm.Image{}, err
 	}
@@ -434,7 +448,8 @@ func (m *Manager) nameForPull(ns string, ref name.Reference, source string) stri
 // recorded.
 func (m *Manager) PullVMImage(ctx context.Context, vm raftfsm.VM, digest string) error {
 	pd, err := m.pullReference(ctx, vm.Namespace, vm.ImageSource, digest, vm.Arch, nil)
-	if errors.Is(err, diskcheck.ErrRefused) {
+	if errors.Is(err, diskcheck.ErrRefused) || errors.Is(err, imagestore.ErrDigestMismatch) {
+		// the registry's disk is at fault, not this host
 		return fmt.Errorf("pull %s: %w", vm.ImageSource, err)
 	}
 	if err != nil {

@@ -96,7 +96,9 @@ func (l *Leader) Place(ctx context.Context, pl scheduler.Placement) (raftfsm.VM,
 // template of its shape).
 func (l *Leader) schedule(vm raftfsm.VM, req scheduler.Request) (string, error) {
 	l.refreshView()
-	if b, ok := l.cfg.FSM.Blob(vm.ImageDigest); ok {
+	// A registry's claim of a digest its namespace cannot read places the
+	// VM as if no peer held it (its host pulls it whole).
+	if b, ok := l.cfg.FSM.Blob(vm.ImageDigest); ok && (vm.ImageSource == "" || l.cfg.FSM.NamespaceHolds(vm.Namespace, vm.ImageDigest)) {
 		req.ImageHolders = b.Holders
 	}
 	if sh, ok := vm.Shape(); ok {

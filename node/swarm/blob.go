@@ -34,7 +34,7 @@ func (s *Service) FetchBlob(ctx context.Context, b Blob) (*imagestore.Lease, err
 			return nil, nil
 		}
 		s.mu.Lock()
-		a := s.active[b.Digest]
+		a := s.active[activeKey("", b.Digest)]
 		s.mu.Unlock()
 		if a == nil {
 			break
@@ -60,7 +60,7 @@ func (s *Service) FetchBlob(ctx context.Context, b Blob) (*imagestore.Lease, err
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", b.Digest, err)
 	}
-	a, err := s.start(plan, part)
+	a, err := s.start("", plan, part)
 	if err != nil {
 		part.Close()
 		return nil, err
@@ -106,28 +106,31 @@ func (s *Service) fetchInto(ctx context.Context, a *active, b Blob, plan Plan, p
 	return l, nil
 }
 
-// Pull runs a registry pull's chunks through the swarm: plan is the
-// disk's chunks as its manifest lists them, origin reads one from the
-// registry (only when no peer has it and the tracker granted it), disk
-// the pull's partial disk. The caller stages and checks the disk.
-func (s *Service) Pull(ctx context.Context, plan Plan, disk *imagestore.Partial, seeds []string,
+// Pull runs a registry pull's chunks through the swarm of scope (the
+// namespace it pulls for, Job.Scope): plan is the disk's chunks as its
+// manifest lists them, origin reads one from the registry (only when no
+// peer has it and the tracker granted it), disk the pull's partial disk,
+// seeds peers holding a blob of plan's digest that scope may read. The
+// caller stages and checks the disk.
+func (s *Service) Pull(ctx context.Context, scope string, plan Plan, disk *imagestore.Partial, seeds []string,
 	origin func(ctx context.Context, c Chunk, buf []byte) error, local func(Chunk, []byte) bool, progress func(done, total int64),
 ) (Result, error) {
-	a, err := s.start(plan, disk)
+	a, err := s.start(scope, plan, disk)
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := s.run(ctx, a, Job{Plan: plan, Disk: disk, Seeds: seeds, Origin: origin, Local: local, Progress: progress})
+	res, err := s.run(ctx, a, Job{Plan: plan, Scope: scope, Disk: disk, Seeds: seeds, Origin: origin, Local: local, Progress: progress})
 	a.stopServing()
 	s.end(a, err)
 	return res, err
 }
 
 // start registers a fetch under way, whose chunks are served once written.
-func (s *Service) start(plan Plan, disk *imagestore.Partial) (*active, error) {
+func (s *Service) start(scope string, plan Plan, disk *imagestore.Partial) (*active, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.active[plan.Digest] != nil {
+	k := activeKey(scope, plan.Digest)
+	if s.active[k] != nil {
 		return nil, fmt.Errorf("fetch %s: %w", plan.Digest, imagestore.ErrPartialBusy)
 	}
 	// A descriptor of its own: the disk's goes when it is staged, this one
@@ -136,8 +139,8 @@ func (s *Service) start(plan Plan, disk *imagestore.Partial) (*active, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", plan.Digest, err)
 	}
-	a := &active{digest: plan.Digest, idx: plan.index(), file: f, done: make(chan struct{})}
-	s.active[plan.Digest] = a
+	a := &active{key: k, digest: plan.Digest, idx: plan.index(), file: f, done: make(chan struct{})}
+	s.active[k] = a
 	return a, nil
 }
 
@@ -177,7 +180,7 @@ func (s *Service) end(a *active, err error) {
 	a.stopServing()
 	_ = a.file.Close()
 	s.mu.Lock()
-	delete(s.active, a.digest)
+	delete(s.active, a.key)
 	s.mu.Unlock()
 	a.err = err
 	close(a.done)

@@ -60,8 +60,9 @@ type Disk interface {
 
 // Net is how a fetch reaches the other peers.
 type Net interface {
-	// Chunk reads chunk c of blob digest from node into buf (len c.Size).
-	Chunk(ctx context.Context, node, digest string, c Chunk, buf []byte) error
+	// Chunk reads chunk c of blob digest from node into buf (len c.Size),
+	// for a fetch of scope (Job.Scope).
+	Chunk(ctx context.Context, node, scope, digest string, c Chunk, buf []byte) error
 	// Announce tells the tracker what this peer has of plan key.
 	Announce(ctx context.Context, key string, a Announce) (Reply, error)
 }
@@ -69,7 +70,14 @@ type Net interface {
 // Job is one blob to fetch.
 type Job struct {
 	Plan Plan
-	Disk Disk
+	// Scope is "" for a blob the cluster has recorded (every chunk of it
+	// may come from any peer that holds it), or the namespace a registry
+	// pull is for: its swarm is that namespace's pulls alone, and a peer
+	// serves it from a blob it holds only when the namespace may read that
+	// blob (Config.Readable), since the digests a registry claims prove
+	// nothing until the whole disk is hashed.
+	Scope string
+	Disk  Disk
 	// Seeds hold the whole blob. Without an Origin they are the origin
 	// (read only for chunks claimed at the tracker); with one, peers like
 	// any other.
@@ -149,7 +157,7 @@ func newRun(job Job) (*run, error) {
 	}
 	n := len(job.Plan.Chunks)
 	r := &run{
-		job: job, key: job.Plan.Key(), total: job.Plan.Size, have: NewBits(n), left: n,
+		job: job, key: ScopedKey(job.Scope, job.Plan.Key()), total: job.Plan.Size, have: NewBits(n), left: n,
 		inflight: map[int]bool{}, granted: map[int]bool{}, tries: make([]int, n), view: map[string]Bits{},
 		banned: map[string]bool{}, resting: map[string]time.Time{}, failures: map[string]int{}, changed: make(chan struct{}),
 		lastAnswer: time.Now(),
@@ -400,7 +408,7 @@ func (r *run) get(ctx context.Context, src string, c Chunk, buf []byte) (string,
 	if from == originName {
 		err = r.job.Origin(ctx, c, buf)
 	} else {
-		err = r.job.Net.Chunk(ctx, from, r.job.Plan.Digest, c, buf)
+		err = r.job.Net.Chunk(ctx, from, r.job.Scope, r.job.Plan.Digest, c, buf)
 	}
 	if err == nil && !matches(c, buf) {
 		err = fmt.Errorf("%w: chunk at %d from %s", ErrBadChunk, c.Offset, nameOf(from))

@@ -37,12 +37,15 @@ const maxPlanBody = MaxChunks * 200
 // httpNet is Net over the peers' API.
 type httpNet struct{ s *Service }
 
-func (n httpNet) Chunk(ctx context.Context, node, digest string, c Chunk, buf []byte) error {
+func (n httpNet) Chunk(ctx context.Context, node, scope, digest string, c Chunk, buf []byte) error {
 	base := n.s.cfg.PeerURL(node)
 	if base == "" {
 		return fmt.Errorf("peer %s: no address known", node)
 	}
 	q := url.Values{"offset": {strconv.FormatInt(c.Offset, 10)}, "size": {strconv.FormatInt(c.Size, 10)}}
+	if scope != "" {
+		q.Set("scope", scope)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+chunksPrefix+digest+"?"+q.Encode(), nil)
 	if err != nil {
 		return err

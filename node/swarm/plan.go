@@ -55,6 +55,16 @@ func (p Plan) Key() string {
 	return p.Digest + "." + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+// ScopedKey is the tracker's name of a plan fetched for scope (Job.Scope):
+// the plan's key alone for no scope, "<scope>/<key>" for a namespace, so
+// that the pulls of two namespaces never meet in one swarm.
+func ScopedKey(scope, key string) string {
+	if scope == "" {
+		return key
+	}
+	return scope + "/" + key
+}
+
 // Validate checks that the chunks lie in the blob in order, without
 // overlap, each at most MaxChunk, with sha256 digests. Gaps between them
 // are zeros (a sparse disk's holes travel as nothing).

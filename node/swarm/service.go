@@ -35,6 +35,10 @@ type Config struct {
 	MaxUploads int
 	// Workers is how many chunks a fetch reads at once (default 4).
 	Workers int
+	// Readable says whether namespace scope may read the blob digest: a
+	// chunk asked for a fetch of that scope is served from a blob this
+	// peer holds only then (Job.Scope). Nil: never.
+	Readable func(scope, digest string) bool
 	// CorruptServed flips a byte of every chunk this peer serves: a test
 	// hook standing for a peer with a bad disk or memory.
 	CorruptServed bool
@@ -56,12 +60,13 @@ type Service struct {
 	dropped prometheus.Counter
 
 	mu     sync.Mutex
-	active map[string]*active // by blob digest
+	active map[string]*active // by activeKey(scope, blob digest)
 	cuts   map[string]*cutting
 }
 
 // active is a fetch under way whose written chunks may be served.
 type active struct {
+	key    string // activeKey(scope, digest)
 	digest string
 	run    *run
 	idx    map[int64]int
@@ -125,10 +130,15 @@ func (s *Service) FetchedBytes() int64 { return s.fetched.Load() }
 // ErrNotHeld is returned by OpenChunk for a chunk this peer does not have.
 var ErrNotHeld = errors.New("this peer does not have that chunk")
 
+// activeKey names a fetch under way: its scope (Job.Scope) and blob.
+func activeKey(scope, digest string) string { return scope + "\x00" + digest }
+
 // OpenChunk opens a chunk of a blob this peer holds or is fetching, to be
-// served; done must be called after. It returns ErrBusy when this peer
-// serves MaxUploads chunks already.
-func (s *Service) OpenChunk(digest string, off, size int64) (io.Reader, func(), error) {
+// served to a fetch of scope (Job.Scope); done must be called after. It
+// returns ErrBusy when this peer serves MaxUploads chunks already. A
+// scoped fetch gets chunks of this peer's fetch of the same scope, or of
+// a blob this peer holds that the scope may read (Config.Readable).
+func (s *Service) OpenChunk(scope, digest string, off, size int64) (io.Reader, func(), error) {
 	if !imagestore.ValidDigest(digest) {
 		return nil, nil, fmt.Errorf("%q: %w", digest, imagestore.ErrBadDigest)
 	}
@@ -141,7 +151,7 @@ func (s *Service) OpenChunk(digest string, off, size int64) (io.Reader, func(), 
 		return nil, nil, ErrBusy
 	}
 	free := func() { <-s.slots }
-	r, done, err := s.openChunk(digest, off, size)
+	r, done, err := s.openChunk(scope, digest, off, size)
 	if err != nil {
 		free()
 		return nil, nil, err
@@ -153,17 +163,19 @@ func (s *Service) OpenChunk(digest string, off, size int64) (io.Reader, func(), 
 	return r, func() { done(); free() }, nil
 }
 
-func (s *Service) openChunk(digest string, off, size int64) (io.Reader, func(), error) {
-	if f, err := s.cfg.Store.Open(digest); err == nil {
-		st, err := f.Stat()
-		if err != nil || off+size > st.Size() {
-			f.Close()
-			return nil, nil, fmt.Errorf("%w: %d bytes at %d of a blob of %d", ErrNotHeld, size, off, st.Size())
+func (s *Service) openChunk(scope, digest string, off, size int64) (io.Reader, func(), error) {
+	if scope == "" || s.cfg.Readable != nil && s.cfg.Readable(scope, digest) {
+		if f, err := s.cfg.Store.Open(digest); err == nil {
+			st, err := f.Stat()
+			if err != nil || off+size > st.Size() {
+				f.Close()
+				return nil, nil, fmt.Errorf("%w: %d bytes at %d of a blob", ErrNotHeld, size, off)
+			}
+			return io.NewSectionReader(f, off, size), func() { f.Close() }, nil
 		}
-		return io.NewSectionReader(f, off, size), func() { f.Close() }, nil
 	}
 	s.mu.Lock()
-	a := s.active[digest]
+	a := s.active[activeKey(scope, digest)]
 	if a != nil && a.run == nil {
 		a = nil // not started yet
 	}
@@ -203,10 +215,13 @@ func (c *corrupting) Read(p []byte) (int, error) {
 func (s *Service) Received(digest string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a := s.active[digest]; a != nil && a.run != nil {
-		return a.run.done.Load()
+	var n int64
+	for _, a := range s.active {
+		if a.digest == digest && a.run != nil {
+			n = max(n, a.run.done.Load())
+		}
 	}
-	return 0
+	return n
 }
 
 // Plan returns the plan of a blob this peer holds: the chunk index kept

@@ -62,7 +62,7 @@ type memNet struct {
 	served  map[string]*atomic.Int64
 }
 
-func (n memNet) Chunk(ctx context.Context, node, _ string, c Chunk, buf []byte) error {
+func (n memNet) Chunk(ctx context.Context, node, _, _ string, c Chunk, buf []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func TestRun_resumes_what_the_disk_has(t *testing.T) {
 // on from its Origin alone.
 type failingNet struct{}
 
-func (failingNet) Chunk(context.Context, string, string, Chunk, []byte) error {
+func (failingNet) Chunk(context.Context, string, string, string, Chunk, []byte) error {
 	return errors.New("down")
 }
 func (failingNet) Announce(context.Context, string, Announce) (Reply, error) {
@@ -235,12 +235,12 @@ type ghostNet struct {
 	asked *atomic.Int64
 }
 
-func (n ghostNet) Chunk(ctx context.Context, node, digest string, c Chunk, buf []byte) error {
+func (n ghostNet) Chunk(ctx context.Context, node, scope, digest string, c Chunk, buf []byte) error {
 	if node == "ghost" {
 		n.asked.Add(1)
 		return errors.New("connection refused")
 	}
-	return n.memNet.Chunk(ctx, node, digest, c, buf)
+	return n.memNet.Chunk(ctx, node, scope, digest, c, buf)
 }
 
 func TestRun_unreachable_peer_shunned(t *testing.T) {

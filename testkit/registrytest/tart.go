@@ -50,6 +50,10 @@ type TartImage struct {
 	NVRAM  []byte
 	// LayerSize cuts the disk into layers (Tart cuts 512 MiB ones).
 	LayerSize int
+	// ClaimDigest, when set, is written as every disk layer's
+	// uncompressed digest instead of the layer's own: a registry that
+	// lies about what its layers hold.
+	ClaimDigest string
 }
 
 // PushTart pushes img to ref as tart push lays it out: a VM config layer,
@@ -66,11 +70,15 @@ func PushTart(t testing.TB, ref name.Reference, img TartImage, opts ...remote.Op
 		part := img.Disk[off:min(off+img.LayerSize, len(img.Disk))]
 		z := AppleLZ4(part)
 		sum := sha256.Sum256(part)
+		digest := "sha256:" + hex.EncodeToString(sum[:])
+		if img.ClaimDigest != "" {
+			digest = img.ClaimDigest
+		}
 		adds = append(adds, mutate.Addendum{
 			Layer: static.NewLayer(z, tartDisk), MediaType: tartDisk,
 			Annotations: map[string]string{
 				tartSize:   strconv.Itoa(len(part)),
-				tartDigest: "sha256:" + hex.EncodeToString(sum[:]),
+				tartDigest: digest,
 			},
 		})
 	}

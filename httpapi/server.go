@@ -19,6 +19,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/internal/keyedlimit"
 	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
@@ -100,7 +101,7 @@ type Server struct {
 	authn      *auth.Authenticator
 	metrics    *httpMetrics
 	conns      *connLimiter
-	fails      *authFails
+	fails      *keyedlimit.Limiter
 	hubMu      sync.Mutex
 	hub        *watchHub // nil until RunWatches
 }
@@ -308,7 +309,7 @@ func (s *Server) handle(rt Route, h handler) {
 		ip := clientIP(r)
 		_, fromPeer := s.links.PeerOf(r)
 		checked := rt.Rule != RuleOpen && rt.Rule != RulePeer && !fromPeer
-		if checked && s.fails.blocked(ip, time.Now()) && !s.authn.Known(r.Header.Get("Authorization")) {
+		if checked && s.fails.Blocked(ip, time.Now()) && !s.authn.Known(r.Header.Get("Authorization")) {
 			s.metrics.authThrottled.Inc()
 			e := errorf(http.StatusTooManyRequests, api.ReasonTooManyRequests, "too many calls without a valid token from %s; slow down", ip)
 			e.retryAfter = "1"
@@ -347,7 +348,7 @@ func (s *Server) handle(rt Route, h handler) {
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr)) // a refusal names who was refused too
 		if err != nil {
 			if checked && toAPIError(err).code == http.StatusUnauthorized {
-				s.fails.failed(ip, time.Now())
+				s.fails.Spend(ip, time.Now())
 			}
 			writeError(w, s.log, err)
 			return

@@ -253,7 +253,7 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.member = membership.New(membership.Config{
 		Host: p.netHost(), Identity: p.id, Trust: p.trust, FSM: p.FSM(), Proposer: p, Pool: pool,
-		KeysInstalled: func(uint64) { p.health.AnnounceSoon() }, Log: cfg.Log.With("part", "membership"),
+		KeysInstalled: func(uint64) { p.health.AnnounceSoon() }, Sync: p.caught.SyncReplica, Log: cfg.Log.With("part", "membership"),
 	})
 	p.hostAdmin = hostadmin.New(hostadmin.Config{
 		DataDir: cfg.DataDir, FSM: p.FSM(), SigningKey: p.member.SigningKey, Apply: p.applyHostUser,

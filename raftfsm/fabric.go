@@ -184,6 +184,36 @@ func (s *State) applyJoinTokenRevoke(c JoinTokenRevoke) (any, error) {
 	return *t.clone(), nil
 }
 
+// joinSecret returns join token id if secretHash is its secret's: an
+// error of kind ErrNotFound when the state has no such token, ErrInvalid
+// when the secret is wrong.
+func joinSecret(fb *Fabric, id, secretHash string) (*JoinToken, error) {
+	t, ok := fb.JoinTokens[id]
+	switch {
+	case !ok:
+		return nil, ruleErr(ErrNotFound, "join token %s is not one of this cluster's (or has expired and been dropped)", id)
+	case subtle.ConstantTimeCompare([]byte(t.SecretHash), []byte(secretHash)) != 1:
+		return nil, ruleErr(ErrInvalid, "join token %s: the secret is wrong", id)
+	}
+	return t, nil
+}
+
+// CheckJoinSecret checks a join token's id and secret hash against this
+// replica, before anything is proposed: ErrNotFound when the replica does
+// not know the token (it may lag the leader: catch up and ask again),
+// ErrInvalid when the secret is wrong. The admission checks both again,
+// with the rest, on the leader.
+func (f *FSM) CheckJoinSecret(id, secretHash string) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fb, err := f.state.fabric()
+	if err != nil {
+		return err
+	}
+	_, err = joinSecret(fb, id, secretHash)
+	return err
+}
+
 func (s *State) applyPeerAdmit(index uint64, c PeerAdmit) (any, error) {
 	fb, err := s.fabric()
 	if err != nil {
@@ -195,12 +225,9 @@ func (s *State) applyPeerAdmit(index uint64, c PeerAdmit) (any, error) {
 	if c.KeyID == "" || c.RaftAddr == "" || c.Addr == "" {
 		return nil, ruleErr(ErrInvalid, "a peer is admitted with its key and addresses")
 	}
-	t, ok := fb.JoinTokens[c.TokenID]
-	switch {
-	case !ok:
-		return nil, ruleErr(ErrInvalid, "join token %s is not one of this cluster's (or has expired and been dropped)", c.TokenID)
-	case subtle.ConstantTimeCompare([]byte(t.SecretHash), []byte(c.SecretHash)) != 1:
-		return nil, ruleErr(ErrInvalid, "join token %s: the secret is wrong", c.TokenID)
+	t, err := joinSecret(fb, c.TokenID, c.SecretHash)
+	if err != nil {
+		return nil, ruleErr(ErrInvalid, "%s", err.Error())
 	}
 	if p, ok := fb.Peers[c.Name]; ok && p.KeyID == c.KeyID && p.Token == c.TokenID && p.Addr == c.Addr && p.RaftAddr == c.RaftAddr {
 		// The same host asks again with the same token (the answer to its

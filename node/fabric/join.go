@@ -13,6 +13,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/svc-project/svc/internal/keyedlimit"
 )
 
 // Paths of the join service, served over TLS on the gossip port.
@@ -87,10 +89,33 @@ type Admitter interface {
 // maxJoinBody bounds a join request.
 const maxJoinBody = 16 << 10
 
-// JoinHandler serves the join service.
+// Bounds of the join attempts a source address may make: a host joins
+// once (and asks again only when an answer was lost), so a source that
+// asks more often is guessing.
+const (
+	joinRate    = 1 // per second
+	joinBurst   = 10
+	joinSources = 4096
+	joinIdle    = 10 * time.Minute
+)
+
+// JoinHandler serves the join service. A source address may send
+// joinBurst join requests at once and one a second after that; past it
+// the request is refused (429) before it is read.
 func JoinHandler(a Admitter, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
+	limit := keyedlimit.New(joinRate, joinBurst, joinSources, joinIdle)
 	mux.HandleFunc("POST "+JoinPath, func(w http.ResponseWriter, r *http.Request) {
+		src, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			src = r.RemoteAddr
+		}
+		if !limit.Allow(src, time.Now()) {
+			log.Warn("refused a join: too many attempts", "from", r.RemoteAddr)
+			w.Header().Set("Retry-After", "10")
+			writeRefusal(w, Refuse(http.StatusTooManyRequests, "too many join attempts from %s; a host joins once: try again in a few seconds", src))
+			return
+		}
 		var req JoinRequest
 		dec := json.NewDecoder(io.LimitReader(r.Body, maxJoinBody))
 		dec.DisallowUnknownFields()
@@ -238,7 +263,7 @@ func call(ctx context.Context, cl *http.Client, method, url string, in, out any)
 		if json.Unmarshal(b, &ref) != nil || ref.Message == "" {
 			ref.Message = resp.Status
 		}
-		if resp.StatusCode >= 500 {
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			return fmt.Errorf("the cluster could not answer: %s", ref.Message)
 		}
 		return fmt.Errorf("%w: %s", ErrRefused, ref.Message)

@@ -50,9 +50,13 @@ func (m *Membership) Admit(ctx context.Context, req fabric.JoinRequest, from str
 	now := time.Now().UTC()
 	ctx, cancel := context.WithTimeout(ctx, admitWait)
 	defer cancel()
+	hash := fabric.HashSecret(req.Secret)
+	if err := m.checkSecret(ctx, req.TokenID, hash); err != nil {
+		return fabric.JoinResponse{}, err
+	}
 	_, err = m.cfg.Proposer.Apply(ctx, raftfsm.TypePeerAdmit, raftfsm.PeerAdmit{
 		Name: req.Name, KeyID: keyID, Addr: req.Addr, RaftAddr: req.RaftAddr,
-		TokenID: req.TokenID, SecretHash: fabric.HashSecret(req.Secret), Time: now,
+		TokenID: req.TokenID, SecretHash: hash, Time: now,
 	})
 	switch {
 	case errors.Is(err, raftfsm.ErrInvalid):
@@ -89,6 +93,35 @@ func (m *Membership) Admit(ctx context.Context, req fabric.JoinRequest, from str
 	}
 	return resp, nil
 }
+
+// checkSecret checks a join token's secret against this replica before
+// anything is proposed: a request with an invented secret costs a lookup,
+// never a Raft entry. A token this replica does not know yet (made a moment
+// ago through the leader) is looked up again once the replica has caught
+// up with the leader (round trips shared among callers).
+func (m *Membership) checkSecret(ctx context.Context, id, hash string) error {
+	err := m.cfg.FSM.CheckJoinSecret(id, hash)
+	if errors.Is(err, raftfsm.ErrNotFound) && m.cfg.Sync != nil {
+		sctx, cancel := context.WithTimeout(ctx, syncWait)
+		serr := m.cfg.Sync(sctx)
+		cancel()
+		if serr != nil {
+			return fmt.Errorf("check the join token against the leader's state: %w", serr)
+		}
+		err = m.cfg.FSM.CheckJoinSecret(id, hash)
+	}
+	switch {
+	case errors.Is(err, raftfsm.ErrNotFound), errors.Is(err, raftfsm.ErrInvalid):
+		return fabric.Refuse(http.StatusForbidden, "%v", err)
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// syncWait bounds a catch-up with the leader for a token this replica does
+// not know.
+const syncWait = 5 * time.Second
 
 // Standing answers a peer that asks whether it may rejoin: nil when its
 // certificate is of an admitted peer, else a refusal that says why (a

@@ -44,6 +44,9 @@ type Config struct {
 	// has installed (the peer reports it, so that a rotation knows when
 	// every peer holds the new key).
 	KeysInstalled func(epoch uint64)
+	// Sync waits until this replica has what the leader had applied when
+	// it was asked (a join token made a moment ago): nil never waits.
+	Sync func(ctx context.Context) error
 	// RenewEvery is how often the certificate's age is checked (default
 	// one minute).
 	RenewEvery time.Duration

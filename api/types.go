@@ -156,6 +156,10 @@ type ClusterInfo struct {
 type ApplyRequest struct {
 	Type byte            `json:"type"`
 	Body json.RawMessage `json:"body"`
+	// Tokens, with an audit append, are the bearer tokens of its entries'
+	// requests, one per entry ("" for none): the leader checks each
+	// against its entry's subject and writes none of them anywhere.
+	Tokens []string `json:"tokens,omitempty"`
 }
 
 // HostUserPath is the leader's route for the users root on a peer's host

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,7 +18,11 @@ import (
 // Auditor takes the audit entries of the API writes this peer receives
 // (node/audit.Recorder); it must not block.
 type Auditor interface {
-	Record(e raftfsm.AuditEntry)
+	// Record takes an entry and the bearer token its request carried.
+	Record(e raftfsm.AuditEntry, token string)
+	// Keep is how many entries the log keeps, as this peer is configured:
+	// the leader's bound is the one applied, whoever proposes.
+	Keep() int
 }
 
 // audited says whether a request is an API write the audit log records:
@@ -47,11 +53,13 @@ func subjectOf(p auth.Principal) string {
 // auditWrite writes the audit entry of an answered write: never its body, its
 // headers or its query (no secret goes there).
 func (s *Server) auditWrite(r *http.Request, p httprouter.Params, pr auth.Principal, code int, start time.Time) {
-	s.auditRecord(r, subjectOf(pr), p.ByName("namespace"), code, start)
+	token, _ := auth.BearerToken(r.Header.Get("Authorization"))
+	s.auditRecord(r, subjectOf(pr), p.ByName("namespace"), code, start, token)
 }
 
-// auditRecord writes one audit entry of r, answered with code, as subject's.
-func (s *Server) auditRecord(r *http.Request, subject, ns string, code int, start time.Time) {
+// auditRecord writes one audit entry of r, answered with code, as
+// subject's, whose request carried token.
+func (s *Server) auditRecord(r *http.Request, subject, ns string, code int, start time.Time, token string) {
 	if s.cfg.Audit == nil {
 		return
 	}
@@ -62,7 +70,42 @@ func (s *Server) auditRecord(r *http.Request, subject, ns string, code int, star
 	if code >= 300 {
 		e.Reason = http.StatusText(code)
 	}
-	s.cfg.Audit.Record(e)
+	s.cfg.Audit.Record(e, token)
+}
+
+// vetAudit is the leader's check of the audit entries another peer
+// proposes (CheckProposer has checked that each is the peer's own and
+// dated near now). A peer appends what it witnessed: an entry keeps its
+// subject only when the token of its request (tokens, one per entry) is
+// the subject's and was good at the entry's time, or when the subject is
+// the proposing peer's own root; any other goes with the calls that
+// carried no valid token, saying whom it named. And a peer never trims:
+// the log keeps the leader's configured bound, whatever the peer asked.
+func (s *Server) vetAudit(peer string, body json.RawMessage, tokens []string) (json.RawMessage, error) {
+	var c raftfsm.AuditAppend
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, badRequest("audit append: %v", err)
+	}
+	if len(tokens) > len(c.Entries) {
+		return nil, badRequest("field \"tokens\": %d tokens for %d entries", len(tokens), len(c.Entries))
+	}
+	for i := range c.Entries {
+		e := &c.Entries[i]
+		if e.Subject == "" || e.Subject == "root@"+peer {
+			continue
+		}
+		if i < len(tokens) && tokens[i] != "" {
+			if pr, err := s.authn.Authenticate("Bearer "+tokens[i], e.Time); err == nil && subjectOf(pr) == e.Subject {
+				continue
+			}
+		}
+		e.Reason = fmt.Sprintf("peer %s named %q without that subject's token", peer, e.Subject)
+		e.Subject = ""
+	}
+	if s.cfg.Audit != nil {
+		c.Keep = s.cfg.Audit.Keep()
+	}
+	return json.Marshal(c)
 }
 
 // listAudit answers the audit log, filtered: ?namespace=, ?subject=,

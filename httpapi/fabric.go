@@ -166,7 +166,7 @@ func (s *Server) hostUser(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if err != nil {
 		code = toAPIError(err).code
 	}
-	s.auditRecord(r, "root@"+peer, "", code, start)
+	s.auditRecord(r, "root@"+peer, "", code, start, "")
 	if err != nil {
 		return err
 	}

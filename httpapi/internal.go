@@ -13,9 +13,13 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// maxApplyBody bounds a peer's proposal: an audit batch of
+// raftfsm.MaxAuditBatch entries with their requests' tokens.
+const maxApplyBody = 8 << 20
+
 func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req api.ApplyRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	if err := decodeJSONMax(w, r, &req, maxApplyBody); err != nil {
 		return err
 	}
 	t := raftfsm.Type(req.Type)
@@ -33,7 +37,14 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 	if err := s.replica.FSM().CheckProposer(peer, t, req.Body, time.Now()); err != nil {
 		return errorf(http.StatusForbidden, api.ReasonForbidden, "%v", err)
 	}
-	var body any = json.RawMessage(req.Body)
+	raw := json.RawMessage(req.Body)
+	if t == raftfsm.TypeAuditAppend {
+		var err error
+		if raw, err = s.vetAudit(peer, raw, req.Tokens); err != nil {
+			return err
+		}
+	}
+	var body any = raw
 	if _, err := s.apply(r.Context(), t, body); err != nil {
 		return err
 	}

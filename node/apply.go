@@ -25,10 +25,26 @@ func (p *Peer) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
 		}
 		return v, nil
 	}
-	return nil, p.applyRemote(ctx, t, body)
+	return nil, p.applyRemote(ctx, t, body, nil)
 }
 
-func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error {
+// AppendAudit writes the audit entries of requests this peer received: on
+// the leader straight to Raft; elsewhere through the leader, with the
+// bearer token of each entry's request (tokens), which the leader checks
+// against the entry's subject and never writes (httpapi's vetAudit).
+func (p *Peer) AppendAudit(ctx context.Context, c raftfsm.AuditAppend, tokens []string) error {
+	if p.store.IsLeader() {
+		if _, err := p.store.ApplyCommand(ctx, raftfsm.TypeAuditAppend, c); err != nil {
+			return fmt.Errorf("apply %s: %w", raftfsm.TypeAuditAppend, err)
+		}
+		return nil
+	}
+	return p.applyRemote(ctx, raftfsm.TypeAuditAppend, c, tokens)
+}
+
+// applyRemote proposes a command of this peer's own through the leader
+// (tokens: see api.ApplyRequest).
+func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any, tokens []string) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", t, err)
@@ -45,7 +61,7 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any) error 
 			return err
 		}
 		cl := &api.Client{BaseURL: p.links.PeerScheme() + "://" + addr, HTTP: p.peerHTTP} // over the fabric: the leader knows this peer by its certificate
-		h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b}, nil)
+		h, err := cl.DoHeader(ctx, http.MethodPost, "/api/v1/internal/apply", api.ApplyRequest{Type: byte(t), Body: b, Tokens: tokens}, nil)
 		if err == nil {
 			p.waitAppliedHeader(ctx, t, h)
 			return nil

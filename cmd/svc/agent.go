@@ -134,7 +134,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.StringSliceVar(&a.registryAllow, "registry-allow", nil, "registries peers may contact beyond public addresses: CIDRs, addresses, host names (default: none; with --dev, loopback and private ranges)")
 	f.IntVar(&a.maxJobs, "max-jobs", 4, "registry jobs (pushes, pulls) this peer runs at once; the others wait their turn (1 to 64)")
 	f.IntVar(&a.maxUploadStreams, "max-upload-streams", 4, "image chunks this peer serves to other peers at once; more are sent elsewhere (1 to 64)")
-	f.IntVar(&a.auditEntries, "audit-entries", 10000, fmt.Sprintf("API writes the cluster's audit log keeps, the oldest dropped (%d to %d; the last peer to write sets it)", raftfsm.MinAuditKeep, raftfsm.MaxAuditKeep))
+	f.IntVar(&a.auditEntries, "audit-entries", 10000, fmt.Sprintf("API writes the cluster's audit log keeps, the oldest dropped (%d to %d; the leader's value is the one applied)", raftfsm.MinAuditKeep, raftfsm.MaxAuditKeep))
 	f.IntVar(&a.templates, "templates", 4, "booted templates this node keeps for warm VM configs, whose VMs then start without a boot (0 to 32; 0: none)")
 	f.StringVar(&a.templatesMaxBytes, "templates-max-bytes", "16G", "disk the booted templates may take (memory files and disks), e.g. 16G")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")

@@ -10,9 +10,19 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-// Proposer writes a command through Raft (on the leader, from any peer).
+// Proposer writes audit entries through Raft (on the leader, from any
+// peer): tokens are the bearer tokens of the entries' requests, one per
+// entry ("" for none), which the leader checks against each entry's
+// subject and never writes anywhere.
 type Proposer interface {
-	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
+	AppendAudit(ctx context.Context, c raftfsm.AuditAppend, tokens []string) error
+}
+
+// pending is an entry waiting for its batch, with the token its request
+// carried.
+type pending struct {
+	e     raftfsm.AuditEntry
+	token string
 }
 
 // Bounds of a recorder.
@@ -29,7 +39,7 @@ const (
 
 // Recorder batches audit entries into the replicated log.
 type Recorder struct {
-	in      chan raftfsm.AuditEntry
+	in      chan pending
 	keep    int
 	prop    Proposer
 	log     *slog.Logger
@@ -41,7 +51,7 @@ type Recorder struct {
 // entries.
 func New(prop Proposer, keep int, log *slog.Logger, reg prometheus.Registerer) *Recorder {
 	r := &Recorder{
-		in: make(chan raftfsm.AuditEntry, buffered), keep: keep, prop: prop, log: log,
+		in: make(chan pending, buffered), keep: keep, prop: prop, log: log,
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "svc_audit_dropped_total", Help: "Audit entries this peer dropped: its buffer was full, or the cluster refused their batch."}),
 		written: prometheus.NewCounter(prometheus.CounterOpts{Name: "svc_audit_written_total", Help: "Audit entries this peer wrote to the replicated audit log."}),
 	}
@@ -49,10 +59,17 @@ func New(prop Proposer, keep int, log *slog.Logger, reg prometheus.Registerer) *
 	return r
 }
 
-// Record queues an entry; it never blocks.
-func (r *Recorder) Record(e raftfsm.AuditEntry) {
+// Keep is how many entries the log keeps, as this peer is configured (the
+// leader's bound is the one that counts).
+func (r *Recorder) Keep() int { return r.keep }
+
+// Record queues an entry of a request this peer received, with the bearer
+// token the request carried ("" for none: the leader then keeps the entry
+// with the calls that carried no valid token, unless its subject is this
+// peer's root); it never blocks.
+func (r *Recorder) Record(e raftfsm.AuditEntry, token string) {
 	select {
-	case r.in <- e:
+	case r.in <- pending{e, token}:
 	default:
 		r.dropped.Inc()
 	}
@@ -64,7 +81,7 @@ func (r *Recorder) Record(e raftfsm.AuditEntry) {
 func (r *Recorder) Run(ctx context.Context) {
 	tick := time.NewTicker(flushEvery)
 	defer tick.Stop()
-	var batch []raftfsm.AuditEntry
+	var batch []pending
 	for {
 		select {
 		case e := <-r.in:
@@ -85,7 +102,7 @@ func (r *Recorder) Run(ctx context.Context) {
 }
 
 // take adds the entries queued now to batch, up to a batch's worth.
-func (r *Recorder) take(batch []raftfsm.AuditEntry) []raftfsm.AuditEntry {
+func (r *Recorder) take(batch []pending) []pending {
 	for len(batch) < raftfsm.MaxAuditBatch {
 		select {
 		case e := <-r.in:
@@ -100,13 +117,18 @@ func (r *Recorder) take(batch []raftfsm.AuditEntry) []raftfsm.AuditEntry {
 // flush writes batch and returns what is left to write: nothing, or the
 // batch again when the write failed for a passing reason (no leader), at
 // most a batch's worth.
-func (r *Recorder) flush(ctx context.Context, batch []raftfsm.AuditEntry) []raftfsm.AuditEntry {
+func (r *Recorder) flush(ctx context.Context, batch []pending) []pending {
 	if len(batch) == 0 {
 		return batch
 	}
 	pctx, cancel := context.WithTimeout(ctx, proposeTimeout)
 	defer cancel()
-	_, err := r.prop.Apply(pctx, raftfsm.TypeAuditAppend, raftfsm.AuditAppend{Entries: batch, Keep: r.keep})
+	c := raftfsm.AuditAppend{Entries: make([]raftfsm.AuditEntry, len(batch)), Keep: r.keep}
+	tokens := make([]string, len(batch))
+	for i, p := range batch {
+		c.Entries[i], tokens[i] = p.e, p.token
+	}
+	err := r.prop.AppendAudit(pctx, c, tokens)
 	if err == nil {
 		r.written.Add(float64(len(batch)))
 		return batch[:0]

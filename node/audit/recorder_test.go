@@ -29,21 +29,25 @@ type proposer struct {
 
 var errFail = errors.New("no leader")
 
-func (p *proposer) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+func (p *proposer) AppendAudit(ctx context.Context, c raftfsm.AuditAppend, tokens []string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls++
 	p.ctxErr = append(p.ctxErr, ctx.Err())
-	if t != raftfsm.TypeAuditAppend {
-		return nil, fmt.Errorf("proposed %s", t)
+	if len(tokens) != len(c.Entries) {
+		return fmt.Errorf("%d tokens for %d entries", len(tokens), len(c.Entries))
 	}
 	if p.calls <= p.fail {
-		return nil, errFail
+		return errFail
 	}
-	b := body.(raftfsm.AuditAppend)
-	b.Entries = slices.Clone(b.Entries)
-	p.batches = append(p.batches, b)
-	return nil, nil
+	for i, e := range c.Entries {
+		if tokens[i] != "tok-"+e.Path {
+			return fmt.Errorf("entry %s went with token %q", e.Path, tokens[i])
+		}
+	}
+	c.Entries = slices.Clone(c.Entries)
+	p.batches = append(p.batches, c)
+	return nil
 }
 
 // written returns the paths of the entries written, in order, and the
@@ -110,7 +114,7 @@ func TestRecorder_batches(t *testing.T) {
 			prop := &proposer{fail: tc.fail}
 			r := newRecorder(prop)
 			for i := range tc.entries {
-				r.Record(entry(i))
+				r.Record(entry(i), "tok-"+entry(i).Path)
 			}
 			run(t, r)
 			want := paths(0, tc.entries)
@@ -147,7 +151,7 @@ func TestRecorder_drops_a_full_batch_that_fails(t *testing.T) {
 	prop := &proposer{fail: 1}
 	r := newRecorder(prop)
 	for i := range raftfsm.MaxAuditBatch + 1 {
-		r.Record(entry(i))
+		r.Record(entry(i), "tok-"+entry(i).Path)
 	}
 	run(t, r)
 	poll.For(t, "the entry after the dropped batch written", 10*time.Second, func() error {
@@ -165,7 +169,7 @@ func TestRecorder_drops_a_full_batch_that_fails(t *testing.T) {
 func TestRecorder_full_buffer_drops(t *testing.T) {
 	r := newRecorder(&proposer{})
 	for i := range buffered + 5 {
-		r.Record(entry(i))
+		r.Record(entry(i), "tok-"+entry(i).Path)
 	}
 	if n := count(t, r.dropped); n != 5 {
 		t.Fatalf("dropped counter %v, want 5", n)
@@ -178,7 +182,7 @@ func TestRecorder_last_flush(t *testing.T) {
 	prop := &proposer{}
 	r := newRecorder(prop)
 	for i := range 3 {
-		r.Record(entry(i))
+		r.Record(entry(i), "tok-"+entry(i).Path)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -114,6 +114,8 @@ func (r Runner) wait(ctx context.Context, placed raftfsm.VM) (raftfsm.VM, error)
 		switch {
 		case vm.Status == raftfsm.VMFailed && vm.ErrorReason == api.ReasonBadRequest:
 			return false, raftfsm.NewRuleError(raftfsm.ErrInvalid, fmt.Sprintf("vm %q cannot start: %s", vm.Name, vm.ErrorMessage))
+		case vm.Status == raftfsm.VMFailed && vm.ErrorReason == api.ReasonConflict:
+			return false, raftfsm.NewRuleError(raftfsm.ErrConflict, fmt.Sprintf("vm %q cannot start on node %s: %s", vm.Name, vm.Node, vm.ErrorMessage))
 		case vm.Status == raftfsm.VMFailed:
 			return false, &startError{msg: fmt.Sprintf("vm %q failed to start on node %s: %s", vm.Name, vm.Node, vm.ErrorMessage)}
 		}

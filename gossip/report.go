@@ -35,6 +35,11 @@ type Report struct {
 	// does not, SharedStorageWhy says why (short: gossip metadata is small).
 	SharedStorage    bool   `json:"sh,omitempty"`
 	SharedStorageWhy string `json:"shw,omitempty"`
+	// DiskRoom is what new work may take on the peer's data dir disk
+	// (node/diskbudget), in steps of 64 MiB; DiskKnown says the peer
+	// reports it.
+	DiskRoom  int64 `json:"dr,omitempty"`
+	DiskKnown bool  `json:"dk,omitempty"`
 }
 
 // maxProblem and maxSharedWhy bound Problem and SharedStorageWhy so that

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -93,6 +94,10 @@ func toAPIError(err error) *apiError {
 		if errors.Is(err, k.kind) {
 			return &apiError{code: k.code, reason: k.reason, msg: k.prefix + err.Error(), retryAfter: k.retryAfter}
 		}
+	}
+	if errors.Is(err, diskbudget.ErrNoRoom) {
+		// a full disk is a conflict with what the peer holds, never a fault
+		return errorf(http.StatusConflict, api.ReasonConflict, "%s", err.Error())
 	}
 	return errorf(http.StatusInternalServerError, api.ReasonInternalError, "internal error: %s", err.Error())
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -122,6 +123,23 @@ func (s *Server) record(ctx context.Context, kind string, st *imagestore.Staged,
 	})
 }
 
+// heldReader reads an upload's body, growing hold as the bytes read pass
+// it; past the disk's room it fails with the budget's refusal.
+type heldReader struct {
+	r    io.Reader
+	hold *diskbudget.Hold
+	n    int64
+}
+
+func (h *heldReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.n += int64(n)
+	if werr := h.hold.Wrote(h.n); werr != nil {
+		return n, werr
+	}
+	return n, err
+}
+
 // Bounds of a generated image's virtual size.
 const (
 	minGeneratedSize = 1 << 20
@@ -205,7 +223,17 @@ func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func
 				return err
 			}
 		}
-		st, err := s.images.Stage(r.Context(), body)
+		// Room on the disk is held for the upload's length (as sent), and
+		// more as a longer body comes: past the room it stops with 413.
+		hold, err := s.cfg.Disk.Reserve("an upload", max(r.ContentLength, 0), "")
+		if err != nil {
+			return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "%v", err)
+		}
+		defer hold.Release()
+		st, err := s.images.StageNamed(r.Context(), &heldReader{r: body, hold: hold}, hold.Track)
+		if nr := (*diskbudget.NoRoomError)(nil); errors.As(err, &nr) {
+			return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "%v", nr)
+		}
 		if err != nil {
 			return bodyError(err)
 		}

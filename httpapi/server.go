@@ -21,6 +21,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/internal/keyedlimit"
 	"github.com/svc-project/svc/internal/netgate"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -45,6 +46,9 @@ type Config struct {
 	Shared SharedFolders
 	// Audit, when set, takes the audit entry of every API write.
 	Audit Auditor
+	// Disk is the budget of this peer's data dir disk: an upload holds
+	// room for what it writes, or is refused (nil: no bound).
+	Disk *diskbudget.Budget
 	// Keys are the cluster's secret keys (token signing, sealing).
 	Keys auth.Keys
 	// Membership admits and removes peers and keeps the fabric's keys;

@@ -118,9 +118,18 @@ type Staged struct {
 
 // Stage streams r into a new temporary file, hashing it on the way.
 func (s *Store) Stage(ctx context.Context, r io.Reader) (*Staged, error) {
+	return s.StageNamed(ctx, r, nil)
+}
+
+// StageNamed is Stage that tells named (when set) the staging file's path
+// before it writes to it (so that the writer's disk use can be counted).
+func (s *Store) StageNamed(ctx context.Context, r io.Reader, named func(path string)) (*Staged, error) {
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "blob-*")
 	if err != nil {
 		return nil, fmt.Errorf("stage blob: %w", err)
+	}
+	if named != nil {
+		named(tmp.Name())
 	}
 	st := &Staged{s: s, path: tmp.Name()}
 	h := sha256.New()

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -84,14 +82,4 @@ func countGPUs(pciDir string) int {
 		n++
 	}
 	return n
-}
-
-// diskFree is how many bytes the file system of dir has free for an
-// unprivileged writer.
-func diskFree(dir string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("free space of %s: %w", dir, err)
-	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
 }

@@ -114,8 +114,12 @@ type Config struct {
 	Templates         int
 	TemplatesMaxBytes int64
 	// AuditEntries is how many API writes the audit log keeps (default
-	// 10000; each batch this peer writes carries it).
+	// 10000; the leader's is the one applied).
 	AuditEntries int
+	// DiskFloor is the free space of the data dir's disk that no work may
+	// take: Raft's log and snapshots and the peer's logs live there
+	// (default diskbudget.DefaultFloor, 1 GiB).
+	DiskFloor int64
 	// TemplateBootTimeout bounds a template's boot (default 5 minutes).
 	TemplateBootTimeout time.Duration
 	// TemplateGuestReady, when set, replaces the wait for a template's

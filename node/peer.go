@@ -24,6 +24,7 @@ import (
 	"github.com/svc-project/svc/node/blobgc"
 	"github.com/svc-project/svc/node/blobsource"
 	"github.com/svc-project/svc/node/catchup"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/node/health"
 	"github.com/svc-project/svc/node/host"
@@ -76,7 +77,9 @@ type Peer struct {
 	templates *templates.Manager
 	// shared keeps the namespaces' shared folders (nil when this node
 	// offers no shared storage: sharedWhy says why).
-	shared    *sharedstore.Keeper
+	shared *sharedstore.Keeper
+	// disk is the budget of the data dir's disk (diskbudget).
+	disk      *diskbudget.Budget
 	sharedWhy string
 	jobs      *jobs.Manager
 	leader    *leader.Leader
@@ -213,6 +216,7 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.disk = diskbudget.New(diskbudget.Config{Dir: cfg.DataDir, Floor: cfg.DiskFloor, Name: cfg.Name, Log: cfg.Log.With("part", "disk"), Registry: p.reg})
 	raftL := p.raftL
 	p.raftL = nil // the store owns it now
 	p.store, err = raftstore.OpenStore(raftstore.StoreConfig{
@@ -275,23 +279,22 @@ func Start(cfg Config) (*Peer, error) {
 		Pull: func(ctx context.Context, vm raftfsm.VM, digest string) error {
 			return p.jobs.PullVMImage(ctx, vm, digest)
 		},
-		Proposer: p, Log: cfg.Log.With("part", "blobs"),
+		Disk: p.disk, Proposer: p, Log: cfg.Log.With("part", "blobs"),
 	})
 	hc := host.Config{
 		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
 		Proposer: p, Blobs: p.blobs, Ready: p.caught, Healthy: p.health.OK, Interval: cfg.VMInterval,
-		DiskFree:   func() (int64, error) { return diskFree(VMDir(cfg.DataDir)) },
-		Registerer: p.reg, Log: cfg.Log.With("part", "host"),
+		Disk: p.disk, Registerer: p.reg, Log: cfg.Log.With("part", "host"),
 	}
 	if p.driver != nil {
 		p.templates = templates.New(templates.Config{
 			Name: cfg.Name, FSM: p.FSM(), Driver: p.driver, Images: p.images, Dir: filepath.Join(cfg.DataDir, "templates"),
-			Proposer: p, Ready: p.caught, Healthy: p.health.OK, Max: cfg.Templates, MaxBytes: cfg.TemplatesMaxBytes,
+			Proposer: p, Ready: p.caught, Healthy: p.health.OK, Max: cfg.Templates, MaxBytes: cfg.TemplatesMaxBytes, Disk: p.disk,
 			BootTimeout: cfg.TemplateBootTimeout, GuestReady: cfg.TemplateGuestReady, Registerer: p.reg, Log: cfg.Log.With("part", "templates"),
 		})
 		hc.Templates = p.templates
 	}
-	if store, err := sharedstore.Open(p.ctx, p.driver, SharedDir(cfg.DataDir), cfg.Log.With("part", "shared")); err != nil {
+	if store, err := sharedstore.Open(p.ctx, p.driver, SharedDir(cfg.DataDir), p.disk, cfg.Log.With("part", "shared")); err != nil {
 		p.sharedWhy = err.Error()
 		cfg.Log.Info("this node offers no shared storage", "why", err)
 	} else {
@@ -303,7 +306,7 @@ func Start(cfg Config) (*Peer, error) {
 	disks, _ := p.driver.(hypervisor.Disks)
 	p.jobs = jobs.New(jobs.Config{
 		Name: cfg.Name, Arch: cfg.Arch, ChunkMiB: cfg.ChunkMiB, MaxJobs: cfg.MaxJobs, Interval: cfg.ReconcileInterval,
-		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p.blobs, Swarm: p.swarm, Ready: p.caught, Egress: p.egress, Gate: cfg.Gate,
+		FSM: p.FSM(), Keys: p.member, Images: p.images, Disks: disks, Proposer: p, Blobs: p.blobs, Swarm: p.swarm, Ready: p.caught, Egress: p.egress, Gate: cfg.Gate, Disk: p.disk,
 		Registerer: p.reg, Log: cfg.Log.With("part", "jobs"),
 	})
 	p.leader = leader.New(leader.Config{
@@ -343,7 +346,7 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.api = httpapi.New(httpapi.Config{
 		Replica: p, Consensus: APIConsensus(p), Propagation: p.propagate, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
-		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit,
+		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit, Disk: p.disk,
 		RunnerPools: p.pools, Swarm: p.swarm,
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
 		Log:    cfg.Log.With("part", "api"), Registry: p.reg,
@@ -371,6 +374,7 @@ func Start(cfg Config) (*Peer, error) {
 	})
 	p.wg.Go(func() { p.caught.Run(p.ctx) })
 	p.wg.Go(func() { p.health.RunAnnouncer(p.ctx) })
+	p.wg.Go(func() { p.watchDiskRoom(p.ctx) })
 	p.wg.Go(func() { p.standing.Run(p.ctx) })
 	p.wg.Go(p.joinGossip)
 	p.wg.Go(func() {

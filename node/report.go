@@ -1,7 +1,9 @@
 package node
 
 import (
+	"context"
 	"net"
+	"time"
 
 	"github.com/svc-project/svc/gossip"
 )
@@ -14,6 +16,7 @@ func (p *Peer) IsPeer(ip string) bool {
 // report is what this peer gossips about itself.
 func (p *Peer) report() gossip.Report {
 	shared, why := p.offersShared()
+	room, known := p.diskRoom()
 	return gossip.Report{
 		SharedStorage: shared, SharedStorageWhy: why,
 		Addr:        p.cfg.Bind,
@@ -30,7 +33,25 @@ func (p *Peer) report() gossip.Report {
 		HasState:    p.store != nil && p.store.HadState(),
 		Problem:     p.health.Problem(),
 		KeyEpoch:    p.member.KeyEpoch(),
+		DiskRoom:    room, DiskKnown: known,
 	}
+}
+
+// diskRoomStep is the step the disk's room is reported in: the room
+// changes as work is held and done, and a report that changes writes the
+// node's record.
+const diskRoomStep = 64 << 20
+
+// diskRoom is the room of this peer's data dir disk, as reported.
+func (p *Peer) diskRoom() (int64, bool) {
+	if p.disk == nil {
+		return 0, false
+	}
+	r, err := p.disk.Room()
+	if err != nil {
+		return 0, false
+	}
+	return max(0, r.Room) / diskRoomStep * diskRoomStep, true
 }
 
 // offersShared says whether this node offers shared storage now: a store,
@@ -43,4 +64,24 @@ func (p *Peer) offersShared() (bool, string) {
 		return false, err.Error()
 	}
 	return true, ""
+}
+
+// watchDiskRoom has the report gossiped again whenever the disk's room, as
+// reported, changes (looked at every health interval), so that placement
+// sees a full disk within seconds.
+func (p *Peer) watchDiskRoom(ctx context.Context) {
+	t := time.NewTicker(p.cfg.HealthInterval)
+	defer t.Stop()
+	last, _ := p.diskRoom()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if room, _ := p.diskRoom(); room != last {
+			last = room
+			p.health.AnnounceSoon()
+		}
+	}
 }

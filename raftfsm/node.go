@@ -42,6 +42,11 @@ type NodeFacts struct {
 	// it does not, SharedStorageWhy says why.
 	SharedStorage    bool   `json:"sharedStorage,omitempty"`
 	SharedStorageWhy string `json:"sharedStorageWhy,omitempty"`
+	// DiskRoom is what new work may take on the node's data dir disk
+	// (its free space less its floor and what it has promised), in steps
+	// of 64 MiB; DiskRoomKnown says the node reports it.
+	DiskRoom      int64 `json:"diskRoom,omitempty"`
+	DiskRoomKnown bool  `json:"diskRoomKnown,omitempty"`
 }
 
 // OwnPorts are the ports the node's peer listens on at its address (API,

@@ -379,8 +379,8 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	if id := c.Identity; id != nil && !slices.Contains([]string{IdentityPending, IdentitySet, IdentityNone, IdentityFailed}, id.State) {
 		return nil, ruleErr(ErrInvalid, "unknown identity state %q", id.State)
 	}
-	if c.ErrorReason != "" && c.ErrorReason != api.ReasonBadRequest {
-		return nil, ruleErr(ErrInvalid, "a VM fails for its host or for a BadRequest, not %q", c.ErrorReason)
+	if c.ErrorReason != "" && c.ErrorReason != api.ReasonBadRequest && c.ErrorReason != api.ReasonConflict {
+		return nil, ruleErr(ErrInvalid, "a VM fails for its host, a BadRequest or a Conflict (no room), not %q", c.ErrorReason)
 	}
 	vm.Status, vm.ErrorMessage, vm.ErrorReason = c.Status, c.ErrorMessage, ""
 	if c.Status == VMRunning {
@@ -439,6 +439,14 @@ func (s *State) applyVMDelete(c VMDelete) (any, error) {
 }
 
 func vms(s *State) map[string]*VM { return s.VMs }
+
+// DiskBound is how much the VM's disk file may take on its host: the size
+// its guest sees, and room for the file's own tables over it (1/64: a
+// qcow2's take under 1/500). 0 when the size is not known.
+func (vm *VM) DiskBound() int64 {
+	b := max(vm.DiskBytes, vm.BaseDiskBytes)
+	return b + b/64
+}
 
 // VMs returns the VMs of a namespace ("" for every namespace), sorted.
 func (f *FSM) VMs(ns string) []VM {

@@ -30,6 +30,7 @@ func (p Placement) Request() Request {
 		Namespace: p.VM.Namespace, CPU: p.VM.CPU, Memory: p.VM.MemoryBytes, GPU: p.VM.GPU, Arch: p.Arch, MacOS: p.MacOS,
 		Node: p.Node, Tag: p.Tag, TagRequired: p.TagRequired, Strategy: p.Scheduler, SharedStorage: p.VM.SharedStorage,
 	}
+	r.Disk = p.VM.DiskBound()
 	for _, rp := range p.VM.ReservedPorts {
 		r.HostPorts = append(r.HostPorts, rp.Host)
 	}

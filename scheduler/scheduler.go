@@ -49,6 +49,10 @@ type Node struct {
 	// it does not, SharedStorageWhy says why.
 	SharedStorage    bool
 	SharedStorageWhy string
+	// DiskRoom is what new work may take on the node's disk, when
+	// DiskRoomKnown.
+	DiskRoom      int64
+	DiskRoomKnown bool
 }
 
 // Request is what a VM needs.
@@ -76,6 +80,8 @@ type Request struct {
 	Template     string
 	// SharedStorage asks for the namespace's shared folder on the node.
 	SharedStorage bool
+	// Disk is what the VM's disk may take on its node (0: not known).
+	Disk int64
 }
 
 // Reason says why one node cannot take the VM.
@@ -152,6 +158,10 @@ var checks = [...]check{
 		func(n *Node, r *Request) string { return fmt.Sprintf("port %d is taken", takenPort(n, r)) }},
 	{"shared storage", func(r *Request) bool { return r.SharedStorage }, func(n *Node, _ *Request) bool { return n.SharedStorage },
 		func(n *Node, _ *Request) string { return "it offers no shared storage: " + n.SharedStorageWhy }},
+	{"disk", func(r *Request) bool { return r.Disk > 0 }, func(n *Node, r *Request) bool { return !n.DiskRoomKnown || n.DiskRoom >= r.Disk },
+		func(n *Node, r *Request) string {
+			return fmt.Sprintf("not enough room on its disk (%s above its floor and what it has promised, %s needed)", gib(n.DiskRoom), gib(r.Disk))
+		}},
 }
 
 // applying returns the checks that can fail for r.

@@ -66,6 +66,13 @@ func TestPlace_cases(t *testing.T) {
 		{name: "other namespace is invisible", nodes: []Node{node("a", 16, 64, func(n *Node) { n.Namespace = "other" })}, req: Request{CPU: 1, Memory: gi}, wantErrs: []string{`namespace "ns" has no nodes`}},
 		{name: "shared storage where it is offered", nodes: []Node{node("a", 16, 64), node("b", 2, 2, func(n *Node) { n.SharedStorage = true })},
 			req: Request{CPU: 1, Memory: gi, SharedStorage: true}, want: "b"},
+		{name: "a disk where there is room", nodes: []Node{
+			node("a", 16, 64, func(n *Node) { n.DiskRoom, n.DiskRoomKnown = gi, true }),
+			node("b", 2, 2, func(n *Node) { n.DiskRoom, n.DiskRoomKnown = 8*gi, true }),
+			node("c", 16, 64), // a peer that does not report its disk is not judged by it
+		}, req: Request{CPU: 1, Memory: gi, Disk: 4 * gi, Node: "b"}, want: "b"},
+		{name: "a disk no node has room for", nodes: []Node{node("a", 16, 64, func(n *Node) { n.DiskRoom, n.DiskRoomKnown = gi, true })},
+			req: Request{CPU: 1, Memory: gi, Disk: 4 * gi}, wantErrs: []string{"a: not enough room on its disk (1.00Gi above its floor and what it has promised, 4.00Gi needed)"}},
 		{name: "shared storage nowhere", nodes: []Node{node("a", 16, 64, func(n *Node) { n.SharedStorageWhy = "QEMU has no virtio-9p" })},
 			req: Request{CPU: 1, Memory: gi, SharedStorage: true}, wantErrs: []string{"a: it offers no shared storage: QEMU has no virtio-9p"}},
 		{name: "every reason named", nodes: []Node{node("b", 0, 64), node("a", 16, 64, func(n *Node) { n.Ready = false })}, req: Request{CPU: 1, Memory: gi},

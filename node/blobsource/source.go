@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -37,7 +38,10 @@ type Config struct {
 	PeerURL func(name string) string
 	// Pull pulls a VM's image from its registry and records it as the
 	// namespace's image (the job manager's).
-	Pull     func(ctx context.Context, vm raftfsm.VM, digest string) error
+	Pull func(ctx context.Context, vm raftfsm.VM, digest string) error
+	// Disk is the budget of the data dir's disk: a fetch holds room for
+	// the blob, or is refused (nil: no bound).
+	Disk     *diskbudget.Budget
 	Proposer Proposer
 	Log      *slog.Logger
 }
@@ -164,6 +168,11 @@ func (s *Source) ensure(ctx context.Context, vm raftfsm.VM, digest string) error
 	defer cancel()
 	var ferr error
 	if len(seeds) > 0 {
+		hold, err := s.cfg.Disk.Reserve("image blob "+digest, b.SizeBytes, s.cfg.Images.PartialPath(digest))
+		if err != nil {
+			return err
+		}
+		defer hold.Release()
 		var lease *imagestore.Lease
 		if lease, ferr = s.fetchBlob(fctx, vm, b, seeds); ferr == nil {
 			s.cfg.Log.Info("fetched image blob", "digest", digest, "bytes", b.SizeBytes, "took", time.Since(start))

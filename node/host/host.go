@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -50,11 +51,11 @@ type Config struct {
 	Name, Bind string
 	FSM        *raftfsm.FSM
 	Driver     hypervisor.Driver
-	// DiskFree tells how many bytes the file system of the VMs' disks has
-	// free (a resize may grow a disk by at most that, less a reserve); nil
-	// sets no bound.
-	DiskFree func() (int64, error)
-	Images   *imagestore.Store
+	// Disk is the budget of the data dir's disk: a VM's disk, a resize and
+	// a commit or save take room in it before they write, or are refused;
+	// nil sets no bound.
+	Disk   *diskbudget.Budget
+	Images *imagestore.Store
 	// Shared gives VMs their namespace's shared folder; nil when this node
 	// offers no shared storage.
 	Shared   SharedFolders
@@ -111,6 +112,9 @@ func New(cfg Config) *Host {
 	h := &Host{cfg: cfg, metrics: newMetrics(cfg.Registerer), workers: map[string]*vmWorker{}, removing: map[string]bool{}}
 	h.pauser, _ = cfg.Driver.(hypervisor.Pauser)
 	h.disks, _ = cfg.Driver.(hypervisor.Disks)
+	if cfg.Disk != nil {
+		cfg.Disk.Register("vm disks", diskbudget.GrowerFunc(h.DiskGrowth))
+	}
 	return h
 }
 

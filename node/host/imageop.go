@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/rawdisk"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -49,7 +51,7 @@ func (w *vmWorker) runImageOp(ctx context.Context, vm raftfsm.VM, o observation)
 	if ctx.Err() != nil && p.ctx.Err() != nil {
 		return // the peer stops: the operation starts again when it is back
 	}
-	if w.opTries < imageOpAttempts {
+	if w.opTries < imageOpAttempts && !errors.Is(err, diskbudget.ErrNoRoom) {
 		log.Warn("image operation failed; trying again", "attempt", w.opTries, "err", err)
 		p.metrics.vmRuns.WithLabelValues("retry").Inc()
 		return
@@ -79,6 +81,14 @@ func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) er
 	dst, err := p.cfg.Images.TempPath("export")
 	if err != nil {
 		return err
+	}
+	if p.cfg.Disk != nil {
+		// the flattened disk takes at most what the guest sees
+		hold, err := p.cfg.Disk.Reserve(fmt.Sprintf("the %s of vm %q", vm.PendingOp.Kind, vm.Name), p.diskBound(vm), dst)
+		if err != nil {
+			return err
+		}
+		defer hold.Release()
 	}
 	if err := p.export(ctx, w.domain, dst); err != nil {
 		return fmt.Errorf("write the disk: %w", err)

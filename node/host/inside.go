@@ -74,15 +74,14 @@ func (h *Host) ResizeDisk(ctx context.Context, vm raftfsm.VM, bytes int64) (int6
 	if bytes < cur {
 		return cur, fmt.Errorf("vm %q has a disk of %d bytes, more than %d: %w", vm.Name, cur, bytes, hypervisor.ErrShrink)
 	}
-	if h.cfg.DiskFree != nil && bytes > cur {
-		free, err := h.cfg.DiskFree()
+	if h.cfg.Disk != nil && bytes > cur {
+		// held until the new size is recorded: the VMs' growth counts it then
+		grow := (bytes - cur) + (bytes-cur)/64
+		hold, err := h.cfg.Disk.Reserve(fmt.Sprintf("growing vm %q's disk by %s", vm.Name, api.FormatSize(bytes-cur)), grow, "")
 		if err != nil {
-			return cur, fmt.Errorf("resize vm %q: %w", vm.Name, err)
+			return cur, fmt.Errorf("%w: %w", hypervisor.ErrNoSpace, err)
 		}
-		if room := free - resizeReserve; bytes-cur > room {
-			return cur, fmt.Errorf("node %s has %s free (%s kept back): growing vm %q's disk by %s does not fit: %w",
-				h.cfg.Name, api.FormatSize(free), api.FormatSize(resizeReserve), vm.Name, api.FormatSize(bytes-cur), hypervisor.ErrNoSpace)
-		}
+		defer hold.Release()
 	}
 	// The new size is recorded first: the namespace's disk quota is checked
 	// there, one resize after another; a resize that then fails on the
@@ -103,6 +102,3 @@ func (h *Host) ResizeDisk(ctx context.Context, vm raftfsm.VM, bytes int64) (int6
 	h.cfg.Log.Info("disk resized", "vm", vm.Namespace+"/"+vm.Name, "from", cur, "to", bytes)
 	return cur, nil
 }
-
-// resizeReserve is the free space a resize leaves on the node's disk.
-const resizeReserve = 1 << 30

@@ -11,6 +11,7 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -138,6 +139,9 @@ func (w *vmWorker) run(ctx context.Context, vm raftfsm.VM, o observation) {
 		} else if errors.Is(err, imagestore.ErrDigestMismatch) && vm.ImageSource != "" {
 			// So is a registry whose disk is not the content it names.
 			reason = api.ReasonBadRequest
+		} else if errors.Is(err, diskbudget.ErrNoRoom) {
+			// The node is full: a conflict with what it holds, not a fault.
+			reason = api.ReasonConflict
 		}
 		w.reportFailed(ctx, vm, msg, reason)
 		result = "failed"
@@ -162,6 +166,15 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	revert := s.make == makeRevert
 	note, started := "", "" // started: how the guest started, when this run started it
 	booted := false         // this run powered the guest on from nothing
+	if s.make == makeNew || s.make == makeRecreate {
+		// Room for the disk first: no image is fetched for a VM that
+		// cannot have its disk here.
+		hold, err := p.holdDisk(vm)
+		if err != nil {
+			return err
+		}
+		defer hold.Release() // made, the VMs' growth counts it
+	}
 	if s.make != makeNone {
 		// Each blob is held from the moment it is here until the VM's
 		// disk, made from it, exists: the collection of blobs this node no

@@ -12,6 +12,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/internal/netgate"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -59,6 +60,9 @@ type Config struct {
 	// pulling the same disk (nil: each pull reads the registry alone).
 	Swarm *swarm.Service
 	Ready Readiness
+	// Disk is the budget of the data dir's disk: a pull holds room for
+	// what it writes, or is refused (nil: no bound).
+	Disk *diskbudget.Budget
 	// Egress is the registries this peer may contact.
 	Egress *ocidisk.Egress
 	// Gate optionally refuses some registries (tests).

@@ -17,6 +17,7 @@ import (
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -65,18 +66,28 @@ func (m *Manager) pullReference(ctx context.Context, ns, reference, want, arch s
 // from a pull is one ns could have had anyway (raftfsm.ProofReceived).
 func (m *Manager) pullResolved(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, want, arch string, progress ocidisk.Progress) (*pulled, error) {
 	start := time.Now()
+	hold, err := m.cfg.Disk.Reserve("the pull of "+r.Ref.String(), knownSize(r), "")
+	if err != nil {
+		return nil, err
+	}
+	defer hold.Release()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	progress = guarded(progress, hold, stop)
 	img := raftfsm.Image{Source: sourceOf(r), Arch: r.Config.Arch, Format: "raw", Description: r.Config.Description, VirtualSize: r.Config.VirtualSize}
 	var st *imagestore.Staged
 	var res ocidisk.PullResult
-	var err error
 	var nvram *imagestore.Lease
 	switch {
 	case r.Tart != nil:
-		st, nvram, err = m.pullTart(ctx, r, reg, progress, &img)
+		st, nvram, err = m.pullTart(ctx, r, reg, progress, &img, hold)
 	case r.ContainerDisk:
-		st, err = m.pullContainerDisk(ctx, r, reg, arch, progress, &img)
+		st, err = m.pullContainerDisk(ctx, r, reg, arch, progress, &img, hold)
 	default:
-		st, res, err = m.pullDisk(ctx, ns, r, reg, progress)
+		st, res, err = m.pullDisk(ctx, ns, r, reg, progress, hold)
+	}
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, diskbudget.ErrNoRoom) {
+		err = cause // stopped midway: no room for the rest
 	}
 	handed := false // the leases go to the caller with the result
 	defer func() {
@@ -125,14 +136,17 @@ func (m *Manager) pullResolved(ctx context.Context, ns string, r ocidisk.Resolve
 // result. A resumed disk that does not match its digest (its host lost
 // writes the journal recorded) is pulled again whole, once. While another
 // pull of this peer writes the same disk, this one writes a file of its own.
-func (m *Manager) pullDisk(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
+func (m *Manager) pullDisk(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress, hold *diskbudget.Hold) (*imagestore.Staged, ocidisk.PullResult, error) {
 	for attempt := 0; ; attempt++ {
 		part, err := m.cfg.Images.OpenScopedPartial(ns, r.Config.Digest, r.Config.VirtualSize)
 		if errors.Is(err, imagestore.ErrPartialBusy) {
-			return m.pullDiskAlone(ctx, ns, r, reg, progress)
+			return m.pullDiskAlone(ctx, ns, r, reg, progress, hold)
 		}
 		if err != nil {
 			return nil, ocidisk.PullResult{}, err
+		}
+		if attempt == 0 {
+			hold.Track(part.File().Name())
 		}
 		res, err := m.pullInto(ctx, ns, r, reg, part, progress)
 		if err != nil {
@@ -196,11 +210,12 @@ func (m *Manager) pullInto(ctx context.Context, ns string, r ocidisk.Resolved, r
 
 // pullDiskAlone pulls an svc disk for namespace ns into a staging file of
 // its own.
-func (m *Manager) pullDiskAlone(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress) (*imagestore.Staged, ocidisk.PullResult, error) {
+func (m *Manager) pullDiskAlone(ctx context.Context, ns string, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress, hold *diskbudget.Hold) (*imagestore.Staged, ocidisk.PullResult, error) {
 	tmp, err := m.cfg.Images.TempPath("pull")
 	if err != nil {
 		return nil, ocidisk.PullResult{}, err
 	}
+	hold.Track(tmp)
 	res, err := ocidisk.Pull(ctx, r, reg, tmp, m.localChunks(ns), progress)
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -212,11 +227,12 @@ func (m *Manager) pullDiskAlone(ctx context.Context, ns string, r ocidisk.Resolv
 
 // pullContainerDisk pulls a KubeVirt containerDisk into a staging file;
 // its arch is the one asked for.
-func (m *Manager) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, arch string, progress ocidisk.Progress, img *raftfsm.Image) (*imagestore.Staged, error) {
+func (m *Manager) pullContainerDisk(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, arch string, progress ocidisk.Progress, img *raftfsm.Image, hold *diskbudget.Hold) (*imagestore.Staged, error) {
 	tmp, err := m.cfg.Images.TempPath("pull")
 	if err != nil {
 		return nil, err
 	}
+	hold.Track(tmp)
 	if _, err := ocidisk.PullContainerDisk(ctx, r.Ref, reg, arch, tmp, progress); err != nil {
 		_ = os.Remove(tmp)
 		return nil, err
@@ -245,6 +261,37 @@ func vetPulled(ctx context.Context, r ocidisk.Resolved, st *imagestore.Staged, i
 	}
 	img.Format, img.VirtualSize = info.Format, info.VirtualSize
 	return nil
+}
+
+// knownSize is what a pull of r writes, where the image says (an svc
+// disk's chunks, a Tart disk's size; 0 for a containerDisk, which says
+// only as it is read).
+func knownSize(r ocidisk.Resolved) int64 {
+	switch {
+	case r.Tart != nil:
+		return r.Tart.DiskSize
+	case r.ContainerDisk:
+		return 0
+	}
+	var n int64
+	for _, c := range r.Chunks {
+		n += c.Size
+	}
+	return n
+}
+
+// guarded passes a pull's progress on to p, and grows hold as the bytes
+// written pass it: past the disk's room the pull is stopped, its cause the
+// budget's refusal.
+func guarded(p ocidisk.Progress, hold *diskbudget.Hold, stop context.CancelCauseFunc) ocidisk.Progress {
+	return func(done, total int64) {
+		if err := hold.Wrote(done); err != nil {
+			stop(err)
+		}
+		if p != nil {
+			p(done, total)
+		}
+	}
 }
 
 func indexOf(cs []ocidisk.Chunk) []imagestore.IndexedChunk {
@@ -301,7 +348,7 @@ func (pd *pulled) release() {
 
 // pullTart pulls a Tart image: its disk staged, its NVRAM committed to the
 // blob store (and leased), its guest facts in img.
-func (m *Manager) pullTart(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress, img *raftfsm.Image) (*imagestore.Staged, *imagestore.Lease, error) {
+func (m *Manager) pullTart(ctx context.Context, r ocidisk.Resolved, reg ocidisk.Registry, progress ocidisk.Progress, img *raftfsm.Image, hold *diskbudget.Hold) (*imagestore.Staged, *imagestore.Lease, error) {
 	disk, err := m.cfg.Images.TempPath("pull")
 	if err != nil {
 		return nil, nil, err
@@ -310,6 +357,8 @@ func (m *Manager) pullTart(ctx context.Context, r ocidisk.Resolved, reg ocidisk.
 	if err != nil {
 		return nil, nil, err
 	}
+	hold.Track(disk)
+	hold.Track(nv)
 	if err := ocidisk.PullTart(ctx, r, reg, disk, nv, progress); err != nil {
 		return nil, nil, err
 	}
@@ -448,8 +497,8 @@ func (m *Manager) nameForPull(ns string, ref name.Reference, source string) stri
 // recorded.
 func (m *Manager) PullVMImage(ctx context.Context, vm raftfsm.VM, digest string) error {
 	pd, err := m.pullReference(ctx, vm.Namespace, vm.ImageSource, digest, vm.Arch, nil)
-	if errors.Is(err, diskcheck.ErrRefused) || errors.Is(err, imagestore.ErrDigestMismatch) {
-		// the registry's disk is at fault, not this host
+	if errors.Is(err, diskcheck.ErrRefused) || errors.Is(err, imagestore.ErrDigestMismatch) || errors.Is(err, diskbudget.ErrNoRoom) {
+		// the registry's disk is at fault, or this host is full
 		return fmt.Errorf("pull %s: %w", vm.ImageSource, err)
 	}
 	if err != nil {

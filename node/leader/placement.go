@@ -136,6 +136,7 @@ func schedulerNode(n *raftfsm.Node, used raftfsm.Usage) scheduler.Node {
 		TotalGPU: n.Capacity.GPU, FreeGPU: n.Capacity.GPU - used.GPU,
 		Tags:          slices.Clone(n.Tags),
 		SharedStorage: n.SharedStorage, SharedStorageWhy: n.SharedStorageWhy,
+		DiskRoom: n.DiskRoom, DiskRoomKnown: n.DiskRoomKnown,
 	}
 	for _, t := range n.Templates {
 		sn.Templates = append(sn.Templates, t.Key)

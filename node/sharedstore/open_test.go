@@ -26,7 +26,7 @@ func TestOpen_cases(t *testing.T) {
 		{name: "one that can", driver: can},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := Open(context.Background(), c.driver, filepath.Join(t.TempDir(), "shared"), nil)
+			s, err := Open(context.Background(), c.driver, filepath.Join(t.TempDir(), "shared"), nil, nil)
 			switch {
 			case c.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {

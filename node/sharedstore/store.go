@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/svc-project/svc/node/diskbudget"
 )
 
 // Config is a store's setting.
@@ -24,7 +26,11 @@ type Config struct {
 	// UID and GID own each folder's root: the user the hypervisor serves
 	// guests' files as.
 	UID, GID int
-	Log      *slog.Logger
+	// Disk is the budget of the disk the folders are on: a folder's bound
+	// is held in it before the folder is made or grown, and counted while
+	// the folder may grow (nil: no bound but the free space).
+	Disk *diskbudget.Budget
+	Log  *slog.Logger
 }
 
 // Store keeps the shared folders of one host. Its methods may be called
@@ -43,7 +49,31 @@ func New(cfg Config) *Store {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{cfg: cfg}
+	s := &Store{cfg: cfg}
+	cfg.Disk.Register("shared folders", diskbudget.GrowerFunc(s.Growth))
+	return s
+}
+
+// Growth is how much more the folders' images may take: each image is a
+// sparse file of its folder's bound, of which it holds what is written.
+func (s *Store) Growth() int64 {
+	es, err := os.ReadDir(s.cfg.Dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range es {
+		if !strings.HasSuffix(e.Name(), ".img") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(s.cfg.Dir, e.Name())
+		n += max(0, fi.Size()-diskbudget.Allocated(path))
+	}
+	return n
 }
 
 // commandTimeout bounds each command a store runs (mkfs, mount, umount,
@@ -77,6 +107,13 @@ func (s *Store) Room() error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Disk != nil {
+		r, err := s.cfg.Disk.Room()
+		if err != nil {
+			return err
+		}
+		free = min(free, r.Room)
+	}
 	if free < minRoom {
 		return fmt.Errorf("no room: %s free for shared folders", gib(free))
 	}
@@ -93,23 +130,29 @@ func freeBytes(dir string) (int64, error) {
 
 func gib(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
 
-// checkRoom refuses to let img (sparse) grow to size bytes where the host
-// has less free than the growth it may take: the guest would then meet
-// I/O errors from the host rather than a full folder.
-func checkRoom(img string, size int64) error {
-	var used int64
+// holdRoom holds the room img (sparse) needs to become a folder of size
+// bytes, beside what the disk has promised already (the folders' growth
+// counts an image's old bound): a guest would otherwise meet I/O errors
+// from the host rather than a full folder, or fill the disk the cluster's
+// log is on. Without a budget it checks the free space alone. Release the
+// hold once the image has its new size.
+func (s *Store) holdRoom(ns, img string, size int64) (*diskbudget.Hold, error) {
+	var bound, used int64
 	var st syscall.Stat_t
 	if err := syscall.Stat(img, &st); err == nil {
-		used = st.Blocks * 512
+		bound, used = st.Size, st.Blocks*512
+	}
+	if s.cfg.Disk != nil {
+		return s.cfg.Disk.Reserve(fmt.Sprintf("namespace %s's shared folder of %s", ns, gib(size)), max(0, size-bound), "")
 	}
 	free, err := freeBytes(filepath.Dir(img))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if need := size - used; need > free {
-		return fmt.Errorf("no room: the folder may grow to %s, the host has %s free", gib(size), gib(free+used))
+		return nil, fmt.Errorf("no room: the folder may grow to %s, the host has %s free", gib(size), gib(free+used))
 	}
-	return nil
+	return nil, nil
 }
 
 // Path is the folder of namespace ns.
@@ -132,9 +175,11 @@ func (s *Store) ensure(ctx context.Context, ns string, maxBytes int64) error {
 	_, err := os.Stat(img)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := checkRoom(img, maxBytes); err != nil {
+		hold, err := s.holdRoom(ns, img, maxBytes)
+		if err != nil {
 			return fmt.Errorf("shared folder of %s: %w", ns, err)
 		}
+		defer hold.Release()
 		if err := s.makeFS(ctx, img, maxBytes); err != nil {
 			return err
 		}
@@ -154,9 +199,11 @@ func (s *Store) ensure(ctx context.Context, ns string, maxBytes int64) error {
 	}
 	grow := size < maxBytes
 	if grow {
-		if err := checkRoom(img, maxBytes); err != nil {
+		hold, err := s.holdRoom(ns, img, maxBytes)
+		if err != nil {
 			return fmt.Errorf("grow the shared folder of %s: %w", ns, err)
 		}
+		defer hold.Release()
 	}
 	switch {
 	case !mounted:

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/svc-project/svc/node/diskbudget"
 )
 
 func newStore(t *testing.T) *Store {
@@ -130,10 +132,9 @@ func TestUnescape_cases(t *testing.T) {
 	}
 }
 
-// A folder whose bound the host's free space cannot hold is refused (the
-// guest would meet I/O errors rather than a full folder), and Room says so
-// when under 1 GiB is free.
-func TestStore_no_room(t *testing.T) {
+// smallTmpfs mounts a 256 MiB tmpfs for the test.
+func smallTmpfs(t *testing.T) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounts file systems: needs root")
 	}
@@ -145,6 +146,14 @@ func TestStore_no_room(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(small, 0) })
+	return small
+}
+
+// A folder whose bound the host's free space cannot hold is refused (the
+// guest would meet I/O errors rather than a full folder), and Room says so
+// when under 1 GiB is free.
+func TestStore_no_room(t *testing.T) {
+	small := smallTmpfs(t)
 	s := New(Config{Dir: filepath.Join(small, "shared"), UID: 4242, GID: 4243})
 	if err := s.Probe(); err != nil {
 		t.Fatal(err)
@@ -158,6 +167,34 @@ func TestStore_no_room(t *testing.T) {
 	}
 	if nss, _ := s.Namespaces(); len(nss) != 0 {
 		t.Fatalf("a refused folder left %v", nss)
+	}
+}
+
+// A folder's bound is promised on the disk it is on, not checked against
+// the free space once: with a 160 MiB folder made on 256 MiB (its image
+// sparse, so the disk still shows it free), a second of 160 MiB is
+// refused, saying what is promised; a folder that fits is made.
+func TestStore_bounds_are_reserved_together(t *testing.T) {
+	small := smallTmpfs(t)
+	disk := diskbudget.New(diskbudget.Config{Dir: small, Floor: 32 << 20, Name: "p1"})
+	s := New(Config{Dir: filepath.Join(small, "shared"), UID: 4242, GID: 4243, Disk: disk})
+	if err := s.Probe(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	t.Cleanup(func() { _ = s.Remove(ctx, "team-a"); _ = s.Remove(ctx, "team-c") })
+	if err := s.Ensure(ctx, "team-a", 160<<20); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.Growth(); g < 100<<20 {
+		t.Fatalf("the folder's growth counted %d", g)
+	}
+	err := s.Ensure(ctx, "team-b", 160<<20)
+	if !errors.Is(err, diskbudget.ErrNoRoom) || !strings.Contains(err.Error(), "promised") {
+		t.Fatalf("a second 160 MiB folder on 256 MiB: %v", err)
+	}
+	if err := s.Ensure(ctx, "team-c", 16<<20); err != nil {
+		t.Fatalf("a folder that fits: %v", err)
 	}
 }
 

@@ -27,6 +27,10 @@ func (m *Manager) domain(key string) string { return hypervisor.TemplateDomain(m
 // recordPath keeps a ready template's record.
 func (m *Manager) recordPath(key string) string { return filepath.Join(m.cfg.Dir, key+".json") }
 
+// buildDiskRoom is what a template's disk may take while it boots (its
+// guest writes little before it is saved).
+const buildDiskRoom = 256 << 20
+
 // build boots a template of shape sh from its image, waits until it is
 // ready and saves it with its memory.
 func (m *Manager) build(ctx context.Context, sh raftfsm.Shape) (err error) {
@@ -34,6 +38,14 @@ func (m *Manager) build(ctx context.Context, sh raftfsm.Shape) (err error) {
 	if !m.cfg.Images.Has(sh.ImageDigest) {
 		return fmt.Errorf("the image %s is not on this node", sh.ImageDigest)
 	}
+	// Its memory file and what its disk takes while it boots are held:
+	// no build takes the room a VM, a pull or the cluster's log has.
+	hold, err := m.cfg.Disk.Reserve("template "+key, sh.MemoryBytes+buildDiskRoom, m.mem.MemoryPath(name))
+	if err != nil {
+		return err
+	}
+	defer hold.Release()
+	hold.Track(m.diskPath(name))
 	start := time.Now()
 	m.cfg.Log.Info("building a template", "key", key, "image", sh.ImageDigest, "cpu", sh.CPU, "memoryBytes", sh.MemoryBytes)
 	if err := m.cfg.Driver.Delete(ctx, name); err != nil && !errors.Is(err, hypervisor.ErrNotFound) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -42,6 +43,9 @@ type Config struct {
 	// and disks (default 16 GiB).
 	Max      int
 	MaxBytes int64
+	// Disk is the budget of the data dir's disk: a build holds room for
+	// the template's memory file and disk, or waits (nil: no bound).
+	Disk *diskbudget.Budget
 	// Ready says whether the replica has caught up since the peer started:
 	// until then the manager touches nothing. Healthy reports whether the
 	// hypervisor answers; a pass runs only while it does.

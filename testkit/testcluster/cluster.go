@@ -74,6 +74,10 @@ type Options struct {
 	// Configure, when set, changes peer i's (0-based) configuration before
 	// it first starts.
 	Configure func(i int, cfg *node.Config)
+	// Dir holds the peers' data dirs (default a temporary directory): a
+	// small file system of the test's own, say. With Libvirt, QEMU's user
+	// must be able to search it.
+	Dir string
 }
 
 // Cluster is a set of in-process peers on 127.0.0.1.
@@ -137,9 +141,13 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	if opts.RegistryAllow == nil {
 		opts.RegistryAllow = []string{"127.0.0.0/8"}
 	}
-	c := &Cluster{tb: tb, opts: opts, dir: tb.TempDir()}
-	if opts.Libvirt {
+	c := &Cluster{tb: tb, opts: opts, dir: opts.Dir}
+	switch {
+	case c.dir != "":
+	case opts.Libvirt:
 		c.dir = guest.TempDir(tb) // QEMU's user reaches the data dirs
+	default:
+		c.dir = tb.TempDir()
 	}
 	tb.Cleanup(c.Close)
 	tb.Cleanup(c.showWarnings) // before Close: a stopping peer's words are no clue

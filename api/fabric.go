@@ -13,6 +13,10 @@ import (
 type JoinTokenRequest struct {
 	TTL  string `json:"ttl,omitempty"`
 	Uses int    `json:"uses,omitempty"`
+	// AutoApprove approves the hosts the token admits at once (for
+	// automation); otherwise each waits pending, with no cluster secret,
+	// no vote and no VMs, until an admin approves it.
+	AutoApprove bool `json:"autoApprove,omitempty"`
 }
 
 // Join token states.
@@ -35,6 +39,8 @@ type JoinToken struct {
 	Uses      int       `json:"uses"`
 	Used      int       `json:"used"`
 	UsedBy    []string  `json:"usedBy"`
+	// AutoApprove: the hosts it admits are approved at once.
+	AutoApprove bool `json:"autoApprove,omitempty"`
 }
 
 // ClusterCA is the cluster's certificate authority: what peers' HTTPS
@@ -76,6 +82,13 @@ func (c *Client) RevokeJoinToken(ctx context.Context, id string) error {
 func (c *Client) RotateGossipKey(ctx context.Context) (Message, error) {
 	var out Message
 	err := c.Do(ctx, http.MethodPost, "/api/v1/cluster/rotate-gossip-key", nil, &out)
+	return out, err
+}
+
+// ApproveNode approves a node whose peer joined pending (admin).
+func (c *Client) ApproveNode(ctx context.Context, ns, name string) (Message, error) {
+	var out Message
+	err := c.Do(ctx, http.MethodPost, "/api/v1/namespaces/"+url.PathEscape(ns)+"/nodes/"+url.PathEscape(name)+"/approve", nil, &out)
 	return out, err
 }
 

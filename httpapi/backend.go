@@ -98,9 +98,11 @@ type Peers interface {
 type Membership interface {
 	// CreateJoinToken makes a join token valid for ttl admitting uses
 	// hosts, made by by; it returns the token and its record.
-	CreateJoinToken(ctx context.Context, ttl time.Duration, uses int, by string) (string, raftfsm.JoinToken, error)
+	CreateJoinToken(ctx context.Context, ttl time.Duration, uses int, autoApprove bool, by string) (string, raftfsm.JoinToken, error)
 	// RemoveNode removes a peer for good.
 	RemoveNode(ctx context.Context, name, by string) error
+	// Approve approves a peer admitted pending.
+	Approve(ctx context.Context, name, by string) (raftfsm.PeerIdentity, error)
 	// RotateGossipKey replaces the gossip key on every live peer.
 	RotateGossipKey(ctx context.Context) error
 }

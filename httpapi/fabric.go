@@ -40,7 +40,7 @@ func (s *Server) clusterCA(w http.ResponseWriter, _ *http.Request, _ httprouter.
 // joinTokenRecord is a token's record as the API shows it (never its
 // secret's hash).
 func joinTokenRecord(t raftfsm.JoinToken, now time.Time) api.JoinToken {
-	out := api.JoinToken{ID: t.ID, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, ExpiresAt: t.ExpiresAt, Uses: t.Uses, Used: t.Used, UsedBy: t.UsedBy}
+	out := api.JoinToken{ID: t.ID, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy, ExpiresAt: t.ExpiresAt, Uses: t.Uses, Used: t.Used, UsedBy: t.UsedBy, AutoApprove: t.AutoApprove}
 	if out.UsedBy == nil {
 		out.UsedBy = []string{}
 	}
@@ -87,13 +87,13 @@ func (s *Server) createJoinToken(w http.ResponseWriter, r *http.Request, _ httpr
 	if req.Uses < 0 || req.Uses > raftfsm.MaxJoinTokenUses {
 		return badRequest("field \"uses\": 1 to %d hosts", raftfsm.MaxJoinTokenUses)
 	}
-	tok, rec, err := m.CreateJoinToken(r.Context(), ttl, req.Uses, owner(r.Context()))
+	tok, rec, err := m.CreateJoinToken(r.Context(), ttl, req.Uses, req.AutoApprove, owner(r.Context()))
 	if err != nil {
 		return err
 	}
 	out := joinTokenRecord(rec, time.Now())
 	out.Token = tok
-	s.log.Info("join token created", "id", rec.ID, "expires", rec.ExpiresAt, "uses", rec.Uses, "by", owner(r.Context()))
+	s.log.Info("join token created", "id", rec.ID, "expires", rec.ExpiresAt, "uses", rec.Uses, "autoApprove", rec.AutoApprove, "by", owner(r.Context()))
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
@@ -123,24 +123,53 @@ func (s *Server) rotateGossipKey(w http.ResponseWriter, r *http.Request, _ httpr
 	return nil
 }
 
-// removeNode removes a node of the path's namespace from the cluster for
-// good.
-func (s *Server) removeNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+// nodeOfPath is the membership and the node the path names, which must be
+// of the path's namespace where its record is.
+func (s *Server) nodeOfPath(p httprouter.Params) (Membership, string, error) {
 	m, err := s.needMembership()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	ns, name := p.ByName("namespace"), p.ByName("name")
 	if err := s.requireNamespace(ns); err != nil {
-		return err
+		return nil, "", err
 	}
 	if n, ok := s.replica.FSM().Node(name); ok && n.Namespace != ns {
-		return notFound("node %q not found in namespace %q", name, ns)
+		return nil, "", notFound("node %q not found in namespace %q", name, ns)
+	}
+	return m, name, nil
+}
+
+// removeNode removes a node of the path's namespace from the cluster for
+// good.
+func (s *Server) removeNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	m, name, err := s.nodeOfPath(p)
+	if err != nil {
+		return err
 	}
 	if err := m.RemoveNode(r.Context(), name, owner(r.Context())); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// approveNode approves a peer of the path's namespace that was admitted
+// pending: it may then have the cluster secret and a vote, and take VMs.
+func (s *Server) approveNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	m, name, err := s.nodeOfPath(p)
+	if err != nil {
+		return err
+	}
+	was, _ := s.replica.FSM().PeerIdentity(name)
+	if _, err := m.Approve(r.Context(), name, owner(r.Context())); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("node %s approved: it fetches the cluster secret from a peer and takes VMs within seconds", name)
+	if !was.Pending {
+		msg = fmt.Sprintf("node %s was approved already", name)
+	}
+	writeJSON(w, http.StatusOK, api.Message{Message: msg})
 	return nil
 }
 

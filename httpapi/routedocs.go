@@ -69,6 +69,7 @@ func routeDocs() map[string]routeDoc {
 		post + ns + "/nodes/{name}/cordon":                    {Summary: "Cordon a node: it keeps its VMs and takes no new one", Tag: "nodes", Resp: api.Node{}},
 		post + ns + "/nodes/{name}/uncordon":                  {Summary: "Put a cordoned node back into placement", Tag: "nodes", Resp: api.Node{}},
 		del + ns + "/nodes/{name}":                            {Summary: "Remove a node from the cluster for good: its peer can never connect again (refused while VMs are on it)", Tag: "nodes", Code: 204},
+		post + ns + "/nodes/{name}/approve":                   {Summary: "Approve a peer that joined pending (a join token without autoApprove): it may then hold the cluster secret, vote and take VMs", Tag: "nodes", Resp: api.Message{}},
 		get + "/api/v1/cluster/ca":                            {Summary: "The cluster's CA certificate: what every peer's HTTPS certificate is signed by until one is uploaded (no token needed)", Tag: "cluster", Resp: api.ClusterCA{}},
 		get + "/api/v1/cluster/join-tokens":                   {Summary: "List join tokens: ids, expiry and uses, never a secret", Tag: "cluster", Resp: api.List[api.JoinToken]{}},
 		post + "/api/v1/cluster/join-tokens":                  {Summary: "Make a join token: a host runs svc agent --join ADDR --join-token TOKEN with it (the token is in this answer only)", Tag: "cluster", Req: api.JoinTokenRequest{}, Resp: api.JoinToken{}, Code: 201},

@@ -46,6 +46,9 @@ type Config struct {
 	Shared SharedFolders
 	// Audit, when set, takes the audit entry of every API write.
 	Audit Auditor
+	// Pending says why this peer answers no API call yet ("" when it
+	// does): it was admitted pending and awaits an admin's approval.
+	Pending func() string
 	// Disk is the budget of this peer's data dir disk: an upload holds
 	// room for what it writes, or is refused (nil: no bound).
 	Disk *diskbudget.Budget
@@ -278,6 +281,7 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: del, Path: "/api/v1/cluster/join-tokens/:id", Rule: RuleAdmin, Write: true, Target: Leader}, s.revokeJoinToken)
 	s.handle(Route{Method: post, Path: "/api/v1/cluster/rotate-gossip-key", Rule: RuleAdmin, Write: true, Target: Leader}, s.rotateGossipKey)
 	s.handle(Route{Method: del, Path: ns + "/nodes/:name", Rule: RuleAdmin, Write: true, Target: Leader}, s.removeNode)
+	s.handle(Route{Method: post, Path: ns + "/nodes/:name/approve", Rule: RuleAdmin, Write: true, Target: Leader}, s.approveNode)
 
 	// The peers' own routes: a caller is a peer only by its certificate,
 	// over the fabric (the HTTPS port, the peers' server name).
@@ -335,6 +339,12 @@ func (s *Server) handle(rt Route, h handler) {
 			// hop to a VM's host rewrites Host, so not there).
 			if err := checkOrigin(r); err != nil {
 				writeError(w, s.log, err)
+				return
+			}
+		}
+		if rt.Rule != RuleOpen && rt.Rule != RulePeer && s.cfg.Pending != nil {
+			if why := s.cfg.Pending(); why != "" {
+				writeError(w, s.log, unavailable("30", "%s; until then, call another peer", why))
 				return
 			}
 		}

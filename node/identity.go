@@ -58,7 +58,12 @@ func (p *Peer) openIdentity() (restarted bool, seeds []string, err error) {
 		if err != nil {
 			return false, nil, fmt.Errorf("join the cluster: %w", err)
 		}
-		p.cfg.Log.Info("joined the cluster: admitted with the join token", "cluster", id.ClusterID)
+		if id.Secret() == nil {
+			p.cfg.Log.Warn("joined the cluster pending: this peer takes no VMs and answers no API call until an admin approves it", "cluster", id.ClusterID,
+				"approve", "svc node approve "+p.cfg.Name)
+		} else {
+			p.cfg.Log.Info("joined the cluster: admitted with the join token", "cluster", id.ClusterID)
+		}
 	case p.cfg.BootstrapExpect == 1:
 		if id, err = membership.Form(dir, p.netHost(), time.Now()); err != nil {
 			return false, nil, err

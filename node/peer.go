@@ -257,7 +257,8 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.member = membership.New(membership.Config{
 		Host: p.netHost(), Identity: p.id, Trust: p.trust, FSM: p.FSM(), Proposer: p, Pool: pool,
-		KeysInstalled: func(uint64) { p.health.AnnounceSoon() }, Sync: p.caught.SyncReplica, Log: cfg.Log.With("part", "membership"),
+		KeysInstalled: func(uint64) { p.health.AnnounceSoon() }, Sync: p.caught.SyncReplica, Dial: p.links.Dial(),
+		Approved: p.health.AnnounceSoon, Log: cfg.Log.With("part", "membership"),
 	})
 	p.hostAdmin = hostadmin.New(hostadmin.Config{
 		DataDir: cfg.DataDir, FSM: p.FSM(), SigningKey: p.member.SigningKey, Apply: p.applyHostUser,
@@ -346,7 +347,7 @@ func Start(cfg Config) (*Peer, error) {
 	}
 	p.api = httpapi.New(httpapi.Config{
 		Replica: p, Consensus: APIConsensus(p), Propagation: p.propagate, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
-		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit, Disk: p.disk,
+		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit, Disk: p.disk, Pending: p.member.Pending,
 		RunnerPools: p.pools, Swarm: p.swarm,
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
 		Log:    cfg.Log.With("part", "api"), Registry: p.reg,

@@ -31,10 +31,21 @@ func (p *Peer) report() gossip.Report {
 		MemoryBytes: p.cfg.Capacity.MemoryBytes,
 		GPU:         p.cfg.Capacity.GPU,
 		HasState:    p.store != nil && p.store.HadState(),
-		Problem:     p.health.Problem(),
+		Problem:     p.problem(),
 		KeyEpoch:    p.member.KeyEpoch(),
 		DiskRoom:    room, DiskKnown: known,
 	}
+}
+
+// problem is why this node takes no VMs ("" when it does): it awaits an
+// admin's approval, or its health monitor found something.
+func (p *Peer) problem() string {
+	if p.member != nil {
+		if why := p.member.Pending(); why != "" {
+			return why
+		}
+	}
+	return p.health.Problem()
 }
 
 // diskRoomStep is the step the disk's room is reported in: the room

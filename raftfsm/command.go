@@ -76,6 +76,9 @@ const (
 	TypeNamespaceSharedStorage Type = 58
 	// TypeNodeSharedUsage reports what each namespace's shared folder takes on a node.
 	TypeNodeSharedUsage Type = 59
+	// TypePeerApprove approves a peer admitted pending: it may then have
+	// the cluster secret and a vote.
+	TypePeerApprove Type = 60
 )
 
 // Codec errors.

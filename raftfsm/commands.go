@@ -72,6 +72,7 @@ var commands = [...]command{
 	TypeJoinTokenRevoke:        {name: "jointoken-revoke", resource: ResourceJoinToken, apply: plain((*State).applyJoinTokenRevoke)},
 	TypePeerAdmit:              {name: "peer-admit", resource: ResourcePeer, peer: anyPeer, apply: indexed((*State).applyPeerAdmit)},
 	TypeNodeRemove:             {name: "node-remove", resource: ResourceNode, apply: indexed((*State).applyNodeRemove)},
+	TypePeerApprove:            {name: "peer-approve", resource: ResourcePeer, apply: indexed((*State).applyPeerApprove)},
 	TypePeerAddr:               {name: "peer-addr", resource: ResourcePeer, peer: ownName, apply: plain((*State).applyPeerAddr)},
 	TypeGossipKeysSet:          {name: "gossip-keys-set", resource: ResourceGossipKeys, apply: plain((*State).applyGossipKeysSet)},
 	TypeOIDCProviderSet:        {name: "oidc-provider-set", resource: ResourceOIDC, apply: plain((*State).applyOIDCProviderSet)},

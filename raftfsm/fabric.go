@@ -46,6 +46,15 @@ type PeerIdentity struct {
 	// Token is the join token it came with ("" for the peer that formed
 	// the cluster).
 	Token string `json:"token,omitempty"`
+	// Pending is a peer admitted with a join token that does not approve
+	// on its own: it holds a certificate and replicates the state as a
+	// non-voter, but gets no cluster secret (so no signing key, CA key or
+	// sealed secret), no vote and no VMs until an admin approves it
+	// (PeerApprove). Peers admitted before approvals existed are approved.
+	Pending bool `json:"pending,omitempty"`
+	// ApprovedBy and ApprovedAt say who approved a peer admitted pending.
+	ApprovedBy string     `json:"approvedBy,omitempty"`
+	ApprovedAt *time.Time `json:"approvedAt,omitempty"`
 }
 
 // PeerRemoval records a removed peer's key, which is never trusted again.
@@ -67,6 +76,9 @@ type JoinToken struct {
 	Used       int       `json:"used"`
 	UsedBy     []string  `json:"usedBy,omitempty"`
 	Revoked    bool      `json:"revoked,omitempty"`
+	// AutoApprove: the hosts it admits are approved at once (automation);
+	// otherwise each is pending until an admin approves it.
+	AutoApprove bool `json:"autoApprove,omitempty"`
 }
 
 // Limits of the fabric's records.
@@ -89,6 +101,8 @@ type JoinTokenCreate struct {
 	Uses       int       `json:"uses"`
 	CreatedBy  string    `json:"createdBy,omitempty"`
 	Time       time.Time `json:"time"`
+	// AutoApprove: see JoinToken.AutoApprove.
+	AutoApprove bool `json:"autoApprove,omitempty"`
 }
 
 // JoinTokenRevoke revokes a join token.
@@ -116,6 +130,31 @@ type NodeRemove struct {
 	Name string    `json:"name"`
 	By   string    `json:"by,omitempty"`
 	Time time.Time `json:"time"`
+}
+
+// PeerApprove approves a peer admitted pending (an admin's).
+type PeerApprove struct {
+	Name string    `json:"name"`
+	By   string    `json:"by,omitempty"`
+	Time time.Time `json:"time"`
+}
+
+func (s *State) applyPeerApprove(index uint64, c PeerApprove) (any, error) {
+	fb, err := s.fabric()
+	if err != nil {
+		return nil, err
+	}
+	p, ok := fb.Peers[c.Name]
+	if !ok {
+		return nil, ruleErr(ErrNotFound, "node %q is not a peer of the cluster", c.Name)
+	}
+	if !p.Pending {
+		return *p, nil // approved already: nothing changes
+	}
+	at := c.Time
+	p.Pending, p.ApprovedBy, p.ApprovedAt = false, c.By, &at
+	fb.TrustIndex = index
+	return *p, nil
 }
 
 // PeerAddr records new addresses of a peer (proposed by the peer itself).
@@ -166,7 +205,7 @@ func (s *State) applyJoinTokenCreate(c JoinTokenCreate) (any, error) {
 	if fb.JoinTokens == nil {
 		fb.JoinTokens = map[string]*JoinToken{}
 	}
-	t := &JoinToken{ID: c.ID, SecretHash: c.SecretHash, CreatedAt: c.Time, CreatedBy: c.CreatedBy, ExpiresAt: c.ExpiresAt, Uses: c.Uses}
+	t := &JoinToken{ID: c.ID, SecretHash: c.SecretHash, CreatedAt: c.Time, CreatedBy: c.CreatedBy, ExpiresAt: c.ExpiresAt, Uses: c.Uses, AutoApprove: c.AutoApprove}
 	fb.JoinTokens[c.ID] = t
 	return *t.clone(), nil
 }
@@ -256,7 +295,7 @@ func (s *State) applyPeerAdmit(index uint64, c PeerAdmit) (any, error) {
 	}
 	t.Used++
 	t.UsedBy = append(t.UsedBy, c.Name)
-	p := &PeerIdentity{Name: c.Name, KeyID: c.KeyID, Addr: c.Addr, RaftAddr: c.RaftAddr, AdmittedAt: c.Time, Token: c.TokenID}
+	p := &PeerIdentity{Name: c.Name, KeyID: c.KeyID, Addr: c.Addr, RaftAddr: c.RaftAddr, AdmittedAt: c.Time, Token: c.TokenID, Pending: !t.AutoApprove}
 	fb.Peers[c.Name] = p
 	fb.TrustIndex = index
 	return *p, nil

@@ -72,7 +72,7 @@ func TestFabric_commands(t *testing.T) {
 		{
 			name: "admit", setup: withToken, cmd: admitCmd(t, "n1", keyOf('a'), t0.Add(time.Minute)),
 			check: func(t *testing.T, f *FSM) {
-				if p := peer(t, f, "n1"); p.KeyID != keyOf('a') || p.RaftAddr != "10.0.0.2:7000" || p.Token != tokID {
+				if p := peer(t, f, "n1"); p.KeyID != keyOf('a') || p.RaftAddr != "10.0.0.2:7000" || p.Token != tokID || !p.Pending {
 					t.Fatalf("n1 = %+v", p)
 				}
 				if f.TrustIndex() != 3 {
@@ -80,6 +80,26 @@ func TestFabric_commands(t *testing.T) {
 				}
 				if tk := f.JoinTokens()[0]; tk.Used != 1 || tk.UsedBy[0] != "n1" {
 					t.Fatalf("token %+v", tk)
+				}
+			},
+		},
+		{
+			name: "a token that does not approve admits pending; an admin approves", setup: admitted,
+			cmd: mustEncode(t, TypePeerApprove, PeerApprove{Name: "n1", By: "admin", Time: t0.Add(time.Hour)}),
+			check: func(t *testing.T, f *FSM) {
+				if p := peer(t, f, "n1"); p.Pending || p.ApprovedBy != "admin" || p.ApprovedAt == nil || !p.ApprovedAt.Equal(t0.Add(time.Hour)) {
+					t.Fatalf("n1 = %+v", p)
+				}
+			},
+		},
+		{name: "approve an unknown peer", setup: admitted, cmd: mustEncode(t, TypePeerApprove, PeerApprove{Name: "n9"}), wantErr: ErrNotFound},
+		{
+			name:  "a token that approves admits approved",
+			setup: [][]byte{initCmd(t), mustEncode(t, TypeJoinTokenCreate, JoinTokenCreate{ID: tokID, SecretHash: tokHash, ExpiresAt: day, Uses: 1, Time: t0, AutoApprove: true})},
+			cmd:   admitCmd(t, "n1", keyOf('a'), t0),
+			check: func(t *testing.T, f *FSM) {
+				if p := peer(t, f, "n1"); p.Pending {
+					t.Fatalf("n1 = %+v", p)
 				}
 			},
 		},

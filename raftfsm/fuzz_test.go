@@ -60,6 +60,7 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeJoinTokenRevoke, JoinTokenRevoke{ID: tokID}),
 		mustEncode(f, TypeNodeRemove, NodeRemove{Name: "n3", By: "admin", Time: t0}),
 		mustEncode(f, TypePeerAddr, PeerAddr{Name: "first", Addr: "127.0.0.2", RaftAddr: "127.0.0.2:7000"}),
+		mustEncode(f, TypePeerApprove, PeerApprove{Name: "first", By: "admin", Time: time.Unix(1700000000, 0).UTC()}),
 		mustEncode(f, TypeGossipKeysSet, GossipKeysSet{Keys: []byte("k")}),
 		mustEncode(f, TypeOIDCProviderSet, OIDCProviderSet{Provider: OIDCProvider{Name: "corp", Issuer: "https://idp.example", ClientID: "svc", UsernameClaim: "email", AdminGroups: []string{"admins"}}}),
 		mustEncode(f, TypeUserSignIn, UserSignIn{Name: "alice@example.com", Groups: []string{"dev"}, Provider: "corp", Time: t0}),

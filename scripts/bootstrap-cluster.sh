@@ -114,7 +114,7 @@ token=""
 if [ ${#hosts[@]} -gt 1 ]; then
   echo "== a join token from $first for ${#hosts[@]} hosts (up to 120 s)"
   for _ in $(seq 1 120); do
-    if token=$(ssh "${ssh_opts[@]}" "$user@$first" "$sudo sh -c 'SVC_TOKEN=\$(/usr/local/bin/svc admin token --data-dir $data --user admin --admin) /usr/local/bin/svc --api-url http://$first:$port cluster join-token create --uses $((${#hosts[@]} - 1)) --ttl 1h'" 2>/dev/null) && [ -n "$token" ]; then
+    if token=$(ssh "${ssh_opts[@]}" "$user@$first" "$sudo sh -c 'SVC_TOKEN=\$(/usr/local/bin/svc admin token --data-dir $data --user admin --admin) /usr/local/bin/svc --api-url http://$first:$port cluster join-token create --uses $((${#hosts[@]} - 1)) --ttl 1h --auto-approve'" 2>/dev/null) && [ -n "$token" ]; then
       break
     fi
     sleep 1

@@ -99,7 +99,7 @@ up() {
       export SVC_TOKEN
       echo "$SVC_TOKEN" >"$dir/admin.token"
     fi
-    if [ -n "$SVC_TOKEN" ] && "$bin" --api-url "$api" cluster join-token create --uses "$n" --ttl 1h >"$dir/join.token" 2>/dev/null; then
+    if [ -n "$SVC_TOKEN" ] && "$bin" --api-url "$api" cluster join-token create --uses "$n" --ttl 1h --auto-approve >"$dir/join.token" 2>/dev/null; then
       break
     fi
     sleep 0.5

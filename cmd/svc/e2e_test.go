@@ -103,7 +103,7 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 			return err
 		}
 		t.Setenv("SVC_TOKEN", strings.TrimSpace(string(tok)))
-		out, err := cli(t, bin, agents[0].api, "cluster", "join-token", "create", "--uses", "2")
+		out, err := cli(t, bin, agents[0].api, "cluster", "join-token", "create", "--uses", "2", "--auto-approve")
 		joinToken = strings.TrimSpace(out)
 		return err
 	})

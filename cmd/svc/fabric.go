@@ -19,20 +19,27 @@ func newJoinTokenCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "join-token", Short: "Tokens that admit new hosts to the cluster (admin)"}
 	var ttl time.Duration
 	var uses int
+	var autoApprove bool
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Make a join token: print it, for 'svc agent --join ADDR --join-token TOKEN' on the new hosts",
 		Long: `Make a join token. It names the cluster's CA (a new host checks the peer it
 contacts against it before it sends anything) and carries a secret the
 cluster keeps only as a hash. It admits --uses hosts until --ttl passes or an
-admin revokes it. The token is printed once: it cannot be read again.`,
+admin revokes it. The token is printed once: it cannot be read again.
+
+A host it admits is pending until an admin runs 'svc node approve NODE': it
+replicates the cluster's state as a non-voter but holds no cluster secret (so
+it can sign no token and open no sealed secret), answers no API call and takes
+no VMs. With --auto-approve the hosts are approved at once (automation that
+guards the token as it would the cluster's keys).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := g.client()
 			if err != nil {
 				return err
 			}
-			t, err := cl.CreateJoinToken(cmd.Context(), api.JoinTokenRequest{TTL: ttl.String(), Uses: uses})
+			t, err := cl.CreateJoinToken(cmd.Context(), api.JoinTokenRequest{TTL: ttl.String(), Uses: uses, AutoApprove: autoApprove})
 			if err != nil {
 				return err
 			}
@@ -42,11 +49,15 @@ admin revokes it. The token is printed once: it cannot be read again.`,
 			fmt.Fprintln(cmd.OutOrStdout(), t.Token)
 			fmt.Fprintf(cmd.ErrOrStderr(), "join token %s admits %d host(s) until %s:\n  svc agent --join <a peer's address>:7946 --join-token <the token above>\n",
 				t.ID, t.Uses, t.ExpiresAt.Local().Format(time.RFC3339))
+			if !t.AutoApprove {
+				fmt.Fprintln(cmd.ErrOrStderr(), "each host waits pending until an admin runs: svc node approve <its name>")
+			}
 			return nil
 		},
 	}
 	create.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token admits hosts (at most 720h)")
 	create.Flags().IntVar(&uses, "uses", 1, "how many hosts it admits")
+	create.Flags().BoolVar(&autoApprove, "auto-approve", false, "approve the hosts it admits at once, without 'svc node approve' (for automation)")
 	addOutputFlag(create, g, "table")
 	list := &cobra.Command{
 		Use:   "list",
@@ -68,9 +79,9 @@ admin revokes it. The token is printed once: it cannot be read again.`,
 					if usedBy == "" {
 						usedBy = "-"
 					}
-					rows = append(rows, []string{t.ID, t.State, strconv.Itoa(t.Used) + "/" + strconv.Itoa(t.Uses), t.ExpiresAt.Local().Format(time.RFC3339), t.CreatedBy, usedBy})
+					rows = append(rows, []string{t.ID, t.State, strconv.Itoa(t.Used) + "/" + strconv.Itoa(t.Uses), t.ExpiresAt.Local().Format(time.RFC3339), t.CreatedBy, usedBy, strconv.FormatBool(t.AutoApprove)})
 				}
-				return printTable(w, []string{"ID", "STATE", "USED", "EXPIRES", "BY", "ADMITTED"}, rows)
+				return printTable(w, []string{"ID", "STATE", "USED", "EXPIRES", "BY", "ADMITTED", "AUTO-APPROVE"}, rows)
 			})
 		},
 	}
@@ -143,6 +154,27 @@ func newCACmd(g *globals) *cobra.Command {
 	}
 	addOutputFlag(cmd, g, "table")
 	return cmd
+}
+
+// newNodeApproveCmd is 'svc node approve NODE' (admin).
+func newNodeApproveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "approve NODE",
+		Short: "Approve a node whose peer joined pending: it may then hold the cluster secret, vote and take VMs (admin)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			m, err := cl.ApproveNode(cmd.Context(), g.namespace, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), m.Message)
+			return nil
+		},
+	}
 }
 
 // newNodeRemoveCmd is 'svc node remove NODE' (admin).

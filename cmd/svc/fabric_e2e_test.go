@@ -92,8 +92,35 @@ func TestBinary_peers_trust_only_peers(t *testing.T) {
 			return nil
 		}
 	}
+	// What a leaked join token is: a host joins pending. It replicates the
+	// state but holds no cluster secret: its data dir mints no token, its
+	// API answers nothing, its node takes no VM, until an admin approves it.
+	secretFile := filepath.Join(dir, "sec-2", "fabric", "cluster.secret")
+	poll("sec-2 admitted pending", 30*time.Second, func() error {
+		out, err := svc("node", "list", "-o", "json")
+		if err != nil || !strings.Contains(out, "awaits an admin's approval: svc node approve sec-2") {
+			return fmt.Errorf("nodes: %v\n%s", err, out)
+		}
+		return nil
+	})
+	if _, err := os.Stat(secretFile); !os.IsNotExist(err) {
+		t.Fatalf("a pending peer's data dir holds the cluster secret: %v", err)
+	}
+	if out, err := cli(t, bin, second.api, "admin", "token", "--socket", filepath.Join(dir, "sec-2", "admin.sock"), "--user", "mallory", "--admin"); err == nil ||
+		!strings.Contains(out+err.Error(), "awaits an admin's approval") {
+		t.Fatalf("an admin token minted on a pending peer's host: %q %v", out, err)
+	}
+	if out, err := cli(t, bin, second.api, "node", "list"); err == nil || !strings.Contains(err.Error(), "awaits an admin's approval") {
+		t.Fatalf("a pending peer's API answered: %q %v", out, err)
+	}
+	if out, err := svc("node", "approve", "sec-2"); err != nil || !strings.Contains(out, "approved") {
+		t.Fatalf("approve: %q %v", out, err)
+	}
 	poll("sec-2 READY", 30*time.Second, readyNodes(2))
-	t.Logf("a host with a join token was a READY node %s after its agent started", time.Since(joinStart).Round(time.Millisecond))
+	if _, err := os.Stat(secretFile); err != nil {
+		t.Fatalf("the approved peer has no cluster secret: %v", err)
+	}
+	t.Logf("a host with a join token, approved by an admin, was a READY node %s after its agent started", time.Since(joinStart).Round(time.Millisecond))
 
 	// Tokens that do not admit anyone.
 	expired := newToken("--ttl", "1s")
@@ -108,7 +135,7 @@ func TestBinary_peers_trust_only_peers(t *testing.T) {
 	if out, err := svc("cluster", "join-token", "revoke", tokenID(revoked)); err != nil || !strings.Contains(out, "revoked") {
 		t.Fatalf("revoke: %v %s", err, out)
 	}
-	usedUp := newToken("--uses", "1")
+	usedUp := newToken("--uses", "1", "--auto-approve")
 	third := agent("sec-3", 3, []string{"SVC_JOIN_TOKEN=" + usedUp}, "--join", gossip1)
 	poll("sec-3 READY", 30*time.Second, readyNodes(3))
 	other := agent("other-1", 21, nil, "--bootstrap-expect", "1")

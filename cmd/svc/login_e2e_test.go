@@ -195,7 +195,7 @@ func TestBinary_login_through_an_identity_provider(t *testing.T) {
 		}
 		return nil
 	})
-	joinToken := strings.TrimSpace(root.must("cluster", "join-token", "create"))
+	joinToken := strings.TrimSpace(root.must("cluster", "join-token", "create", "--auto-approve"))
 	api2 := start(1, []string{"SVC_JOIN_TOKEN=" + joinToken}, "--join", ip+":"+strconv.Itoa(ports[2]))
 	poll("two nodes", func() error {
 		if out := root.must("node", "list"); strings.Count(out, "READY") != 2 {

@@ -24,7 +24,7 @@ func newNodeCmd(g *globals) *cobra.Command {
 
 	tag := newTagCmd(g, "tag", "Add a tag to a node", false)
 	untag := newTagCmd(g, "untag", "Remove a tag from a node", true)
-	cmd.AddCommand(list, tag, untag, newNodeNamespaceCmd(g), newNodeCordonCmd(g, true), newNodeCordonCmd(g, false), newNodeDrainCmd(g), newNodeRemoveCmd(g), newNodeSharedStorageCmd(g))
+	cmd.AddCommand(list, tag, untag, newNodeNamespaceCmd(g), newNodeCordonCmd(g, true), newNodeCordonCmd(g, false), newNodeDrainCmd(g), newNodeRemoveCmd(g), newNodeApproveCmd(g), newNodeSharedStorageCmd(g))
 	return cmd
 }
 

@@ -17,6 +17,7 @@ func routeCommands() map[string]string {
 		"DELETE /api/v1/cluster/join-tokens/{id}":                        "cluster join-token revoke",
 		"POST /api/v1/cluster/rotate-gossip-key":                         "cluster rotate-gossip-key",
 		"DELETE /api/v1/namespaces/{namespace}/nodes/{name}":             "node remove",
+		"POST /api/v1/namespaces/{namespace}/nodes/{name}/approve":       "node approve",
 		"GET /api/v1/remotecatalogs":                                     "remote catalogs",
 		"PUT /api/v1/remotecatalogs":                                     "remote catalogs",
 		"GET /api/v1/auth/oidc":                                          "cluster oidc list",

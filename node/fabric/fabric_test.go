@@ -147,7 +147,7 @@ func TestIdentity_save_load_renew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Name != "peer-1" || got.ClusterID != "c1" || got.KeyID() != id.KeyID() || string(got.Secret) != string(c.sec) {
+	if got.Name != "peer-1" || got.ClusterID != "c1" || got.KeyID() != id.KeyID() || string(got.Secret()) != string(c.sec) {
 		t.Fatalf("loaded %+v", got)
 	}
 	if _, err := LoadIdentity(t.TempDir()); !errors.Is(err, ErrNoIdentity) {
@@ -306,6 +306,10 @@ func (f *fakeAdmitter) Admit(_ context.Context, req JoinRequest, _ string) (Join
 		return JoinResponse{}, Refuse(http.StatusUnauthorized, "join token %s has expired", req.TokenID)
 	}
 	return f.resp, nil
+}
+
+func (f *fakeAdmitter) Keys(context.Context, []*x509.Certificate) (KeysResponse, error) {
+	return KeysResponse{}, Refuse(http.StatusForbidden, "not here")
 }
 
 func (f *fakeAdmitter) Standing(_ context.Context, certs []*x509.Certificate) error {

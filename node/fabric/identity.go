@@ -40,12 +40,13 @@ type Identity struct {
 	Name      string
 	CA        *x509.Certificate
 	Key       *ecdsa.PrivateKey
-	// Secret is the cluster secret (SecretSize bytes).
-	Secret []byte
-	keyID  string
+	keyID     string
 
 	mu   sync.RWMutex
 	cert *tls.Certificate
+	// secret is the cluster secret (SecretSize bytes), or nil on a peer
+	// admitted pending that has not been approved yet.
+	secret []byte
 }
 
 type clusterFile struct {
@@ -59,7 +60,7 @@ func NewIdentity(dir, clusterID, name string, caDER []byte, key *ecdsa.PrivateKe
 	if err != nil {
 		return nil, fmt.Errorf("CA certificate: %w", err)
 	}
-	id := &Identity{Dir: dir, ClusterID: clusterID, Name: name, CA: ca, Key: key, Secret: slices.Clone(secret)}
+	id := &Identity{Dir: dir, ClusterID: clusterID, Name: name, CA: ca, Key: key, secret: slices.Clone(secret)}
 	if id.keyID, err = KeyID(key.Public()); err != nil {
 		return nil, err
 	}
@@ -101,11 +102,14 @@ func LoadIdentity(dir string) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	secret, err := read(fileSecret)
-	if err != nil {
-		return nil, err
-	}
-	if len(secret) != SecretSize {
+	// A peer admitted pending has no secret until it is approved.
+	secret, err := os.ReadFile(filepath.Join(dir, fileSecret))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		secret = nil
+	case err != nil:
+		return nil, fmt.Errorf("identity: %w", err)
+	case len(secret) != SecretSize:
 		return nil, fmt.Errorf("identity: %s is not a cluster secret", fileSecret)
 	}
 	ca, err := ParseCert(caPEM)
@@ -145,13 +149,43 @@ func (id *Identity) Save() error {
 		{fileCA, EncodeCert(id.CA.Raw), 0o644},
 		{fileKey, keyPEM, 0o600},
 		{fileCert, EncodeCert(id.Certificate().Leaf.Raw), 0o600},
-		{fileSecret, id.Secret, 0o600},
+		{fileSecret, id.Secret(), 0o600},
 		{fileCluster, cf, 0o600},
 	} {
+		if f.name == fileSecret && f.b == nil {
+			continue // pending: no secret yet
+		}
 		if err := writeFileAtomic(filepath.Join(id.Dir, f.name), f.b, f.mode); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// Secret is the cluster secret, or nil on a peer admitted pending that has
+// not been approved yet (ErrNoSecret from what needs it).
+func (id *Identity) Secret() []byte {
+	id.mu.RLock()
+	defer id.mu.RUnlock()
+	return id.secret
+}
+
+// ErrNoSecret is returned for what needs the cluster secret on a peer that
+// awaits an admin's approval.
+var ErrNoSecret = errors.New("this peer awaits an admin's approval (svc node approve): it holds no cluster secret")
+
+// SetSecret keeps the cluster secret a peer got once approved, in memory
+// and in its data dir (0600).
+func (id *Identity) SetSecret(secret []byte) error {
+	if len(secret) != SecretSize {
+		return fmt.Errorf("identity: %d bytes are not a cluster secret", len(secret))
+	}
+	if err := writeFileAtomic(filepath.Join(id.Dir, fileSecret), secret, 0o600); err != nil {
+		return err
+	}
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	id.secret = slices.Clone(secret)
 	return nil
 }
 

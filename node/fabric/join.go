@@ -53,9 +53,12 @@ type JoinResponse struct {
 	// Cert is the host's certificate (DER), of the CA in CA (DER).
 	Cert []byte `json:"cert"`
 	CA   []byte `json:"ca"`
-	// Secret is the cluster secret.
-	Secret []byte     `json:"secret"`
-	Gossip GossipKeys `json:"gossip"`
+	// Secret is the cluster secret; nil for a host admitted pending (it
+	// fetches the secret once an admin approves it, KeysPath).
+	Secret []byte `json:"secret,omitempty"`
+	// Pending says the host awaits an admin's approval.
+	Pending bool       `json:"pending,omitempty"`
+	Gossip  GossipKeys `json:"gossip"`
 	// Trust is the cluster's admitted peers, the new one included.
 	Trust TrustSet `json:"trust"`
 	// Peers are gossip addresses of live peers.
@@ -84,6 +87,9 @@ type Admitter interface {
 	// Standing says whether the peer that presented certs may rejoin: nil,
 	// or a *Refusal that says why not (removed, unknown).
 	Standing(ctx context.Context, certs []*x509.Certificate) error
+	// Keys answers an admitted peer (by certs) its gossip keyring, and
+	// the cluster secret when it is approved; refusals are *Refusal.
+	Keys(ctx context.Context, certs []*x509.Certificate) (KeysResponse, error)
 }
 
 // maxJoinBody bounds a join request.
@@ -152,6 +158,7 @@ func JoinHandler(a Admitter, log *slog.Logger) http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("GET "+KeysPath, keysHandler(a))
 	return mux
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -56,6 +57,9 @@ func New(cfg Config) *Users {
 func (u *Users) MintToken(ctx context.Context, user string, admin bool, ttl time.Duration) (string, *time.Time, error) {
 	if ttl <= 0 {
 		ttl = auth.PersonalTTL
+	}
+	if u.cfg.SigningKey() == nil {
+		return "", nil, fmt.Errorf("this peer cannot sign tokens: %w", fabric.ErrNoSecret)
 	}
 	if err := u.cfg.Apply(ctx, api.HostUserRequest{User: user, Admin: admin}); err != nil {
 		return "", nil, err

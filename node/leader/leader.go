@@ -95,7 +95,7 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 		id, _ := l.cfg.FSM.PeerIdentity(m.Name)
 		s, ok := inConfig[m.Name]
 		switch {
-		case !ok && voters < target:
+		case !ok && voters < target && !id.Pending:
 			if err := l.cfg.Raft.AddVoter(ctx, m.Name, id.RaftAddr); err != nil {
 				return fmt.Errorf("add voter %s: %w", m.Name, err)
 			}
@@ -149,6 +149,9 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 		s, ok := inConfig[m.Name]
 		if !ok || s.Voter || m.State != gossip.StateAlive {
 			continue
+		}
+		if id, _ := l.cfg.FSM.PeerIdentity(m.Name); id.Pending {
+			continue // a pending peer never votes
 		}
 		if err := l.cfg.Raft.AddVoter(ctx, m.Name, s.Address); err != nil {
 			return fmt.Errorf("promote %s: %w", m.Name, err)
@@ -224,6 +227,10 @@ func (l *Leader) reconcileNodes(ctx context.Context) error {
 		}
 		seen[m.Name] = true
 		phase, reason := wantPhase(m)
+		if id, _ := l.cfg.FSM.PeerIdentity(m.Name); id.Pending && phase == api.PhaseReady {
+			// the leader's own word, whatever the peer gossips
+			phase, reason = api.PhaseNotReady, fmt.Sprintf("awaits an admin's approval: svc node approve %s", m.Name)
+		}
 		n, ok := l.cfg.FSM.Node(m.Name)
 		if m.State == gossip.StateAlive && (!ok || n.NodeFacts != facts(m)) {
 			_, err := l.cfg.Raft.ApplyCommand(ctx, raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{
@@ -234,7 +241,7 @@ func (l *Leader) reconcileNodes(ctx context.Context) error {
 			}
 			n, ok = l.cfg.FSM.Node(m.Name)
 		}
-		if ok && n.Phase != phase {
+		if ok && (n.Phase != phase || n.PhaseReason != reason) {
 			if err := l.setPhase(ctx, m.Name, phase, reason, now); err != nil {
 				return err
 			}

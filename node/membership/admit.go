@@ -47,6 +47,9 @@ func (m *Membership) Admit(ctx context.Context, req fabric.JoinRequest, from str
 	if err != nil {
 		return fabric.JoinResponse{}, fabric.Refuse(http.StatusBadRequest, "%v", err)
 	}
+	if m.cfg.Identity.Secret() == nil {
+		return fabric.JoinResponse{}, fabric.Refuse(http.StatusServiceUnavailable, "peer %s awaits an admin's approval itself: join through another peer", m.cfg.Host.Name)
+	}
 	now := time.Now().UTC()
 	ctx, cancel := context.WithTimeout(ctx, admitWait)
 	defer cancel()
@@ -66,7 +69,12 @@ func (m *Membership) Admit(ctx context.Context, req fabric.JoinRequest, from str
 	case err != nil:
 		return fabric.JoinResponse{}, err
 	}
-	if err := m.cfg.FSM.Wait(ctx, func() bool { p, ok := m.cfg.FSM.PeerIdentity(req.Name); return ok && p.KeyID == keyID }); err != nil {
+	var admitted raftfsm.PeerIdentity
+	if err := m.cfg.FSM.Wait(ctx, func() bool {
+		p, ok := m.cfg.FSM.PeerIdentity(req.Name)
+		admitted = p
+		return ok && p.KeyID == keyID
+	}); err != nil {
 		return fabric.JoinResponse{}, fmt.Errorf("the admission of %s did not reach this peer's replica: %w", req.Name, err)
 	}
 	caKey, err := m.caKey()
@@ -79,11 +87,15 @@ func (m *Membership) Admit(ctx context.Context, req fabric.JoinRequest, from str
 		return fabric.JoinResponse{}, err
 	}
 	fb, _ := m.cfg.FSM.Fabric()
-	g, err := unwrapGossip(id.Secret, id.ClusterID, fb.GossipKeys)
+	g, err := unwrapGossip(id.Secret(), id.ClusterID, fb.GossipKeys)
 	if err != nil {
 		return fabric.JoinResponse{}, err
 	}
-	resp := fabric.JoinResponse{ClusterID: id.ClusterID, Cert: cert, CA: id.CA.Raw, Secret: id.Secret, Gossip: g, Trust: trustSet(fb)}
+	resp := fabric.JoinResponse{ClusterID: id.ClusterID, Cert: cert, CA: id.CA.Raw, Gossip: g, Trust: trustSet(fb), Pending: admitted.Pending}
+	if !admitted.Pending {
+		// a pending host gets the secret only once an admin approves it
+		resp.Secret = id.Secret()
+	}
 	if m.cfg.Pool != nil {
 		for _, mem := range m.cfg.Pool.Members() {
 			if mem.State == gossip.StateAlive {
@@ -149,7 +161,7 @@ const (
 
 // CreateJoinToken makes a join token valid for ttl that admits uses hosts,
 // records it (the hash of its secret only) and returns the token.
-func (m *Membership) CreateJoinToken(ctx context.Context, ttl time.Duration, uses int, by string) (string, raftfsm.JoinToken, error) {
+func (m *Membership) CreateJoinToken(ctx context.Context, ttl time.Duration, uses int, autoApprove bool, by string) (string, raftfsm.JoinToken, error) {
 	if ttl <= 0 {
 		ttl = DefaultJoinTokenTTL
 	}
@@ -165,7 +177,7 @@ func (m *Membership) CreateJoinToken(ctx context.Context, ttl time.Duration, use
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	v, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJoinTokenCreate, raftfsm.JoinTokenCreate{
-		ID: tok.ID, SecretHash: fabric.HashSecret(tok.Secret), ExpiresAt: now.Add(ttl), Uses: uses, CreatedBy: by, Time: now,
+		ID: tok.ID, SecretHash: fabric.HashSecret(tok.Secret), ExpiresAt: now.Add(ttl), Uses: uses, CreatedBy: by, Time: now, AutoApprove: autoApprove,
 	})
 	if err != nil {
 		return "", raftfsm.JoinToken{}, err
@@ -202,7 +214,7 @@ func (m *Membership) RotateGossipKey(ctx context.Context) error {
 		return errors.New("the cluster is not initialised yet")
 	}
 	id := m.cfg.Identity
-	cur, err := unwrapGossip(id.Secret, id.ClusterID, fb.GossipKeys)
+	cur, err := unwrapGossip(id.Secret(), id.ClusterID, fb.GossipKeys)
 	if err != nil {
 		return err
 	}
@@ -214,7 +226,7 @@ func (m *Membership) RotateGossipKey(ctx context.Context) error {
 	keys := append([][]byte{primary}, fresh)
 	steps := []fabric.GossipKeys{{Keys: keys, Primary: 0}, {Keys: keys, Primary: 1}, {Keys: [][]byte{fresh}, Primary: 0}}
 	for i, g := range steps {
-		w, err := wrapGossip(id.Secret, id.ClusterID, g)
+		w, err := wrapGossip(id.Secret(), id.ClusterID, g)
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ func TestForm_makes_an_identity_and_a_wrapped_init(t *testing.T) {
 		b       []byte
 		size    int
 	}{{fabric.PurposeSigningKey, init.SigningKey, 32}, {fabric.PurposeCAKey, init.CAKey, 0}} {
-		plain, err := fabric.Unwrap(id.Secret, w.purpose, w.b, aad)
+		plain, err := fabric.Unwrap(id.Secret(), w.purpose, w.b, aad)
 		if err != nil || (w.size > 0 && len(plain) != w.size) {
 			t.Fatalf("%s: %v", w.purpose, err)
 		}
@@ -50,7 +50,7 @@ func TestForm_makes_an_identity_and_a_wrapped_init(t *testing.T) {
 			t.Fatalf("%s opens with another secret", w.purpose)
 		}
 	}
-	if g, err := unwrapGossip(id.Secret, id.ClusterID, init.GossipKeys); err != nil || len(g.Keys) != 1 {
+	if g, err := unwrapGossip(id.Secret(), id.ClusterID, init.GossipKeys); err != nil || len(g.Keys) != 1 {
 		t.Fatalf("gossip keys: %+v %v", g, err)
 	}
 	if _, err := Form(t.TempDir(), Host{Name: "p1", Addr: "not-an-ip"}, time.Now()); err == nil {

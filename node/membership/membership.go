@@ -44,6 +44,11 @@ type Config struct {
 	// has installed (the peer reports it, so that a rotation knows when
 	// every peer holds the new key).
 	KeysInstalled func(epoch uint64)
+	// Dial reaches other peers' gossip ports (a pending peer fetches its
+	// keys there); nil dials plain TCP.
+	Dial fabric.DialFunc
+	// Approved is called once a pending peer holds the cluster secret.
+	Approved func()
 	// Sync waits until this replica has what the leader had applied when
 	// it was asked (a join token made a moment ago): nil never waits.
 	Sync func(ctx context.Context) error
@@ -61,6 +66,7 @@ type Membership struct {
 	cfg    Config
 	dir    string
 	rotate chan struct{} // a gossip key rotation is due (a peer was removed)
+	fetch  chan struct{} // a pending or newly approved peer's keys are due
 
 	mu          sync.Mutex
 	wrappedSeed []byte
@@ -78,7 +84,7 @@ func New(cfg Config) *Membership {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Membership{cfg: cfg, dir: cfg.Identity.Dir, rotate: make(chan struct{}, 1)}
+	return &Membership{cfg: cfg, dir: cfg.Identity.Dir, rotate: make(chan struct{}, 1), fetch: make(chan struct{}, 1)}
 }
 
 // Identity is this peer's.
@@ -103,15 +109,15 @@ func (m *Membership) aad() []byte { return []byte(m.cfg.Identity.ClusterID) }
 // state has it).
 func (m *Membership) SigningKey() []byte {
 	w := m.cfg.FSM.WrappedSigningKey()
-	if len(w) == 0 {
-		return nil
+	if len(w) == 0 || m.cfg.Identity.Secret() == nil {
+		return nil // pending: no secret to open it with
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if bytes.Equal(w, m.wrappedSeed) {
 		return m.seed
 	}
-	seed, err := fabric.Unwrap(m.cfg.Identity.Secret, fabric.PurposeSigningKey, w, m.aad())
+	seed, err := fabric.Unwrap(m.cfg.Identity.Secret(), fabric.PurposeSigningKey, w, m.aad())
 	if err != nil || len(seed) != ed25519.SeedSize {
 		m.cfg.Log.Error("the cluster's signing key does not open with this peer's cluster secret", "err", err)
 		return nil
@@ -123,7 +129,11 @@ func (m *Membership) SigningKey() []byte {
 // SealKey is the key registry passwords are sealed with: derived from the
 // cluster secret, which the state never holds.
 func (m *Membership) SealKey() []byte {
-	k, err := fabric.Derive(m.cfg.Identity.Secret, fabric.PurposeRegistry)
+	secret := m.cfg.Identity.Secret()
+	if secret == nil {
+		return nil // pending
+	}
+	k, err := fabric.Derive(secret, fabric.PurposeRegistry)
 	if err != nil {
 		return nil
 	}
@@ -132,11 +142,14 @@ func (m *Membership) SealKey() []byte {
 
 // caKey unwraps the CA's key from the state.
 func (m *Membership) caKey() (*ecdsa.PrivateKey, error) {
+	if m.cfg.Identity.Secret() == nil {
+		return nil, fabric.ErrNoSecret
+	}
 	fb, ok := m.cfg.FSM.Fabric()
 	if !ok {
 		return nil, errors.New("the cluster is not initialised yet")
 	}
-	der, err := fabric.Unwrap(m.cfg.Identity.Secret, fabric.PurposeCAKey, fb.CAKey, m.aad())
+	der, err := fabric.Unwrap(m.cfg.Identity.Secret(), fabric.PurposeCAKey, fb.CAKey, m.aad())
 	if err != nil {
 		return nil, fmt.Errorf("the CA key: %w", err)
 	}
@@ -178,6 +191,8 @@ func (m *Membership) Run(ctx context.Context) error {
 			m.renew()
 		case <-m.rotate:
 			wg.Go(func() { m.rotateAfterRemoval(ctx) })
+		case <-m.fetch:
+			m.fetchKeys(ctx)
 		}
 	}
 }
@@ -234,6 +249,9 @@ func (m *Membership) sync(ctx context.Context) error {
 	}
 	if p, ok := m.cfg.FSM.PeerIdentity(m.cfg.Host.Name); ok {
 		m.syncAddr(ctx, p)
+		if !p.Pending && m.cfg.Identity.Secret() == nil {
+			m.fetchKeysSoon() // approved: fetch the cluster secret
+		}
 	}
 	return nil
 }
@@ -246,11 +264,21 @@ func (m *Membership) syncKeys(fb raftfsm.Fabric) {
 	if fb.GossipEpoch <= have {
 		return
 	}
-	g, err := unwrapGossip(m.cfg.Identity.Secret, m.cfg.Identity.ClusterID, fb.GossipKeys)
+	if m.cfg.Identity.Secret() == nil {
+		m.fetchKeysSoon() // pending: another peer opens them for it
+		return
+	}
+	g, err := unwrapGossip(m.cfg.Identity.Secret(), m.cfg.Identity.ClusterID, fb.GossipKeys)
 	if err != nil {
 		m.cfg.Log.Error("the gossip keys do not open with this peer's cluster secret", "err", err)
 		return
 	}
+	m.installKeys(g, fb.GossipEpoch, have)
+}
+
+// installKeys installs gossip keyring g of epoch, replacing the one of
+// epoch have.
+func (m *Membership) installKeys(g fabric.GossipKeys, epoch, have uint64) {
 	if m.cfg.Pool != nil {
 		if err := m.cfg.Pool.SetKeys(gossip.Keys{Keys: g.Keys, Primary: g.Primary}); err != nil {
 			m.cfg.Log.Error("cannot install the gossip keys", "err", err)
@@ -261,13 +289,13 @@ func (m *Membership) syncKeys(fb raftfsm.Fabric) {
 		m.cfg.Log.Error("cannot keep the gossip keys", "err", err)
 	}
 	m.mu.Lock()
-	m.keyEpoch = fb.GossipEpoch
+	m.keyEpoch = max(m.keyEpoch, epoch)
 	m.mu.Unlock()
 	if have != 0 {
-		m.cfg.Log.Info("installed the gossip keyring", "epoch", fb.GossipEpoch, "keys", len(g.Keys))
+		m.cfg.Log.Info("installed the gossip keyring", "epoch", epoch, "keys", len(g.Keys))
 	}
 	if m.cfg.KeysInstalled != nil {
-		m.cfg.KeysInstalled(fb.GossipEpoch)
+		m.cfg.KeysInstalled(epoch)
 	}
 }
 

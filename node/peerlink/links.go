@@ -174,7 +174,15 @@ func (l *Links) PeerOf(r *http.Request) (string, bool) {
 		return "", false
 	}
 	name, err := l.cfg.Identity.PeerOf(r.TLS, l.cfg.Trust)
-	return name, err == nil
+	if err != nil {
+		return "", false
+	}
+	// A peer that awaits an admin's approval is not one for the API's
+	// peer routes: no blob, relay, forward or write goes through it.
+	if p, ok := l.cfg.State.PeerIdentity(name); !ok || p.Pending {
+		return name, false
+	}
+	return name, true
 }
 
 // HTTPSConfig serves the HTTPS port: to a client that asks for the peers'

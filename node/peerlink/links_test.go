@@ -131,7 +131,7 @@ func TestLinks_https_port(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := &fakeState{}
+	state := &fakeState{peers: map[string]raftfsm.PeerIdentity{"a": {Name: "a"}}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +166,12 @@ func TestLinks_https_port(t *testing.T) {
 	if got, _ := get(&http.Client{Transport: l.PeerTransport()}); got != "a" {
 		t.Fatalf("a call over the fabric answered %q, want the peer's name", got)
 	}
+	// a peer that awaits an admin's approval is no peer for the API
+	state.peers["a"] = raftfsm.PeerIdentity{Name: "a", Pending: true}
+	if got, _ := get(&http.Client{Transport: l.PeerTransport()}); got != "not a peer" {
+		t.Fatalf("a pending peer's call over the fabric answered %q, want not a peer", got)
+	}
+	state.peers["a"] = raftfsm.PeerIdentity{Name: "a"}
 	user := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the test reads what it is served
 	got, cs := get(user)
 	if got != "not a peer" || cs.PeerCertificates[0].Subject.CommonName != "a" {

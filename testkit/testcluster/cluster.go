@@ -90,6 +90,8 @@ type Cluster struct {
 	warnings   warnings
 	mu         sync.Mutex
 	adminToken string
+	// pendingJoin has the next peer added join pending (AddPending).
+	pendingJoin bool
 }
 
 // Member is one peer slot; Peer is nil while it is stopped.
@@ -230,10 +232,28 @@ func (c *Cluster) addMember() *Member {
 		for _, r := range c.Running() {
 			m.cfg.Join = append(m.cfg.Join, r.Peer.GossipAddr())
 		}
-		m.cfg.JoinToken = c.JoinToken()
+		m.cfg.JoinToken = c.joinToken(c.pendingJoin)
 	}
 	c.Members = append(c.Members, m)
 	c.start(m)
+	return m
+}
+
+// AddPending starts one more peer, joined with a token that does not
+// approve it, and waits until the cluster admitted it (pending).
+func (c *Cluster) AddPending() *Member {
+	c.tb.Helper()
+	c.pendingJoin = true
+	m := c.addMember()
+	c.pendingJoin = false
+	c.WaitFor(m.Name+" admitted", 30*time.Second, func() error {
+		for _, r := range c.Running() {
+			if p, ok := r.Peer.FSM().PeerIdentity(m.Name); !ok || !p.Pending {
+				return fmt.Errorf("%s does not see %s pending", r.Name, m.Name)
+			}
+		}
+		return nil
+	})
 	return m
 }
 
@@ -254,15 +274,23 @@ func (c *Cluster) Add() *Member {
 	return m
 }
 
-// JoinToken makes a join token of the cluster for one host, through a
-// running peer (as an admin would with 'svc cluster join-token create').
+// JoinToken makes a join token of the cluster for one host, approved at
+// once, through a running peer (as an admin would with 'svc cluster
+// join-token create --auto-approve').
 func (c *Cluster) JoinToken() string {
+	c.tb.Helper()
+	return c.joinToken(false)
+}
+
+// joinToken makes a join token for one host; with pending, the host waits
+// for an admin's approval.
+func (c *Cluster) joinToken(pending bool) string {
 	c.tb.Helper()
 	var tok string
 	c.WaitFor("a join token", 20*time.Second, func() error {
 		for _, m := range c.Running() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			t, _, err := m.Peer.Membership().CreateJoinToken(ctx, time.Hour, 1, "test")
+			t, _, err := m.Peer.Membership().CreateJoinToken(ctx, time.Hour, 1, !pending, "test")
 			cancel()
 			if err == nil {
 				tok = t

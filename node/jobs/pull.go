@@ -385,11 +385,31 @@ func (m *Manager) pullTart(ctx context.Context, r ocidisk.Resolved, reg ocidisk.
 	return st, nvram, nil
 }
 
+// createAttempts bounds the sends of an image's record whose fate is
+// unknown (leadership changed while it was in flight).
+const createAttempts = 5
+
 // createImage records an image and returns the record (as the FSM made it
 // when this peer leads; as proposed otherwise, the answer of a forwarded
-// proposal carrying no value).
+// proposal carrying no value). A record whose fate is unknown (the leader
+// lost its leadership while committing it, a timeout) is sent again, at
+// most createAttempts times: a pull's record names its source, so applied
+// twice it only gains its holder again.
 func (m *Manager) createImage(ctx context.Context, c raftfsm.ImageCreate) (raftfsm.Image, error) {
-	v, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeImageCreate, c)
+	var v any
+	var err error
+	for attempt := range createAttempts {
+		v, err = m.cfg.Proposer.Apply(ctx, raftfsm.TypeImageCreate, c)
+		if err == nil || !c.FromRegistry || !errors.Is(err, raftfsm.ErrNotLeader) && !errors.Is(err, raftfsm.ErrTimeout) {
+			break
+		}
+		m.cfg.Log.Warn("recording the image: its fate is unknown; sending it again", "image", c.Image.Name, "attempt", attempt+1, "err", err)
+		select {
+		case <-ctx.Done():
+			return raftfsm.Image{}, err
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		return raftfsm.Image{}, err
 	}

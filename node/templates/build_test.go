@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/fake"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/node/diskbudget"
+	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
 )
 
@@ -32,5 +38,31 @@ func TestSSHBanner_cases(t *testing.T) {
 				t.Fatalf("a wait that never saw a banner ends with %v, not its deadline", err)
 			}
 		})
+	}
+}
+
+// A template's build holds its memory and its disk's boot room on the
+// node's disk first: where they do not fit above the floor, nothing boots,
+// and the build says why.
+func TestManager_build_holds_its_room(t *testing.T) {
+	images, err := imagestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := images.Put(context.Background(), strings.NewReader("a tiny disk"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := fake.New(hypervisor.DomainPrefix("n1"))
+	drv.SetMemoryDir(t.TempDir())
+	disk := diskbudget.New(diskbudget.Config{Dir: t.TempDir(), Floor: 1 << 30, Name: "n1", Free: func() (int64, error) { return 3 << 30, nil }})
+	m := New(Config{Name: "n1", FSM: raftfsm.NewFSM(nil), Driver: drv, Images: images, Dir: t.TempDir(), Max: 1, Disk: disk,
+		GuestReady: func(context.Context, string) error { return nil }})
+	err = m.build(context.Background(), raftfsm.Shape{ImageDigest: d, ImageFormat: "raw", CPU: 1, MemoryBytes: 4 << 30})
+	if !errors.Is(err, diskbudget.ErrNoRoom) || !strings.Contains(err.Error(), "kept free") {
+		t.Fatalf("a 4 GiB template with 2 GiB of room: %v", err)
+	}
+	if calls := drv.Calls(); len(calls) != 0 {
+		t.Fatalf("the driver was called: %v", calls)
 	}
 }

@@ -85,9 +85,12 @@ type Node struct {
 	PhaseReason string `json:"phaseReason,omitempty"`
 	// Schedulable is false for a cordoned node: it keeps its VMs and
 	// takes no new one.
-	Schedulable bool     `json:"schedulable"`
-	Tags        []string `json:"svcTags"`
-	Arch        string   `json:"arch"`
+	Schedulable bool `json:"schedulable"`
+	// Pending says the node's peer joined with a token that does not
+	// approve it, and awaits an admin's approval (svc node approve).
+	Pending bool     `json:"pending,omitempty"`
+	Tags    []string `json:"svcTags"`
+	Arch    string   `json:"arch"`
 	// Hypervisor runs the node's VMs: libvirt, or vz on Macs (where
 	// macOS images run).
 	Hypervisor string `json:"hypervisor,omitempty"`

@@ -41,6 +41,9 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p httprouter.
 func (s *Server) nodeRecord(n raftfsm.NodeView, images []raftfsm.Image) api.Node {
 	rec := nodeToAPI(n)
 	rec.CachedImages = s.cachedImages(n.Name, images)
+	if p, ok := s.replica.FSM().PeerIdentity(n.Name); ok {
+		rec.Pending = p.Pending
+	}
 	return rec
 }
 

@@ -72,8 +72,8 @@ func TestFabric_a_leaked_join_token_makes_a_pending_peer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
-		if n.Name == m.Name && (n.Phase != api.PhaseNotReady || !strings.Contains(n.PhaseReason, "svc node approve "+m.Name)) {
-			t.Fatalf("the pending node: %s %q", n.Phase, n.PhaseReason)
+		if n.Name == m.Name && (n.Phase != api.PhaseNotReady || !n.Pending || !strings.Contains(n.PhaseReason, "svc node approve "+m.Name)) {
+			t.Fatalf("the pending node: %s %v %q", n.Phase, n.Pending, n.PhaseReason)
 		}
 	}
 	if _, err := admin.DeployVM(ctx, ns, api.DeployRequest{Image: "none", Node: m.Name}); api.CodeOf(err) == http.StatusCreated {

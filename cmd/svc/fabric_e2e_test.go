@@ -97,6 +97,9 @@ func TestBinary_peers_trust_only_peers(t *testing.T) {
 	// API answers nothing, its node takes no VM, until an admin approves it.
 	secretFile := filepath.Join(dir, "sec-2", "fabric", "cluster.secret")
 	poll("sec-2 admitted pending", 30*time.Second, func() error {
+		if out, err := svc("node", "list"); err != nil || !strings.Contains(out, "awaits approval") {
+			return fmt.Errorf("nodes: %v\n%s", err, out)
+		}
 		out, err := svc("node", "list", "-o", "json")
 		if err != nil || !strings.Contains(out, "awaits an admin's approval: svc node approve sec-2") {
 			return fmt.Errorf("nodes: %v\n%s", err, out)

@@ -16,6 +16,9 @@ import (
 
 // schedulable says whether a node takes new VMs, for the node table.
 func schedulable(n api.Node) string {
+	if n.Pending {
+		return "awaits approval"
+	}
 	if n.Schedulable {
 		return "on"
 	}

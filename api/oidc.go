@@ -39,21 +39,55 @@ type OIDCProvider struct {
 	GroupsClaim     string    `json:"groupsClaim"`
 	AdminGroups     []string  `json:"adminGroups"`
 	AllowedGroups   []string  `json:"allowedGroups"`
+	AllowedDomains  []string  `json:"allowedDomains"`
+	AllowedUsers    []string  `json:"allowedUsers"`
+	AllowAnyone     bool      `json:"allowAnyone"`
 	CreatedAt       time.Time `json:"createdAt"`
 }
 
 // OIDCProviderRequest sets a provider (PUT /api/v1/auth/oidc/NAME). Empty
-// fields take their defaults: scopes openid, email, profile, groups; claims
-// email and groups.
+// fields take their defaults: scopes openid, email, profile; claims email
+// and groups. Who may sign in beyond the admin groups must be said: allowed
+// groups, Google Workspace domains ("hd" claim) or usernames, or
+// AllowAnyone (every account the provider knows); a provider that says
+// none of these is refused unless it has admin groups, and then admits
+// only them.
 type OIDCProviderRequest struct {
-	Issuer        string   `json:"issuer"`
-	ClientID      string   `json:"clientId"`
-	ClientSecret  string   `json:"clientSecret,omitempty"`
-	Scopes        []string `json:"scopes,omitempty"`
-	UsernameClaim string   `json:"usernameClaim,omitempty"`
-	GroupsClaim   string   `json:"groupsClaim,omitempty"`
-	AdminGroups   []string `json:"adminGroups,omitempty"`
-	AllowedGroups []string `json:"allowedGroups,omitempty"`
+	Issuer         string   `json:"issuer"`
+	ClientID       string   `json:"clientId"`
+	ClientSecret   string   `json:"clientSecret,omitempty"`
+	Scopes         []string `json:"scopes,omitempty"`
+	UsernameClaim  string   `json:"usernameClaim,omitempty"`
+	GroupsClaim    string   `json:"groupsClaim,omitempty"`
+	AdminGroups    []string `json:"adminGroups,omitempty"`
+	AllowedGroups  []string `json:"allowedGroups,omitempty"`
+	AllowedDomains []string `json:"allowedDomains,omitempty"`
+	AllowedUsers   []string `json:"allowedUsers,omitempty"`
+	AllowAnyone    bool     `json:"allowAnyone,omitempty"`
+}
+
+// UsersPath lists the cluster's users (admin).
+const UsersPath = "/api/v1/users"
+
+// User is a user as admins see it: who root on a host named (no provider),
+// or a person who signed in, with who they are to their provider (issuer
+// and subject: a person is that pair, never a name alone).
+type User struct {
+	Name       string     `json:"name"`
+	Admin      bool       `json:"admin"`
+	Provider   string     `json:"provider,omitempty"`
+	Issuer     string     `json:"issuer,omitempty"`
+	Subject    string     `json:"subject,omitempty"`
+	Groups     []string   `json:"groups"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	SignedInAt *time.Time `json:"signedInAt,omitempty"`
+}
+
+// ListUsers lists the cluster's users (admin).
+func (c *Client) ListUsers(ctx context.Context) ([]User, error) {
+	var out List[User]
+	err := c.Do(ctx, http.MethodGet, UsersPath, nil, &out)
+	return out.Items, err
 }
 
 // SignInProvider is what a person needs to pick a provider.
@@ -68,17 +102,26 @@ type SignInStartRequest struct {
 	RedirectURI string `json:"redirectUri"`
 }
 
-// SignInStart is where to send the browser, and the state the provider
-// hands back with the code (the cluster's sealed record of this sign-in).
+// SignInStart is where to send the browser, the state the provider hands
+// back with the code (the cluster's sealed record of this sign-in), and
+// the PKCE code verifier: the client keeps it (in memory, or the web UI
+// tab's session storage), never puts it in an address, and sends it with
+// the code. Without it the provider's answer redeems nothing.
 type SignInStart struct {
-	AuthURL string `json:"authUrl"`
-	State   string `json:"state"`
+	AuthURL      string `json:"authUrl"`
+	State        string `json:"state"`
+	CodeVerifier string `json:"codeVerifier"`
 }
 
-// SignInCallback is what the provider handed back to the redirect URI.
+// SignInCallback is what the provider handed back to the redirect URI
+// (the code, the state and, where the provider names itself, its issuer:
+// RFC 9207's "iss"), and the code verifier the client kept since it
+// started the sign-in.
 type SignInCallback struct {
-	State string `json:"state"`
-	Code  string `json:"code"`
+	State        string `json:"state"`
+	Code         string `json:"code"`
+	CodeVerifier string `json:"codeVerifier"`
+	Issuer       string `json:"iss,omitempty"`
 }
 
 // DeviceSignIn is a device authorization in progress (RFC 8628): the person

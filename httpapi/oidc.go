@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"slices"
 	"time"
 
@@ -19,8 +18,8 @@ import (
 
 // SignIn runs sign-ins through OpenID Connect providers (node/signin).
 type SignIn interface {
-	Start(ctx context.Context, provider, redirect string) (api.SignInStart, error)
-	Finish(ctx context.Context, provider, state, code string) (signin.Identity, error)
+	Start(ctx context.Context, provider, redirect, ownCallback string) (api.SignInStart, error)
+	Finish(ctx context.Context, provider string, cb api.SignInCallback) (signin.Identity, error)
 	StartDevice(ctx context.Context, provider string) (api.DeviceSignIn, error)
 	PollDevice(ctx context.Context, provider, handle string) (signin.Identity, bool, error)
 }
@@ -34,6 +33,7 @@ func (s *Server) oidcRoutes() {
 	s.handle(Route{Method: http.MethodPut, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.setOIDCProvider)
 	s.handle(Route{Method: http.MethodDelete, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteOIDCProvider)
 	s.handle(Route{Method: http.MethodGet, Path: api.SignInPath, Rule: RuleOpen}, s.signInProviders)
+	s.handle(Route{Method: http.MethodGet, Path: api.UsersPath, Rule: RuleAdmin}, s.listUsers)
 	s.handle(Route{Method: http.MethodPost, Path: one + "/start", Rule: RuleOpen}, s.startSignIn)
 	s.handle(Route{Method: http.MethodPost, Path: one + "/callback", Rule: RuleOpen, Write: true, Target: Leader}, s.finishSignIn)
 	s.handle(Route{Method: http.MethodPost, Path: one + "/device", Rule: RuleOpen}, s.startDeviceSignIn)
@@ -44,7 +44,8 @@ func oidcToAPI(p raftfsm.OIDCProvider) api.OIDCProvider {
 	return api.OIDCProvider{
 		Name: p.Name, Issuer: p.Issuer, ClientID: p.ClientID, ClientSecretSet: len(p.SealedClientSecret) > 0,
 		Scopes: nonNil(p.Scopes, signin.DefaultScopes), UsernameClaim: p.UsernameClaim, GroupsClaim: p.GroupsClaim,
-		AdminGroups: nonNil(p.AdminGroups, nil), AllowedGroups: nonNil(p.AllowedGroups, nil), CreatedAt: p.CreatedAt,
+		AdminGroups: nonNil(p.AdminGroups, nil), AllowedGroups: nonNil(p.AllowedGroups, nil),
+		AllowedDomains: nonNil(p.AllowedDomains, nil), AllowedUsers: nonNil(p.AllowedUsers, nil), AllowAnyone: p.AllowAnyone, CreatedAt: p.CreatedAt,
 	}
 }
 
@@ -73,8 +74,8 @@ func (s *Server) setOIDCProvider(w http.ResponseWriter, r *http.Request, p httpr
 	if err := api.ValidateName("provider", name, api.MaxNameLen); err != nil {
 		return badRequest("%s", err)
 	}
-	if err := checkIssuer(req.Issuer); err != nil {
-		return err
+	if err := signin.CheckIssuerURL(req.Issuer); err != nil {
+		return badRequest("field \"issuer\": %v", err)
 	}
 	if req.ClientID == "" || len(req.ClientID) > api.MaxOIDCClientID {
 		return badRequest("field \"clientId\": the client id the provider gave this cluster, at most %d bytes", api.MaxOIDCClientID)
@@ -88,7 +89,11 @@ func (s *Server) setOIDCProvider(w http.ResponseWriter, r *http.Request, p httpr
 	rec := raftfsm.OIDCProvider{
 		Name: name, Issuer: req.Issuer, ClientID: req.ClientID, Scopes: req.Scopes,
 		UsernameClaim: cmp.Or(req.UsernameClaim, signin.DefaultUsernameClaim), GroupsClaim: cmp.Or(req.GroupsClaim, signin.DefaultGroupsClaim),
-		AdminGroups: req.AdminGroups, AllowedGroups: req.AllowedGroups, CreatedAt: time.Now().UTC().Truncate(time.Second),
+		AdminGroups: req.AdminGroups, AllowedGroups: req.AllowedGroups, AllowedDomains: req.AllowedDomains, AllowedUsers: req.AllowedUsers,
+		AllowAnyone: req.AllowAnyone, CreatedAt: time.Now().UTC().Truncate(time.Second),
+	}
+	if !rec.Admits() && len(rec.AdminGroups) == 0 {
+		return badRequest("provider %q would let nobody in: name who may sign in (allowedGroups, allowedDomains, allowedUsers, adminGroups), or allowAnyone to admit every account the provider knows (for Google, every Google account in the world)", name)
 	}
 	if req.ClientSecret != "" {
 		sealed, err := auth.Seal(s.keys.SealKey(), []byte(req.ClientSecret), signin.SecretAAD(name))
@@ -110,27 +115,23 @@ func (s *Server) setOIDCProvider(w http.ResponseWriter, r *http.Request, p httpr
 	return nil
 }
 
-// checkIssuer takes an https issuer, or http on a loopback address (a
-// provider on the same host, as in tests).
-func checkIssuer(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || len(raw) > api.MaxOIDCRedirectURI {
-		return badRequest("field \"issuer\": %q must be the provider's issuer URL (https://...)", raw)
-	}
-	if u.Scheme == "https" {
-		return nil
-	}
-	if u.Scheme == "http" && signin.CheckRedirect(raw) == nil {
-		return nil
-	}
-	return badRequest("field \"issuer\": %q must be https (plain http only on a loopback address)", raw)
-}
-
 func (s *Server) deleteOIDCProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if _, err := s.apply(r.Context(), raftfsm.TypeOIDCProviderDel, raftfsm.OIDCProviderDelete{Name: p.ByName("provider")}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// listUsers answers the cluster's users, with who each person is to their
+// provider.
+func (s *Server) listUsers(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	items := []api.User{}
+	for _, u := range s.replica.FSM().Users() {
+		items = append(items, api.User{Name: u.Name, Admin: u.Admin, Provider: u.Provider, Issuer: u.Issuer, Subject: u.Subject,
+			Groups: nonNil(u.Groups, nil), CreatedAt: u.CreatedAt, SignedInAt: u.SignedInAt})
+	}
+	writeJSON(w, http.StatusOK, api.List[api.User]{Items: items})
 	return nil
 }
 
@@ -158,7 +159,7 @@ func (s *Server) startSignIn(w http.ResponseWriter, r *http.Request, p httproute
 	if err := s.needSignIn(); err != nil {
 		return err
 	}
-	out, err := s.signin.Start(r.Context(), p.ByName("provider"), req.RedirectURI)
+	out, err := s.signin.Start(r.Context(), p.ByName("provider"), req.RedirectURI, ownCallback(r))
 	if err != nil {
 		return signInError(err)
 	}
@@ -174,7 +175,7 @@ func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, p httprout
 	if err := s.needSignIn(); err != nil {
 		return err
 	}
-	id, err := s.signin.Finish(r.Context(), p.ByName("provider"), req.State, req.Code)
+	id, err := s.signin.Finish(r.Context(), p.ByName("provider"), req)
 	if err != nil {
 		return signInError(err)
 	}
@@ -216,7 +217,8 @@ func (s *Server) pollDeviceSignIn(w http.ResponseWriter, r *http.Request, p http
 // and groups replaced at each) and answers their personal token.
 func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, id signin.Identity) error {
 	now := time.Now().UTC().Truncate(time.Second)
-	v, err := s.apply(r.Context(), raftfsm.TypeUserSignIn, raftfsm.UserSignIn{Name: id.User, Admin: id.Admin, Groups: id.Groups, Provider: id.Provider, Time: now})
+	v, err := s.apply(r.Context(), raftfsm.TypeUserSignIn, raftfsm.UserSignIn{Name: id.User, Admin: id.Admin, Groups: id.Groups, Provider: id.Provider, Time: now,
+		Issuer: id.Issuer, Subject: id.Subject})
 	if err != nil {
 		return err
 	}
@@ -236,6 +238,16 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, id signin.Iden
 	s.log.Info("signed in", "user", u.Name, "provider", id.Provider, "role", role, "groups", len(u.Groups))
 	writeJSON(w, http.StatusOK, api.SignedIn{Token: tok, ExpiresAt: exp, User: u.Name, Role: role, Groups: nonNil(u.Groups, nil), Provider: id.Provider})
 	return nil
+}
+
+// ownCallback is the address of the web UI's callback as the request
+// reached this peer (the only redirect besides loopback a sign-in may use).
+func ownCallback(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/ui/callback"
 }
 
 // signInError answers a failed sign-in step.

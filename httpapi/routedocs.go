@@ -141,7 +141,8 @@ func routeDocs() map[string]routeDoc {
 		del + "/api/v1/auth/oidc/{provider}":               {Summary: "Remove an OpenID Connect provider", Tag: "sign-in", Code: 204},
 		get + "/api/v1/auth/signin":                        {Summary: "The providers one may sign in with (no token needed)", Tag: "sign-in", Resp: api.List[api.SignInProvider]{}},
 		post + "/api/v1/auth/oidc/{provider}/start":        {Summary: "Start a browser sign-in (no token needed): where to send the browser", Tag: "sign-in", Req: api.SignInStartRequest{}, Resp: api.SignInStart{}},
-		post + "/api/v1/auth/oidc/{provider}/callback":     {Summary: "Finish a browser sign-in with the provider's code and state: a personal token (1 hour)", Tag: "sign-in", Req: api.SignInCallback{}, Resp: api.SignedIn{}},
+		post + "/api/v1/auth/oidc/{provider}/callback":     {Summary: "Finish a browser sign-in with the provider's code and state and the code verifier the client kept: a personal token (1 hour)", Tag: "sign-in", Req: api.SignInCallback{}, Resp: api.SignedIn{}},
+		get + "/api/v1/users":                              {Summary: "List the users: who root on a host named, and people who signed in with their provider, issuer and subject", Tag: "sign-in", Resp: api.List[api.User]{}},
 		post + "/api/v1/auth/oidc/{provider}/device":       {Summary: "Start a device sign-in (RFC 8628; no token needed): the code to type and where", Tag: "sign-in", Resp: api.DeviceSignIn{}},
 		post + "/api/v1/auth/oidc/{provider}/device/token": {Summary: "Poll a device sign-in: 202 while pending (waits up to 12 s), then a personal token", Tag: "sign-in", Req: api.DevicePoll{}, Resp: api.SignedIn{}},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/auth"
 	"github.com/svc-project/svc/node/runnerpool"
+	"github.com/svc-project/svc/node/signin"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/runners/github"
 )
@@ -123,7 +124,7 @@ func (s *Server) createRunnerPool(w http.ResponseWriter, r *http.Request, p http
 		return badRequest("field \"github.url\": %s", err)
 	}
 	if req.GitHub.APIBase != "" {
-		if err := checkIssuer(req.GitHub.APIBase); err != nil {
+		if err := signin.CheckIssuerURL(req.GitHub.APIBase); err != nil {
 			return badRequest("field \"github.apiBase\": %q must be https (http only on a loopback address)", req.GitHub.APIBase)
 		}
 	}

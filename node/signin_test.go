@@ -3,6 +3,8 @@ package node_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +26,8 @@ var people = []oidcprovider.User{
 func setProvider(t *testing.T, admin *api.Client, op *oidcprovider.Provider, allowed ...string) {
 	t.Helper()
 	_, err := admin.SetOIDCProvider(ctx(t), "corp", api.OIDCProviderRequest{
-		Issuer: op.Issuer, ClientID: op.ClientID, ClientSecret: op.ClientSecret,
-		AdminGroups: []string{"ops-admins"}, AllowedGroups: allowed,
+		Issuer: op.Issuer, ClientID: op.ClientID, ClientSecret: op.ClientSecret, Scopes: []string{"openid", "email", "profile", "groups"},
+		AdminGroups: []string{"ops-admins"}, AllowedGroups: allowed, AllowAnyone: len(allowed) == 0,
 	})
 	if err != nil {
 		t.Fatalf("set provider: %v", err)
@@ -36,9 +38,18 @@ func setProvider(t *testing.T, admin *api.Client, op *oidcprovider.Provider, all
 // steps done as form posts.
 func signIn(t *testing.T, cl *api.Client, op *oidcprovider.Provider, username, password string) (api.SignedIn, error) {
 	t.Helper()
-	st, err := cl.StartSignIn(ctx(t), "corp", "http://127.0.0.1:1/callback")
+	st, back := startAt(t, cl, "corp", op, username, password)
+	return cl.FinishSignIn(ctx(t), "corp", callbackOf(st, back))
+}
+
+// startAt starts a browser sign-in with provider and signs username in at
+// op: the sign-in as the client started it, and where the provider sent
+// the browser back to.
+func startAt(t *testing.T, cl *api.Client, provider string, op *oidcprovider.Provider, username, password string) (api.SignInStart, *url.URL) {
+	t.Helper()
+	st, err := cl.StartSignIn(ctx(t), provider, "http://127.0.0.1:1/callback")
 	if err != nil {
-		return api.SignedIn{}, err
+		t.Fatalf("start: %v", err)
 	}
 	back, err := op.SignIn(ctx(t), st.AuthURL, username, password)
 	if err != nil {
@@ -47,7 +58,14 @@ func signIn(t *testing.T, cl *api.Client, op *oidcprovider.Provider, username, p
 	if back.Query().Get("state") != st.State || back.Query().Get("code") == "" {
 		t.Fatalf("the provider sent the browser back to %s", back)
 	}
-	return cl.FinishSignIn(ctx(t), "corp", api.SignInCallback{State: st.State, Code: back.Query().Get("code")})
+	return st, back
+}
+
+// callbackOf is what the client that started st sends with the provider's
+// answer: the code, the state, the issuer where named, and its verifier.
+func callbackOf(st api.SignInStart, back *url.URL) api.SignInCallback {
+	q := back.Query()
+	return api.SignInCallback{State: q.Get("state"), Code: q.Get("code"), Issuer: q.Get("iss"), CodeVerifier: st.CodeVerifier}
 }
 
 func TestSignIn_roles_follow_the_directory(t *testing.T) {
@@ -215,7 +233,7 @@ func TestSignIn_bad_input_is_refused(t *testing.T) {
 			return err
 		}, 400, "altered"},
 		{"a code the provider never gave", func() error {
-			_, err := cl.FinishSignIn(ctx(t), "corp", api.SignInCallback{State: st.State, Code: "made-up"})
+			_, err := cl.FinishSignIn(ctx(t), "corp", api.SignInCallback{State: st.State, Code: "made-up", CodeVerifier: st.CodeVerifier})
 			return err
 		}, 401, "refused"},
 		{"a person in none of the allowed groups", func() error { _, err := signIn(t, cl, op, "carol", "carol-pw"); return err }, 403, "none of the groups"},
@@ -244,7 +262,7 @@ func TestSignIn_bad_input_is_refused(t *testing.T) {
 	// A provider that is down: a bounded 503.
 	op.Close()
 	start := time.Now()
-	_, err = admin.SetOIDCProvider(ctx(t), "corp", api.OIDCProviderRequest{Issuer: op.Issuer + "/moved", ClientID: op.ClientID})
+	_, err = admin.SetOIDCProvider(ctx(t), "corp", api.OIDCProviderRequest{Issuer: op.Issuer + "/moved", ClientID: op.ClientID, AllowAnyone: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,5 +282,85 @@ func TestSignIn_provider_outside_the_egress_policy(t *testing.T) {
 	_, err := api.NewClient("http://"+m.Peer.APIAddr(), "").StartSignIn(ctx(t), "corp", "http://127.0.0.1:1/callback")
 	if api.CodeOf(err) != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "--registry-allow") {
 		t.Fatalf("a provider on loopback with loopback not allowed: %v, want 503 naming --registry-allow", err)
+	}
+}
+
+// The provider's answer alone (the redirect address: code and state, as a
+// browser's history or a proxy's log keeps it), replayed by another
+// client, gets 401 and no token; an answer redeemed once redeems nothing
+// again; one sign-in's state with another's code gets 401.
+func TestSignIn_the_answer_alone_redeems_nothing(t *testing.T) {
+	op := oidcprovider.Start(t, people)
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	setProvider(t, c.Client(m), op)
+	cl := api.NewClient("http://"+m.Peer.APIAddr(), "")
+
+	st, back := startAt(t, cl, "corp", op, "alice", "alice-pw")
+	replay := callbackOf(st, back)
+	replay.CodeVerifier = "" // another client has the address, not the verifier
+	if got, err := cl.FinishSignIn(ctx(t), "corp", replay); api.CodeOf(err) != http.StatusUnauthorized || got.Token != "" {
+		t.Fatalf("the answer replayed without the verifier: %+v %v, want 401", got, err)
+	}
+	st, back = startAt(t, cl, "corp", op, "alice", "alice-pw")
+	if _, err := cl.FinishSignIn(ctx(t), "corp", callbackOf(st, back)); err != nil {
+		t.Fatalf("the client that started it: %v", err)
+	}
+	if got, err := cl.FinishSignIn(ctx(t), "corp", callbackOf(st, back)); api.CodeOf(err) != http.StatusUnauthorized || got.Token != "" {
+		t.Fatalf("the same answer again: %+v %v, want 401", got, err)
+	}
+	st1, _ := startAt(t, cl, "corp", op, "alice", "alice-pw")
+	st2, back2 := startAt(t, cl, "corp", op, "bob", "bob-pw")
+	mixed := callbackOf(st1, back2)
+	mixed.State = st1.State
+	if got, err := cl.FinishSignIn(ctx(t), "corp", mixed); api.CodeOf(err) != http.StatusUnauthorized || got.Token != "" {
+		t.Fatalf("one sign-in's state with another's code: %+v %v, want 401", got, err)
+	}
+	if st2.State == st1.State {
+		t.Fatal("two sign-ins share a state")
+	}
+}
+
+// Two providers whose people share an e-mail address: the second person
+// is refused with a message naming the conflict, the first keeps their
+// name and bindings, and the users list shows who each is (issuer and
+// subject).
+func TestSignIn_two_providers_one_email(t *testing.T) {
+	op := oidcprovider.Start(t, people)
+	other := oidcprovider.Start(t, []oidcprovider.User{{Username: "mallory", Password: "m-pw", Email: "alice@example.com", Groups: []string{"dev"}}})
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	admin := c.Client(m)
+	setProvider(t, admin, op)
+	if _, err := admin.SetOIDCProvider(ctx(t), "other", api.OIDCProviderRequest{Issuer: other.Issuer, ClientID: other.ClientID, ClientSecret: other.ClientSecret, AllowAnyone: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AddSubjects(ctx(t), ns, api.Subjects{Users: []string{"alice@example.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	cl := api.NewClient("http://"+m.Peer.APIAddr(), "")
+	alice, err := signIn(t, cl, op, "alice", "alice-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, back := startAt(t, cl, "other", other, "mallory", "m-pw")
+	got, err := cl.FinishSignIn(ctx(t), "other", callbackOf(st, back))
+	if api.CodeOf(err) != http.StatusConflict || !strings.Contains(err.Error(), "another person") || got.Token != "" {
+		t.Fatalf("the second provider's alice@example.com: %+v %v, want 409", got, err)
+	}
+	users, err := admin.ListUsers(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if u.Name == "alice@example.com" && (u.Provider != "corp" || u.Issuer != op.Issuer || u.Subject == "") {
+			t.Fatalf("alice's record: %+v", u)
+		}
+	}
+	if rb, err := admin.ListSubjects(ctx(t), ns); err != nil || !slices.Contains(rb.Users, "alice@example.com") {
+		t.Fatalf("alice's binding: %+v %v", rb, err)
+	}
+	if _, err := api.NewClient("http://"+m.Peer.APIAddr(), alice.Token).ListVMs(ctx(t), ns); err != nil {
+		t.Fatalf("alice's token: %v", err)
 	}
 }

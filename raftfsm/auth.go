@@ -23,6 +23,16 @@ type User struct {
 	Groups     []string   `json:"groups,omitempty"`
 	Provider   string     `json:"provider,omitempty"`
 	SignedInAt *time.Time `json:"signedInAt,omitempty"`
+	// Issuer and Subject are who the person is to their provider (its
+	// issuer URL and their "sub"): a person is that pair, never a name or
+	// an e-mail address alone. Empty for users root on a host named, and
+	// for people who signed in before the pair was kept (it is recorded at
+	// their next sign-in through the same provider).
+	Issuer  string `json:"issuer,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	// Unclaimed is a record a role binding made before anyone had the
+	// name: the first person to sign in under it takes it.
+	Unclaimed bool `json:"unclaimed,omitempty"`
 }
 
 func (u *User) sortKey() string { return u.Name }
@@ -106,6 +116,11 @@ type RoleBindingChange struct {
 	ServiceAccounts []string  `json:"serviceAccounts"`
 	Groups          []string  `json:"groups,omitempty"`
 	Time            time.Time `json:"time"`
+	// Claimable: the users a binding names that have no record yet get
+	// one a person may claim at their first sign-in (User.Unclaimed).
+	// Bindings written before people were kept by issuer and subject make
+	// records that are not claimable.
+	Claimable bool `json:"claimable,omitempty"`
 }
 
 func (s *State) applyUserUpsert(index uint64, c UserUpsert) (any, error) {
@@ -117,7 +132,7 @@ func (s *State) applyUserUpsert(index uint64, c UserUpsert) (any, error) {
 		u = &User{Name: c.Name, CreatedAt: c.Time, UID: index}
 		s.Users[c.Name] = u
 	}
-	u.Admin = c.Admin
+	u.Admin, u.Unclaimed = c.Admin, false // root named it
 	cp := *u
 	return &cp, nil
 }
@@ -246,7 +261,7 @@ func (s *State) applyRoleBindingAdd(index uint64, c RoleBindingChange) (any, err
 	}
 	for _, u := range c.Users {
 		if _, known := s.Users[u]; !known {
-			s.Users[u] = &User{Name: u, CreatedAt: c.Time, UID: index}
+			s.Users[u] = &User{Name: u, CreatedAt: c.Time, UID: index, Unclaimed: c.Claimable}
 		}
 	}
 	rb.Users, rb.ServiceAccounts, rb.Groups = users, sas, groups
@@ -274,6 +289,9 @@ func serviceAccounts(s *State) map[string]*ServiceAccount { return s.ServiceAcco
 
 // User returns one user.
 func (f *FSM) User(name string) (User, bool) { return get(f, users, name) }
+
+// Users returns every user, sorted by name.
+func (f *FSM) Users() []User { return list(f, users, nil) }
 
 // ServiceAccount returns one service account.
 func (f *FSM) ServiceAccount(ns, name string) (ServiceAccount, bool) {

@@ -12,16 +12,30 @@ import (
 // client secret is sealed by the peer that received it (as registry
 // passwords are) before it is proposed.
 type OIDCProvider struct {
-	Name               string    `json:"name"`
-	Issuer             string    `json:"issuer"`
-	ClientID           string    `json:"clientId"`
-	SealedClientSecret []byte    `json:"sealedClientSecret,omitempty"`
-	Scopes             []string  `json:"scopes"`
-	UsernameClaim      string    `json:"usernameClaim"`
-	GroupsClaim        string    `json:"groupsClaim"`
-	AdminGroups        []string  `json:"adminGroups,omitempty"`
-	AllowedGroups      []string  `json:"allowedGroups,omitempty"`
-	CreatedAt          time.Time `json:"createdAt"`
+	Name               string   `json:"name"`
+	Issuer             string   `json:"issuer"`
+	ClientID           string   `json:"clientId"`
+	SealedClientSecret []byte   `json:"sealedClientSecret,omitempty"`
+	Scopes             []string `json:"scopes"`
+	UsernameClaim      string   `json:"usernameClaim"`
+	GroupsClaim        string   `json:"groupsClaim"`
+	AdminGroups        []string `json:"adminGroups,omitempty"`
+	AllowedGroups      []string `json:"allowedGroups,omitempty"`
+	// AllowedDomains admit people whose ID token's "hd" claim (a Google
+	// Workspace domain, never read from an address) is one of them;
+	// AllowedUsers admit people by username. AllowAnyone admits everyone
+	// the provider knows: without it, or one of the allowed lists, only
+	// members of AdminGroups sign in.
+	AllowedDomains []string  `json:"allowedDomains,omitempty"`
+	AllowedUsers   []string  `json:"allowedUsers,omitempty"`
+	AllowAnyone    bool      `json:"allowAnyone,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+}
+
+// Admits reports whether the provider lets anyone in beyond its admin
+// groups.
+func (p *OIDCProvider) Admits() bool {
+	return p.AllowAnyone || len(p.AllowedGroups) > 0 || len(p.AllowedDomains) > 0 || len(p.AllowedUsers) > 0
 }
 
 func (p *OIDCProvider) sortKey() string { return p.Name }
@@ -32,6 +46,8 @@ func (p *OIDCProvider) clone() *OIDCProvider {
 	c.Scopes = slices.Clone(p.Scopes)
 	c.AdminGroups = slices.Clone(p.AdminGroups)
 	c.AllowedGroups = slices.Clone(p.AllowedGroups)
+	c.AllowedDomains = slices.Clone(p.AllowedDomains)
+	c.AllowedUsers = slices.Clone(p.AllowedUsers)
 	return &c
 }
 
@@ -54,6 +70,10 @@ type UserSignIn struct {
 	Groups   []string  `json:"groups"`
 	Provider string    `json:"provider"`
 	Time     time.Time `json:"time"`
+	// Issuer and Subject are the person (User.Issuer, User.Subject). A
+	// sign-in without them is one written before they were kept.
+	Issuer  string `json:"issuer,omitempty"`
+	Subject string `json:"subject,omitempty"`
 }
 
 func checkGroups(field string, groups []string, most int) error {
@@ -97,6 +117,19 @@ func (s *State) applyOIDCProviderSet(c OIDCProviderSet) (any, error) {
 	if err := checkGroups("allowed groups", p.AllowedGroups, api.MaxOIDCGroups); err != nil {
 		return nil, err
 	}
+	if len(p.AllowedDomains) > api.MaxOIDCGroups || len(p.AllowedUsers) > api.MaxOIDCGroups {
+		return nil, ruleErr(ErrInvalid, "allowed domains and users: at most %d each", api.MaxOIDCGroups)
+	}
+	for _, d := range p.AllowedDomains {
+		if d == "" || len(d) > 253 {
+			return nil, ruleErr(ErrInvalid, "allowed domain %q: 1 to 253 bytes", d)
+		}
+	}
+	for _, n := range p.AllowedUsers {
+		if err := api.ValidateUserName("allowed user", n); err != nil {
+			return nil, ruleErr(ErrInvalid, "%s", err.Error())
+		}
+	}
 	if _, ok := s.OIDCProviders[p.Name]; !ok && len(s.OIDCProviders) >= api.MaxOIDCProviders {
 		return nil, ruleErr(ErrConflict, "the cluster has %d providers, the most it may have", len(s.OIDCProviders))
 	}
@@ -112,6 +145,10 @@ func (s *State) applyOIDCProviderDelete(c OIDCProviderDelete) (any, error) {
 	return nil, nil
 }
 
+// maxSubject bounds a person's subject (OIDC Core: at most 255 ASCII
+// characters).
+const maxSubject = 255
+
 func (s *State) applyUserSignIn(index uint64, c UserSignIn) (any, error) {
 	if err := api.ValidateUserName("user", c.Name); err != nil {
 		return nil, ruleErr(ErrInvalid, "%s", err.Error())
@@ -122,10 +159,27 @@ func (s *State) applyUserSignIn(index uint64, c UserSignIn) (any, error) {
 	if _, ok := s.OIDCProviders[c.Provider]; !ok {
 		return nil, ruleErr(ErrNotFound, "OpenID Connect provider %q not found", c.Provider)
 	}
+	if c.Subject != "" && c.Issuer == "" || len(c.Subject) > maxSubject || len(c.Issuer) > api.MaxOIDCRedirectURI {
+		return nil, ruleErr(ErrInvalid, "a person is an issuer and a subject of at most %d bytes", maxSubject)
+	}
 	u, ok := s.Users[c.Name]
-	if !ok {
+	switch {
+	case !ok:
 		u = &User{Name: c.Name, CreatedAt: c.Time, UID: index}
 		s.Users[c.Name] = u
+	case c.Subject == "":
+		// written before people were kept by issuer and subject
+	case u.Subject != "" && (u.Issuer != c.Issuer || u.Subject != c.Subject):
+		return nil, ruleErr(ErrConflict, "user %q is another person (subject %q of %s): a second identity may not take the name; an admin removes or renames one of them", c.Name, u.Subject, u.Issuer)
+	case u.Unclaimed:
+		// a binding named it before anyone had it: this person takes it
+	case u.Subject == "" && u.Provider == "":
+		return nil, ruleErr(ErrConflict, "user %q was named by root on a host: a person signing in through provider %q may not take the name", c.Name, c.Provider)
+	case u.Subject == "" && u.Provider != c.Provider:
+		return nil, ruleErr(ErrConflict, "user %q signed in through provider %q: a person of provider %q may not take the name", c.Name, u.Provider, c.Provider)
+	}
+	if c.Subject != "" {
+		u.Issuer, u.Subject, u.Unclaimed = c.Issuer, c.Subject, false
 	}
 	u.Admin, u.Groups, u.Provider = c.Admin, slices.Clone(c.Groups), c.Provider
 	t := c.Time

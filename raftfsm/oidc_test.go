@@ -69,3 +69,45 @@ func TestOIDC_providers_sign_ins_and_groups(t *testing.T) {
 		{name: "remove it twice", cmd: mustEncode(t, TypeOIDCProviderDel, OIDCProviderDelete{Name: "corp"}), wantErr: ErrNotFound},
 	})
 }
+
+// A person is an (issuer, subject): a second identity claiming a name
+// another person holds is refused and the first keeps their record; a
+// signed-in person may not take a name root on a host made (the bootstrap
+// admin), nor one another provider's person holds; a record from before
+// the pair was kept takes it at its person's next sign-in.
+func TestUserSignIn_one_person_per_issuer_and_subject(t *testing.T) {
+	prov := func(name, issuer string) []byte {
+		return mustEncode(t, TypeOIDCProviderSet, OIDCProviderSet{Provider: OIDCProvider{Name: name, Issuer: issuer, ClientID: "svc", UsernameClaim: "email", GroupsClaim: "groups", AllowAnyone: true}})
+	}
+	signIn := func(user, provider, issuer, sub string, admin bool) []byte {
+		return mustEncode(t, TypeUserSignIn, UserSignIn{Name: user, Admin: admin, Provider: provider, Issuer: issuer, Subject: sub, Time: t0})
+	}
+	person := func(user, issuer, sub string, admin bool) func(t *testing.T, f *FSM) {
+		return func(t *testing.T, f *FSM) {
+			u, ok := f.User(user)
+			if !ok || u.Issuer != issuer || u.Subject != sub || u.Admin != admin {
+				t.Fatalf("user %+v", u)
+			}
+		}
+	}
+	runSteps(t, []step{
+		{name: "provider one", cmd: prov("corp", "https://idp.example")},
+		{name: "provider two", cmd: prov("other", "https://other.example")},
+		{name: "root names the admin", cmd: mustEncode(t, TypeUserUpsert, UserUpsert{Name: "admin", Admin: true, Time: t0})},
+		{name: "alice signs in", cmd: signIn("alice@corp.example", "corp", "https://idp.example", "a-1", true), check: person("alice@corp.example", "https://idp.example", "a-1", true)},
+		{name: "another subject of the same issuer claims alice", cmd: signIn("alice@corp.example", "corp", "https://idp.example", "a-2", false), wantErr: ErrConflict,
+			check: person("alice@corp.example", "https://idp.example", "a-1", true)},
+		{name: "another provider's person claims alice", cmd: signIn("alice@corp.example", "other", "https://other.example", "a-1", false), wantErr: ErrConflict},
+		{name: "a person named admin takes root's admin", cmd: signIn("admin", "other", "https://other.example", "x-1", false), wantErr: ErrConflict,
+			check: person("admin", "", "", true)},
+		{name: "alice again", cmd: signIn("alice@corp.example", "corp", "https://idp.example", "a-1", false), check: person("alice@corp.example", "https://idp.example", "a-1", false)},
+		{name: "bob signed in before the pair was kept", cmd: mustEncode(t, TypeUserSignIn, UserSignIn{Name: "bob@corp.example", Provider: "corp", Time: t0}),
+			check: person("bob@corp.example", "", "", false)},
+		{name: "bob's next sign-in keeps his pair", cmd: signIn("bob@corp.example", "corp", "https://idp.example", "b-1", false), check: person("bob@corp.example", "https://idp.example", "b-1", false)},
+		{name: "a subject without an issuer", cmd: signIn("carol@corp.example", "corp", "", "c-1", false), wantErr: ErrInvalid},
+		{name: "an admin binds dave before he ever signed in", cmd: mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: []string{"dave@corp.example"}, Time: t0, Claimable: true})},
+		{name: "dave signs in and takes the name", cmd: signIn("dave@corp.example", "corp", "https://idp.example", "d-1", false), check: person("dave@corp.example", "https://idp.example", "d-1", false)},
+		{name: "a binding written before claims existed", cmd: mustEncode(t, TypeRoleBindingAdd, RoleBindingChange{Namespace: api.DefaultNamespace, Users: []string{"erin@corp.example"}, Time: t0})},
+		{name: "erin may not take that record", cmd: signIn("erin@corp.example", "corp", "https://idp.example", "e-1", false), wantErr: ErrConflict},
+	})
+}

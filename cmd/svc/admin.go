@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -120,8 +121,24 @@ func tokenExpiry(tok string) (time.Time, bool) {
 	return c.ExpiresAt.Time, true
 }
 
-func newUserCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "user", Short: "Your personal token in the CLI's config (svc login keeps it there)"}
+func newUserCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "user", Short: "Your personal token in the CLI's config (svc login keeps it there); the cluster's users (admin)"}
+	cmd.AddCommand(newListCmd(g, "List the cluster's users: who root on a host named, and people who signed in with their provider, issuer and subject (admin)",
+		func(ctx context.Context, cl *api.Client) ([]api.User, error) { return cl.ListUsers(ctx) },
+		func(w io.Writer, us []api.User) error {
+			rows := make([][]string, 0, len(us))
+			for _, u := range us {
+				role, who := "user", "root on a host"
+				if u.Admin {
+					role = "admin"
+				}
+				if u.Provider != "" {
+					who = u.Provider + " " + first(u.Subject, "(subject not kept yet)") + "@" + first(u.Issuer, "?")
+				}
+				rows = append(rows, []string{u.Name, role, who, orNone(u.Groups)})
+			}
+			return printTable(w, []string{"NAME", "ROLE", "WHO", "GROUPS"}, rows)
+		}))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "set-token TOKEN",
 		Short: "Keep a token in the CLI's config (it is sent with every call)",

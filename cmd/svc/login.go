@@ -118,6 +118,7 @@ func pickProvider(ctx context.Context, cl *api.Client, want string) (string, err
 // callback is what the provider sent the browser back with.
 type callback struct {
 	code string
+	iss  string // the provider's issuer, where it names itself (RFC 9207)
 	err  error
 	done chan string // the page's message, once the cluster answered
 }
@@ -147,7 +148,7 @@ func browserLogin(ctx context.Context, w io.Writer, cl *api.Client, provider, ho
 			http.Error(rw, "This is not the answer to the sign-in svc login started.", http.StatusBadRequest)
 			return
 		}
-		cb := callback{code: q.Get("code"), done: make(chan string, 1)}
+		cb := callback{code: q.Get("code"), iss: q.Get("iss"), done: make(chan string, 1)}
 		if e := q.Get("error"); e != "" || cb.code == "" {
 			cb.err = fmt.Errorf("the provider refused the sign-in: %s %s", e, q.Get("error_description"))
 		}
@@ -185,7 +186,8 @@ func browserLogin(ctx context.Context, w io.Writer, cl *api.Client, provider, ho
 		cb.done <- cb.err.Error()
 		return api.SignedIn{}, cb.err
 	}
-	out, err := cl.FinishSignIn(ctx, provider, api.SignInCallback{State: st.State, Code: cb.code})
+	// The code verifier never left this process: it goes with the code.
+	out, err := cl.FinishSignIn(ctx, provider, api.SignInCallback{State: st.State, Code: cb.code, CodeVerifier: st.CodeVerifier, Issuer: cb.iss})
 	if err != nil {
 		var se *api.StatusError
 		msg := err.Error()

@@ -206,7 +206,7 @@ func TestBinary_login_through_an_identity_provider(t *testing.T) {
 
 	// The admin sets the provider up; the secret comes on stdin and is never shown.
 	if out, errOut, code := root.run(op.ClientSecret+"\n", "cluster", "oidc", "set", "corp", "--issuer", op.Issuer, "--client-id", op.ClientID,
-		"--client-secret-stdin", "--admin-group", "ops-admins"); code != 0 || !strings.Contains(out, "sealed") || strings.Contains(out, op.ClientSecret) {
+		"--client-secret-stdin", "--admin-group", "ops-admins", "--allowed-group", "dev", "--scopes", "openid,email,profile,groups"); code != 0 || !strings.Contains(out, "sealed") || strings.Contains(out, op.ClientSecret) {
 		t.Fatalf("oidc set: %d %s %s", code, out, errOut)
 	}
 	if out := root.must("cluster", "oidc", "list", "-o", "json"); strings.Contains(out, op.ClientSecret) || !strings.Contains(out, `"clientSecretSet": true`) {

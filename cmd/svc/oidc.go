@@ -59,11 +59,14 @@ sign-ins, themselves: its address must be public or in the agents'
 	f.StringVar(&req.Issuer, "issuer", "", "the provider's issuer URL (https://...)")
 	f.StringVar(&req.ClientID, "client-id", "", "the client id the provider gave svc")
 	f.BoolVar(&secretStdin, "client-secret-stdin", false, "read the client secret from standard input (providers that give one)")
-	f.StringSliceVar(&req.Scopes, "scopes", nil, "scopes to ask for (default openid,email,profile,groups)")
+	f.StringSliceVar(&req.Scopes, "scopes", nil, "scopes to ask for (default openid,email,profile; add groups where the provider has that scope: docs/oidc.md)")
 	f.StringVar(&req.UsernameClaim, "username-claim", "", "the ID token claim that names the user (default email)")
 	f.StringVar(&req.GroupsClaim, "groups-claim", "", "the ID token claim that lists the user's groups (default groups)")
 	f.StringArrayVar(&req.AdminGroups, "admin-group", nil, "members of this group are admins (repeat for more)")
-	f.StringArrayVar(&req.AllowedGroups, "allowed-group", nil, "only members of these groups (or an admin group) may sign in; none: everyone the provider vouches for")
+	f.StringArrayVar(&req.AllowedGroups, "allowed-group", nil, "members of this group may sign in (repeat for more)")
+	f.StringArrayVar(&req.AllowedDomains, "allowed-domain", nil, "people of this Google Workspace domain may sign in (the ID token's hd claim, never an address's domain)")
+	f.StringArrayVar(&req.AllowedUsers, "allowed-user", nil, "this username may sign in (repeat for more)")
+	f.BoolVar(&req.AllowAnyone, "allow-anyone", false, "every account the provider knows may sign in (for Google: every Google account); without it or an --allowed-* flag only --admin-group members may")
 	_ = set.MarkFlagRequired("issuer")
 	_ = set.MarkFlagRequired("client-id")
 	list := &cobra.Command{
@@ -111,10 +114,14 @@ func printOIDCProviders(cmd *cobra.Command, g *globals, ps []api.OIDCProvider) e
 			if p.ClientSecretSet {
 				secret = "sealed"
 			}
+			allowed := orNone(p.AllowedGroups)
+			if p.AllowAnyone {
+				allowed = "anyone"
+			}
 			rows = append(rows, []string{p.Name, p.Issuer, p.ClientID, secret, p.UsernameClaim, p.GroupsClaim,
-				orNone(p.AdminGroups), orNone(p.AllowedGroups)})
+				orNone(p.AdminGroups), allowed, orNone(p.AllowedDomains), orNone(p.AllowedUsers)})
 		}
-		return printTable(w, []string{"NAME", "ISSUER", "CLIENT ID", "SECRET", "USER CLAIM", "GROUPS CLAIM", "ADMIN GROUPS", "ALLOWED GROUPS"}, rows)
+		return printTable(w, []string{"NAME", "ISSUER", "CLIENT ID", "SECRET", "USER CLAIM", "GROUPS CLAIM", "ADMIN GROUPS", "ALLOWED GROUPS", "ALLOWED DOMAINS", "ALLOWED USERS"}, rows)
 	})
 }
 

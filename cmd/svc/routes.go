@@ -21,6 +21,7 @@ func routeCommands() map[string]string {
 		"GET /api/v1/remotecatalogs":                                     "remote catalogs",
 		"PUT /api/v1/remotecatalogs":                                     "remote catalogs",
 		"GET /api/v1/auth/oidc":                                          "cluster oidc list",
+		"GET /api/v1/users":                                              "user list",
 		"GET /api/v1/namespaces/{namespace}/runnerpools":                 "runnerpool list",
 		"POST /api/v1/namespaces/{namespace}/runnerpools":                "runnerpool create",
 		"GET /api/v1/namespaces/{namespace}/runnerpools/{pool}":          "runnerpool get",

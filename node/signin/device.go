@@ -2,8 +2,13 @@ package signin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -30,9 +35,9 @@ func (s *Service) StartDevice(ctx context.Context, provider string) (api.DeviceS
 	if conf.Endpoint.DeviceAuthURL == "" {
 		return api.DeviceSignIn{}, fmt.Errorf("%w: provider %q has no device authorization endpoint; sign in with a browser (svc login without --device)", ErrInvalid, p.Name)
 	}
-	cctx, cancel := context.WithTimeout(s.ctx(ctx), s.cfg.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	da, err := conf.DeviceAuth(cctx)
+	da, err := s.deviceAuth(cctx, conf)
 	if err != nil {
 		return api.DeviceSignIn{}, s.tokenError(p, err)
 	}
@@ -91,6 +96,68 @@ func (s *Service) PollDevice(ctx context.Context, provider, handle string) (Iden
 		}
 		return Identity{}, false, s.tokenError(p, err)
 	}
+	if !s.once("device", handle, v.Expires) {
+		return Identity{}, false, fmt.Errorf("%w: this device sign-in has given its token already; start again", ErrRefused)
+	}
 	id, err := s.identity(ctx, p, r, tok, "")
 	return id, false, err
+}
+
+// deviceAuth asks the provider for a device code (RFC 8628 3.1). A client
+// the provider gave a secret authenticates there as at its token endpoint
+// (RFC 6749 2.3: HTTP Basic, the id and secret form-encoded); one with
+// no secret sends its id alone (a public client: Entra ID refuses a
+// secret from one).
+func (s *Service) deviceAuth(ctx context.Context, conf *oauth2.Config) (*oauth2.DeviceAuthResponse, error) {
+	form := url.Values{"client_id": {conf.ClientID}}
+	if len(conf.Scopes) > 0 {
+		form.Set("scope", strings.Join(conf.Scopes, " "))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, conf.Endpoint.DeviceAuthURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if conf.ClientSecret != "" {
+		req.SetBasicAuth(url.QueryEscape(conf.ClientID), url.QueryEscape(conf.ClientSecret))
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		re := &oauth2.RetrieveError{Response: resp, Body: body}
+		var e struct {
+			Code        string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		if json.Unmarshal(body, &e) == nil {
+			re.ErrorCode, re.ErrorDescription = e.Code, e.Description
+		}
+		return nil, re
+	}
+	var da struct {
+		DeviceCode              string `json:"device_code"`
+		UserCode                string `json:"user_code"`
+		VerificationURI         string `json:"verification_uri"`
+		VerificationURL         string `json:"verification_url"` // Google's name
+		VerificationURIComplete string `json:"verification_uri_complete"`
+		ExpiresIn               int64  `json:"expires_in"`
+		Interval                int64  `json:"interval"`
+	}
+	if err := json.Unmarshal(body, &da); err != nil || da.DeviceCode == "" || da.UserCode == "" {
+		return nil, fmt.Errorf("the device authorization answer is not one (RFC 8628 3.2): %v", err)
+	}
+	out := &oauth2.DeviceAuthResponse{DeviceCode: da.DeviceCode, UserCode: da.UserCode, VerificationURI: cmpOr(da.VerificationURI, da.VerificationURL),
+		VerificationURIComplete: da.VerificationURIComplete, Interval: da.Interval}
+	if da.ExpiresIn > 0 {
+		out.Expiry = time.Now().Add(time.Duration(da.ExpiresIn) * time.Second)
+	}
+	return out, nil
 }

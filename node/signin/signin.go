@@ -3,6 +3,7 @@ package signin
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,11 @@ var (
 
 // Defaults of a provider's configuration.
 var (
-	DefaultScopes        = []string{oidc.ScopeOpenID, "email", "profile", "groups"}
+	// DefaultScopes are what every provider takes: "groups" is an unknown
+	// scope to Entra ID, Okta's default authorization server and Keycloak
+	// (without a client scope of that name), so it is asked for only where
+	// the admin adds it (docs/oidc.md says where).
+	DefaultScopes        = []string{oidc.ScopeOpenID, "email", "profile"}
 	DefaultUsernameClaim = "email"
 	DefaultGroupsClaim   = "groups"
 )
@@ -82,6 +87,9 @@ type Identity struct {
 	Groups   []string
 	Admin    bool
 	Provider string
+	// Issuer and Subject are who the person is to the provider: a person
+	// is that pair, never a name alone.
+	Issuer, Subject string
 }
 
 // Service runs sign-ins. It is safe for concurrent use.
@@ -91,6 +99,36 @@ type Service struct {
 
 	mu     sync.Mutex
 	remote map[string]*remote // by provider name
+	// used are the states and device handles redeemed here (their hash,
+	// to when they expire): each signs one person in once.
+	used map[string]int64
+}
+
+// maxUsed bounds the redeemed states and handles kept (each at most
+// StateTTL).
+const maxUsed = 100_000
+
+// once marks a sealed state or handle redeemed, and reports whether it was
+// not before. The redemptions run on the leader; one it did not see (the
+// leader changed) is known to the provider, which redeems a code once.
+func (s *Service) once(kind, raw string, expires int64) bool {
+	sum := sha256.Sum256([]byte(kind + "/" + raw))
+	k := string(sum[:])
+	now := time.Now().Unix()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.used) >= maxUsed {
+		for k, exp := range s.used {
+			if exp < now {
+				delete(s.used, k)
+			}
+		}
+	}
+	if _, seen := s.used[k]; seen || len(s.used) >= maxUsed {
+		return false
+	}
+	s.used[k] = expires
+	return true
 }
 
 // remote is a provider's discovered endpoints and key set.
@@ -99,6 +137,11 @@ type remote struct {
 	provider         *oidc.Provider
 	verifier         *oidc.IDTokenVerifier
 	at               time.Time
+	// userInfo is the provider's UserInfo endpoint ("" for none);
+	// issResponse says it names itself in its authorization answers
+	// (RFC 9207), which must then carry its issuer.
+	userInfo    string
+	issResponse bool
 }
 
 // New returns a Service.
@@ -113,7 +156,7 @@ func New(cfg Config) *Service {
 	if cfg.Egress != nil {
 		tr.DialContext = cfg.Egress.Dialer()
 	}
-	return &Service{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.Timeout}, remote: map[string]*remote{}}
+	return &Service{cfg: cfg, http: &http.Client{Transport: tr, Timeout: cfg.Timeout}, remote: map[string]*remote{}, used: map[string]int64{}}
 }
 
 // provider returns a provider's configuration.
@@ -148,8 +191,12 @@ func (s *Service) discover(ctx context.Context, p raftfsm.OIDCProvider) (*remote
 	if err != nil {
 		return nil, s.unreachable(p, "its discovery document", err)
 	}
+	var extra struct {
+		ISS bool `json:"authorization_response_iss_parameter_supported"`
+	}
+	_ = op.Claims(&extra)
 	r = &remote{issuer: p.Issuer, clientID: p.ClientID, provider: op, at: time.Now(),
-		verifier: op.Verifier(&oidc.Config{ClientID: p.ClientID})}
+		verifier: op.Verifier(&oidc.Config{ClientID: p.ClientID}), userInfo: op.UserInfoEndpoint(), issResponse: extra.ISS}
 	s.mu.Lock()
 	s.remote[p.Name] = r
 	s.mu.Unlock()
@@ -189,22 +236,36 @@ func (s *Service) oauth(p raftfsm.OIDCProvider, r *remote, redirect string) (*oa
 // SecretAAD binds a provider's sealed client secret to its name.
 func SecretAAD(provider string) []byte { return []byte("svc-oidc-client-secret/" + provider) }
 
-// CheckRedirect refuses a redirect address a sign-in may not use: it must be
-// https, or http on a loopback address (the CLI's listener, RFC 8252 7.3).
-func CheckRedirect(raw string) error {
+// CheckRedirect refuses a redirect address a sign-in may not use: the only
+// ones that are svc's are the web UI's own callback (ownCallback: the
+// address of /ui/callback as the request reached this peer) and a loopback
+// address (the CLI's listener, RFC 8252 7.3). Any other would hand the
+// code to whoever owns that address.
+func CheckRedirect(raw, ownCallback string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || len(raw) > api.MaxOIDCRedirectURI || u.Fragment != "" {
 		return fmt.Errorf("%w: redirectUri %q must be an absolute URL without a fragment", ErrInvalid, raw)
 	}
-	switch u.Scheme {
-	case "https":
+	if raw == ownCallback && ownCallback != "" {
 		return nil
-	case "http":
-		if loopback(u.Hostname()) {
-			return nil
-		}
 	}
-	return fmt.Errorf("%w: redirectUri %q must be https, or http on a loopback address", ErrInvalid, raw)
+	if (u.Scheme == "http" || u.Scheme == "https") && loopback(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("%w: redirectUri %q must be this cluster's web UI callback (%s) or a loopback address (the CLI's)", ErrInvalid, raw, ownCallback)
+}
+
+// CheckIssuerURL takes an https issuer, or http on a loopback address (a
+// provider on the same host, as in tests).
+func CheckIssuerURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || len(raw) > api.MaxOIDCRedirectURI {
+		return fmt.Errorf("%w: %q must be the provider's issuer URL (https://...)", ErrInvalid, raw)
+	}
+	if u.Scheme == "https" || u.Scheme == "http" && loopback(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("%w: %q must be https (plain http only on a loopback address)", ErrInvalid, raw)
 }
 
 func loopback(host string) bool {
@@ -222,16 +283,20 @@ func random(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// sealed is what travels in the OAuth state (or a device handle).
+// sealed is what travels in the OAuth state (or a device handle). The
+// state carries the PKCE challenge, never its verifier: the verifier stays
+// with the client that started the sign-in, and comes only with the
+// redemption, so that the redirect address alone (code and state, as a
+// browser's history or a proxy's log keeps it) redeems nothing.
 type sealed struct {
-	Provider string `json:"p"`
-	Issuer   string `json:"i"`
-	Nonce    string `json:"n,omitempty"`
-	Verifier string `json:"v,omitempty"`
-	Redirect string `json:"r,omitempty"`
-	Device   string `json:"d,omitempty"`
-	Interval int    `json:"t,omitempty"`
-	Expires  int64  `json:"e"`
+	Provider  string `json:"p"`
+	Issuer    string `json:"i"`
+	Nonce     string `json:"n,omitempty"`
+	Challenge string `json:"c,omitempty"`
+	Redirect  string `json:"r,omitempty"`
+	Device    string `json:"d,omitempty"`
+	Interval  int    `json:"t,omitempty"`
+	Expires   int64  `json:"e"`
 }
 
 func stateAAD(kind, provider string) []byte { return []byte("svc-oidc-" + kind + "/" + provider) }

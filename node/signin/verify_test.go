@@ -158,12 +158,19 @@ func TestVerify_refuses_what_is_not_this_sign_in(t *testing.T) {
 		{"in no allowed group", sign(t, is.key, base(map[string]any{"groups": []string{"sales"}})), "n-1", ErrNotAllowed, "none of the groups"},
 		{"too many groups", sign(t, is.key, base(map[string]any{"groups": many})), "n-1", ErrRefused, "at most"},
 		{"groups not a list", sign(t, is.key, base(map[string]any{"groups": 7})), "n-1", ErrRefused, "not a list"},
+		{"an unverified e-mail, as a string", sign(t, is.key, base(map[string]any{"email_verified": "false"})), "n-1", ErrRefused, "not verified"},
+		{"a verified e-mail, as a string", sign(t, is.key, base(map[string]any{"email_verified": "true"})), "n-1", nil, ""},
+		{"audiences of two, no authorized party", sign(t, is.key, base(map[string]any{"aud": []string{"svc", "other"}})), "n-1", ErrRefused, "authorized party"},
+		{"audiences of two, this client authorized", sign(t, is.key, base(map[string]any{"aud": []string{"svc", "other"}, "azp": "svc"})), "n-1", nil, ""},
+		{"issued to another client", sign(t, is.key, base(map[string]any{"azp": "other"})), "n-1", ErrRefused, "issued to"},
+		{"no subject", sign(t, is.key, base(map[string]any{"sub": nil})), "n-1", ErrRefused, "subject"},
+		{"Entra ID's groups overage", sign(t, is.key, base(map[string]any{"groups": nil, "hasgroups": true})), "n-1", ErrRefused, "overage"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			id, err := s.Verify(context.Background(), "corp", tc.token, tc.nonce)
 			if tc.err == nil {
-				if err != nil || id.User != "dev@example.com" || id.Provider != "corp" {
+				if err != nil || id.User != "dev@example.com" || id.Provider != "corp" || id.Subject != "u1" || id.Issuer != is.srv.URL {
 					t.Fatalf("got %+v, %v", id, err)
 				}
 				if id.Admin != strings.Contains(tc.name, "admin") {
@@ -183,8 +190,8 @@ func TestVerify_refuses_what_is_not_this_sign_in(t *testing.T) {
 // key no longer does.
 func TestVerify_follows_key_rotation(t *testing.T) {
 	is := newIssuer(t)
-	s := New(Config{State: fakeState{"corp": {Name: "corp", Issuer: is.srv.URL, ClientID: "svc", UsernameClaim: "email"}}, Keys: fakeKeys{}})
-	claims := map[string]any{"iss": is.srv.URL, "aud": "svc", "sub": "u1", "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(), "email": "a@example.com"}
+	s := New(Config{State: fakeState{"corp": {Name: "corp", Issuer: is.srv.URL, ClientID: "svc", UsernameClaim: "email", AllowAnyone: true}}, Keys: fakeKeys{}})
+	claims := map[string]any{"iss": is.srv.URL, "aud": "svc", "sub": "u1", "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(), "email": "a@example.com", "groups": []string{}}
 	oldKey, oldKid := is.current()
 	if _, err := s.Verify(context.Background(), "corp", signKid(t, oldKey, oldKid, claims), ""); err != nil {
 		t.Fatalf("before the rotation: %v", err)
@@ -209,7 +216,7 @@ func TestVerify_slow_provider_is_bounded(t *testing.T) {
 	is.delay = 5 * time.Second
 	s := New(Config{State: fakeState{"corp": {Name: "corp", Issuer: is.srv.URL, ClientID: "svc", UsernameClaim: "email"}}, Keys: fakeKeys{}, Timeout: 200 * time.Millisecond})
 	start := time.Now()
-	_, err := s.Start(context.Background(), "corp", "http://127.0.0.1:9/callback")
+	_, err := s.Start(context.Background(), "corp", "http://127.0.0.1:9/callback", "")
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("got %v, want ErrUnavailable", err)
 	}

@@ -51,7 +51,9 @@ async function startProvider(name) {
   $("#provider-error").textContent = "";
   try {
     const st = await call("POST", "/api/v1/auth/oidc/" + encodeURIComponent(name) + "/start", { redirectUri: location.origin + CALLBACK });
-    sessionStorage.setItem("svc-signin", JSON.stringify({ provider: name, state: st.state }));
+    // The code verifier stays in this tab (never in an address): the
+    // provider's answer is redeemed only with it.
+    sessionStorage.setItem("svc-signin", JSON.stringify({ provider: name, state: st.state, verifier: st.codeVerifier }));
     location.assign(st.authUrl);
   } catch (e) {
     $("#provider-error").textContent = "Sign-in with " + name + " failed: " + (e instanceof Error ? e.message : String(e));
@@ -64,13 +66,17 @@ async function startProvider(name) {
  */
 export async function finishProvider() {
   const q = new URLSearchParams(location.search);
-  /** @type {{provider: string, state: string}|null} */
+  /** @type {{provider: string, state: string, verifier: string}|null} */
   const started = JSON.parse(sessionStorage.getItem("svc-signin") || "null");
   sessionStorage.removeItem("svc-signin");
   history.replaceState(null, "", "/ui");
   if (q.get("error")) throw new Error("the provider refused: " + q.get("error") + " " + (q.get("error_description") || ""));
   if (!started || started.state !== q.get("state")) throw new Error("this answer is not of a sign-in this tab started; sign in again");
-  const got = await call("POST", "/api/v1/auth/oidc/" + encodeURIComponent(started.provider) + "/callback", { state: q.get("state"), code: q.get("code") });
+  /** @type {{state: string|null, code: string|null, codeVerifier: string, iss?: string}} */
+  const cb = { state: q.get("state"), code: q.get("code"), codeVerifier: started.verifier };
+  const iss = q.get("iss");
+  if (iss) cb.iss = iss;
+  const got = await call("POST", "/api/v1/auth/oidc/" + encodeURIComponent(started.provider) + "/callback", cb);
   session.token = got.token;
   sessionStorage.setItem("svc-token", got.token);
   sessionStorage.setItem("svc-user", got.user + " (" + got.role + ")");

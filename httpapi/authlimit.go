@@ -22,6 +22,20 @@ const (
 	authFailIdle    = time.Minute
 )
 
+// Bounds of the sign-in steps a client address may take (Route.SignIn):
+// a person signing in takes two (or a device start and a poll every few
+// seconds); a client past them is guessing codes or flooding the provider.
+const (
+	signInRate    = 1 // per second
+	signInBurst   = 20
+	signInClients = 10_000
+)
+
+// newSignInLimit bounds the sign-in steps per client address.
+func newSignInLimit() *keyedlimit.Limiter {
+	return keyedlimit.New(signInRate, signInBurst, signInClients, authFailIdle)
+}
+
 // newAuthFails slows clients whose calls fail authentication, per
 // address: Spend counts a failure, Blocked tells a client that used up its
 // failures.

@@ -34,10 +34,10 @@ func (s *Server) oidcRoutes() {
 	s.handle(Route{Method: http.MethodDelete, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteOIDCProvider)
 	s.handle(Route{Method: http.MethodGet, Path: api.SignInPath, Rule: RuleOpen}, s.signInProviders)
 	s.handle(Route{Method: http.MethodGet, Path: api.UsersPath, Rule: RuleAdmin}, s.listUsers)
-	s.handle(Route{Method: http.MethodPost, Path: one + "/start", Rule: RuleOpen}, s.startSignIn)
-	s.handle(Route{Method: http.MethodPost, Path: one + "/callback", Rule: RuleOpen, Write: true, Target: Leader}, s.finishSignIn)
-	s.handle(Route{Method: http.MethodPost, Path: one + "/device", Rule: RuleOpen}, s.startDeviceSignIn)
-	s.handle(Route{Method: http.MethodPost, Path: one + "/device/token", Rule: RuleOpen, Write: true, Target: Leader}, s.pollDeviceSignIn)
+	s.handle(Route{Method: http.MethodPost, Path: one + "/start", Rule: RuleOpen, SignIn: true}, s.startSignIn)
+	s.handle(Route{Method: http.MethodPost, Path: one + "/callback", Rule: RuleOpen, Write: true, Target: Leader, SignIn: true}, s.finishSignIn)
+	s.handle(Route{Method: http.MethodPost, Path: one + "/device", Rule: RuleOpen, SignIn: true}, s.startDeviceSignIn)
+	s.handle(Route{Method: http.MethodPost, Path: one + "/device/token", Rule: RuleOpen, Write: true, Target: Leader, SignIn: true}, s.pollDeviceSignIn)
 }
 
 func oidcToAPI(p raftfsm.OIDCProvider) api.OIDCProvider {

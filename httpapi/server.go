@@ -109,6 +109,7 @@ type Server struct {
 	metrics    *httpMetrics
 	conns      *connLimiter
 	fails      *keyedlimit.Limiter
+	signIns    *keyedlimit.Limiter
 	hubMu      sync.Mutex
 	hub        *watchHub // nil until RunWatches
 }
@@ -129,6 +130,11 @@ type Route struct {
 	// Stream routes hold the connection as long as the client does (a
 	// websocket): no body deadline, and a token may come as a subprotocol.
 	Stream bool
+	// SignIn routes are steps of a sign-in (no token: each may reach the
+	// identity provider with the cluster's client secret): a client
+	// address may take signInBurst of them at once and signInRate a
+	// second, counted where the client's request came in.
+	SignIn bool
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
@@ -151,7 +157,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, links: cfg.Links, placer: cfg.Placer,
 		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership, signin: cfg.SignIn, pools: cfg.RunnerPools, swarm: cfg.Swarm,
-		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(),
+		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(), signIns: newSignInLimit(),
 	}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
 	s.metrics = newHTTPMetrics(cfg.Registry, s.conns)
@@ -357,6 +363,12 @@ func (s *Server) handle(rt Route, h handler) {
 				writeError(w, s.log, unavailable("1", "peer %s is catching up with the cluster's state; retry shortly", s.replica.Name()))
 				return
 			}
+		}
+		if rt.SignIn && forwarded(r) == "" && !s.signIns.Allow(ip, time.Now()) {
+			e := errorf(http.StatusTooManyRequests, api.ReasonTooManyRequests, "too many sign-in steps from %s; slow down", ip)
+			e.retryAfter = "5"
+			writeError(w, s.log, e)
+			return
 		}
 		pr, err := s.authorize(r, rt.Rule, p)
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr)) // a refusal names who was refused too

@@ -364,3 +364,26 @@ func TestSignIn_two_providers_one_email(t *testing.T) {
 		t.Fatalf("alice's token: %v", err)
 	}
 }
+
+// Sign-in steps take no token, and each may reach the provider with the
+// cluster's client secret: a client address that keeps trying invented
+// codes is answered 429 before its requests reach the provider.
+func TestSignIn_steps_are_throttled(t *testing.T) {
+	op := oidcprovider.Start(t, people)
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	setProvider(t, c.Client(m), op)
+	cl := api.NewClient("http://"+m.Peer.APIAddr(), "")
+	st, err := cl.StartSignIn(ctx(t), "corp", "http://127.0.0.1:1/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[int]int{}
+	for i := range 40 {
+		_, err := cl.FinishSignIn(ctx(t), "corp", api.SignInCallback{State: st.State, Code: fmt.Sprintf("invented-%d", i), CodeVerifier: st.CodeVerifier})
+		codes[api.CodeOf(err)]++
+	}
+	if codes[http.StatusTooManyRequests] < 15 || codes[http.StatusOK] != 0 {
+		t.Fatalf("40 invented codes answered %v", codes)
+	}
+}

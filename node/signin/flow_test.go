@@ -57,7 +57,7 @@ func newOP(t *testing.T) *op {
 			"issuer": o.srv.URL, "authorization_endpoint": o.srv.URL + "/auth", "token_endpoint": o.srv.URL + "/token",
 			"userinfo_endpoint": o.srv.URL + "/userinfo", "device_authorization_endpoint": o.srv.URL + "/device",
 			"jwks_uri": o.srv.URL + "/keys", "id_token_signing_alg_values_supported": []string{"RS256"},
-			"authorization_response_iss_parameter_supported": true,
+			"authorization_response_iss_parameter_supported": true, "token_endpoint_auth_methods_supported": []string{"client_secret_basic"},
 		})
 	})
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, _ *http.Request) {
@@ -244,4 +244,22 @@ func TestDevice_confidential_client(t *testing.T) {
 // sealSecret seals a client secret as the API does, with fakeKeys' key.
 func sealSecret(provider, secret string) ([]byte, error) {
 	return auth.Seal(fakeKeys{}.SealKey(), []byte(secret), SecretAAD(provider))
+}
+
+// A code the provider does not know costs a provider that takes one way
+// of client authentication one token request (never a second guess).
+func TestFinish_one_token_request_per_code(t *testing.T) {
+	o := newOP(t)
+	s := o.service(t, 2*time.Second)
+	st := o.start(t, s)
+	before := o.tokenCalls.Load()
+	o.mu.Lock()
+	o.nonce = "another sign-in's" // the provider answers, but not for this sign-in
+	o.mu.Unlock()
+	if _, err := s.Finish(context.Background(), "corp", api.SignInCallback{State: st.State, Code: "made-up", CodeVerifier: st.CodeVerifier, Issuer: o.srv.URL}); !errors.Is(err, ErrRefused) {
+		t.Fatalf("got %v", err)
+	}
+	if n := o.tokenCalls.Load() - before; n != 1 {
+		t.Fatalf("%d token requests for one code", n)
+	}
 }

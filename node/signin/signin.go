@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -142,6 +143,9 @@ type remote struct {
 	// (RFC 9207), which must then carry its issuer.
 	userInfo    string
 	issResponse bool
+	// authStyle is how the client authenticates at the token endpoint, as
+	// the provider's discovery document says it takes.
+	authStyle oauth2.AuthStyle
 }
 
 // New returns a Service.
@@ -192,10 +196,23 @@ func (s *Service) discover(ctx context.Context, p raftfsm.OIDCProvider) (*remote
 		return nil, s.unreachable(p, "its discovery document", err)
 	}
 	var extra struct {
-		ISS bool `json:"authorization_response_iss_parameter_supported"`
+		ISS     bool     `json:"authorization_response_iss_parameter_supported"`
+		Methods []string `json:"token_endpoint_auth_methods_supported"`
 	}
 	_ = op.Claims(&extra)
-	r = &remote{issuer: p.Issuer, clientID: p.ClientID, provider: op, at: time.Now(),
+	// A provider that takes one way of client authentication gets it at
+	// once (one token request per code); one that takes both may have
+	// registered the client for either, and is asked the one way, then the
+	// other (once one worked, it is remembered).
+	basic, post := slices.Contains(extra.Methods, "client_secret_basic"), slices.Contains(extra.Methods, "client_secret_post")
+	style := oauth2.AuthStyleAutoDetect
+	switch {
+	case basic && !post:
+		style = oauth2.AuthStyleInHeader
+	case post && !basic:
+		style = oauth2.AuthStyleInParams
+	}
+	r = &remote{issuer: p.Issuer, clientID: p.ClientID, provider: op, at: time.Now(), authStyle: style,
 		verifier: op.Verifier(&oidc.Config{ClientID: p.ClientID}), userInfo: op.UserInfoEndpoint(), issResponse: extra.ISS}
 	s.mu.Lock()
 	s.remote[p.Name] = r
@@ -230,7 +247,14 @@ func (s *Service) oauth(p raftfsm.OIDCProvider, r *remote, redirect string) (*oa
 	if len(scopes) == 0 {
 		scopes = DefaultScopes
 	}
-	return &oauth2.Config{ClientID: p.ClientID, ClientSecret: secret, Endpoint: r.provider.Endpoint(), RedirectURL: redirect, Scopes: scopes}, nil
+	ep := r.provider.Endpoint()
+	ep.AuthStyle = r.authStyle
+	if secret == "" {
+		// a public client names itself in the form and sends no secret
+		// (Entra ID refuses one from a public client: AADSTS700025)
+		ep.AuthStyle = oauth2.AuthStyleInParams
+	}
+	return &oauth2.Config{ClientID: p.ClientID, ClientSecret: secret, Endpoint: ep, RedirectURL: redirect, Scopes: scopes}, nil
 }
 
 // SecretAAD binds a provider's sealed client secret to its name.

@@ -57,6 +57,24 @@ func (s *Server) auditWrite(r *http.Request, p httprouter.Params, pr auth.Princi
 	s.auditRecord(r, subjectOf(pr), p.ByName("namespace"), code, start, token)
 }
 
+// maxSignedInAnswer bounds what the audit keeps of a sign-in's answer to
+// read who signed in.
+const maxSignedInAnswer = 64 << 10
+
+// auditSignIn writes the audit entry of a sign-in step: a sign-in that
+// answered a token is the person's (the token is what shows the leader
+// the entry is theirs), any other step carries no subject.
+func (s *Server) auditSignIn(r *http.Request, p httprouter.Params, sw *statusRecorder, start time.Time) {
+	subject, token := "", ""
+	if sw.code == http.StatusOK {
+		var in api.SignedIn
+		if json.Unmarshal(sw.keep, &in) == nil && in.Token != "" {
+			subject, token = in.User, in.Token
+		}
+	}
+	s.auditRecord(r, subject, p.ByName("namespace"), sw.code, start, token)
+}
+
 // auditRecord writes one audit entry of r, answered with code, as
 // subject's, whose request carried token.
 func (s *Server) auditRecord(r *http.Request, subject, ns string, code int, start time.Time, token string) {

@@ -75,6 +75,9 @@ func newHTTPMetrics(reg prometheus.Registerer, conns *connLimiter) *httpMetrics 
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
+	// keep, when set, keeps the first bytes of the body, up to its
+	// capacity (a sign-in's answer: who signed in, for the audit log).
+	keep []byte
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -87,6 +90,9 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
 		r.code = http.StatusOK
+	}
+	if r.keep != nil {
+		r.keep = append(r.keep, b[:min(len(b), cap(r.keep)-len(r.keep))]...)
 	}
 	return r.ResponseWriter.Write(b)
 }

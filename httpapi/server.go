@@ -332,8 +332,17 @@ func (s *Server) handle(rt Route, h handler) {
 		}
 		if !rt.Stream && s.cfg.Audit != nil && audited(r) {
 			sw, start := &statusRecorder{ResponseWriter: w}, time.Now()
+			if rt.SignIn {
+				sw.keep = make([]byte, 0, maxSignedInAnswer)
+			}
 			w = sw
-			defer func() { s.auditWrite(r, p, principalOf(r.Context()), sw.code, start) }()
+			defer func() {
+				if rt.SignIn {
+					s.auditSignIn(r, p, sw, start)
+					return
+				}
+				s.auditWrite(r, p, principalOf(r.Context()), sw.code, start)
+			}()
 		}
 		if !rt.Stream {
 			s.withBodyDeadline(w, r, mode)

@@ -363,6 +363,20 @@ func TestSignIn_two_providers_one_email(t *testing.T) {
 	if _, err := api.NewClient("http://"+m.Peer.APIAddr(), alice.Token).ListVMs(ctx(t), ns); err != nil {
 		t.Fatalf("alice's token: %v", err)
 	}
+	// Her sign-in is audited under her name, not with the calls that
+	// carried no token.
+	c.WaitFor("alice's sign-in in the audit log", 10*time.Second, func() error {
+		entries, err := admin.ListAudit(ctx(t), api.AuditFilter{Subject: "alice@example.com"})
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Path, "/auth/oidc/corp/callback") && e.Code == http.StatusOK {
+				return nil
+			}
+		}
+		return fmt.Errorf("entries %+v", entries)
+	})
 }
 
 // Sign-in steps take no token, and each may reach the provider with the

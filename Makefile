@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps libvirt image run stop test lint lint-js darwin-check unit fuzz bench-once netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all build sign deps libvirt image run stop test lint lint-js test-js-deps darwin-check unit fuzz bench-once netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -74,6 +74,10 @@ lint-js:
 	cd httpapi/webui/_check && npm ci --no-audit --no-fund --loglevel=error
 	cd httpapi/webui && _check/node_modules/.bin/tsc -p _check/jsconfig.json && _check/node_modules/.bin/eslint --config _check/eslint.config.js .
 
+## test-js-deps: the second OpenID provider the sign-in tests run (Node.js oidc-provider, testkit/oidcnode/_js/package-lock.json), from npm
+test-js-deps:
+	cd testkit/oidcnode/_js && npm ci --no-audit --no-fund --loglevel=error
+
 ## darwin-check: type-check the macOS build (the vz driver's calls into Apple's framework) for arm64 and amd64, and build the darwin binaries without cgo
 darwin-check:
 	$(GO) run ./cmd/svc-darwin-check -arch arm64,amd64 ./...
@@ -101,7 +105,7 @@ darwin-check:
 ## FuzzAPI_post_routes's seeds run in make fuzz, not twice.
 NODE_E2E := ^(TestLibvirtCluster_|TestLibvirtRunnerPool_|TestWebUI_browser|TestExplorer_browser)
 NODE_E2E_AFTER_REST := ^(TestLibvirtCluster_push_deploy_reference|TestLibvirtCluster_disk_floor)$$
-unit:
+unit: test-js-deps
 	@{ $(GO) test -race -count=1 -timeout 30m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./...; a=$$?; \
 	  $(GO) test -race -count=1 -timeout 30m -run '$(NODE_E2E_AFTER_REST)' ./node; b=$$?; \
 	  [ $$a -eq 0 ] && [ $$b -eq 0 ]; } & rest=$$!; \

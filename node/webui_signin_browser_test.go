@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/testkit/browser"
+	"github.com/svc-project/svc/testkit/oidcnode"
 	"github.com/svc-project/svc/testkit/oidcprovider"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -67,4 +68,41 @@ func TestWebUI_signs_in_through_the_provider(t *testing.T) {
 	do("a forged answer", chromedp.Navigate(ui+"/callback?code=stolen&state=forged"), chromedp.WaitVisible("#signin-form"))
 	waitJS(t, c, ctx, "the refusal", `document.querySelector("#provider-error").textContent.includes("not of a sign-in this tab started")`, 10*time.Second)
 	shot("forged")
+}
+
+// The web UI through the second provider (Node.js oidc-provider with its
+// defaults: claims from UserInfo, iss in the answer): its own login and
+// consent pages in Chromium, back to the UI signed in with the group's
+// role; the code verifier never in an address.
+func TestWebUI_signs_in_through_a_certified_provider(t *testing.T) {
+	ctx := browser.New(t, 3*time.Minute)
+	op := oidcnode.Start(t, []oidcnode.Person{{Username: "alice", Email: "alice@corp.example", Groups: []string{"dev"}}}, "http://127.0.0.1/ui/callback")
+	c := testcluster.New(t, 1, testcluster.Options{})
+	m := c.WaitLeader()
+	admin := c.Client(m)
+	if _, err := admin.SetOIDCProvider(ctx, "node", api.OIDCProviderRequest{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecret: op.ClientSecret,
+		Scopes: []string{"openid", "email", "profile", "groups"}, AllowedGroups: []string{"dev"}}); err != nil {
+		t.Fatal(err)
+	}
+	ui := "http://" + m.Peer.APIAddr() + "/ui"
+	shot := func(name string) { browser.Screenshot(t, ctx, "webui-signin-node-"+name) }
+	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			shot("failed")
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	do("the sign-in page offers the provider", chromedp.Navigate(ui), chromedp.WaitVisible(`button[data-provider="node"]`))
+	do("to the provider's login page", chromedp.Click(`button[data-provider="node"]`), chromedp.WaitVisible(`input[name="login"]`))
+	if url, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`)); err != nil || strings.Contains(url, "code_verifier") {
+		t.Fatalf("the browser is at %q (%v)", url, err)
+	}
+	shot("provider")
+	do("sign in at the provider", chromedp.SendKeys(`input[name="login"]`, "alice"), chromedp.SendKeys(`input[name="password"]`, "any"),
+		chromedp.Click(`button[type="submit"]`), chromedp.WaitVisible(`button[type="submit"]`))
+	shot("consent")
+	do("consent", chromedp.Click(`button[type="submit"]`), chromedp.WaitVisible("#app"))
+	waitJS(t, c, ctx, "who is signed in", `document.querySelector("#whoami").textContent === "alice@corp.example (user)"`, 10*time.Second)
+	shot("signed-in")
 }

@@ -165,6 +165,7 @@ func TestVerify_refuses_what_is_not_this_sign_in(t *testing.T) {
 		{"issued to another client", sign(t, is.key, base(map[string]any{"azp": "other"})), "n-1", ErrRefused, "issued to"},
 		{"no subject", sign(t, is.key, base(map[string]any{"sub": nil})), "n-1", ErrRefused, "subject"},
 		{"Entra ID's groups overage", sign(t, is.key, base(map[string]any{"groups": nil, "hasgroups": true})), "n-1", ErrRefused, "overage"},
+		{"Entra ID's overage pointer to Microsoft Graph", sign(t, is.key, base(map[string]any{"groups": nil, "_claim_names": map[string]any{"groups": "src1"}, "_claim_sources": map[string]any{"src1": map[string]any{"endpoint": "https://graph.microsoft.com/v1.0/users/u1/getMemberObjects"}}})), "n-1", ErrRefused, "overage"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

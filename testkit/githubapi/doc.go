@@ -10,14 +10,25 @@
 //   - POST /orgs/{org}/actions/runners/generate-jitconfig and
 //     /repos/{owner}/{repo}/actions/runners/generate-jitconfig: 201
 //     {runner, encoded_jit_config}; 409 for a runner name in use, 422 for a
-//     request without labels;
+//     request without labels. The runner has exactly the labels asked for,
+//     as GitHub documents: a JIT runner never runs config.sh, which is what
+//     adds self-hosted, the OS and the architecture;
 //   - DELETE /orgs/{org}/actions/runners/{id}, /repos/{owner}/{repo}/...: 204, 404;
 //   - GET /repos/{owner}/{repo}/actions/jobs/{job_id}: one job;
-//   - GET /repos/{owner}/{repo}/actions/runs?status=queued,
+//   - GET /repos/{owner}/{repo}/actions/runs?status=queued|in_progress (a
+//     run is in_progress once any of its jobs started, its other jobs
+//     possibly still queued),
 //     /repos/{owner}/{repo}/actions/runs/{run_id}/jobs and
 //     /orgs/{org}/repos, paginated (per_page, page, and a Link header with
 //     rel="next" and rel="last");
-//   - 401 "Bad credentials" for any other token.
+//   - 401 "Bad credentials" for any other token;
+//   - GitHub's rate limits (limits.go): x-ratelimit-* headers on every
+//     answer, 403 past the primary limit (5,000 an hour) with
+//     x-ratelimit-remaining 0, and 403 past a secondary limit (80
+//     content-creating requests a minute, 500 an hour, 900 points a
+//     minute) with GitHub's message and documentation address, and no
+//     Retry-After (GitHub sends one only sometimes); a test can have every
+//     request refused so for a while (SecondaryLimitFor).
 //
 // Deliveries carry X-GitHub-Event, X-GitHub-Delivery and
 // X-Hub-Signature-256 (HMAC-SHA256 of the body with the hook's secret), as

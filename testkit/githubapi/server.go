@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rsa"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -41,11 +42,20 @@ type Server struct {
 	nextID    int64
 	repos     map[string][]*run // "owner/repo" -> runs, oldest first
 	runners   map[int64]*Runner
+	ever      []Runner // every runner registered, as it was registered
 	instToks  map[string]time.Time
 	hooks     []hook
 	requests  map[string]int // "METHOD pattern" -> count
 	delivered []Delivery
 	lose      map[string]int // action -> deliveries of it still to lose
+
+	// Rate limits (limits.go).
+	limits           Limits
+	calls            []call
+	windowStart      time.Time
+	used, refusals   int
+	forcedUntil      time.Time
+	forcedRetryAfter bool
 }
 
 // LoseDeliveries has the next n deliveries of action not made, as GitHub
@@ -115,7 +125,7 @@ type Delivery struct {
 func Start(t testing.TB, key *rsa.PrivateKey, prefix string) *Server {
 	t.Helper()
 	s := &Server{Token: "github_pat_standin", AppID: 4242, InstallationID: 77, AppKey: key, nextID: 1000,
-		repos: map[string][]*run{}, runners: map[int64]*Runner{}, instToks: map[string]time.Time{}, requests: map[string]int{}, lose: map[string]int{}}
+		repos: map[string][]*run{}, runners: map[int64]*Runner{}, instToks: map[string]time.Time{}, requests: map[string]int{}, lose: map[string]int{}, limits: Limits{}.withDefaults()}
 	mux := http.NewServeMux()
 	route := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
 		method, path, _ := strings.Cut(pattern, " ")
@@ -147,9 +157,14 @@ func Start(t testing.TB, key *rsa.PrivateKey, prefix string) *Server {
 
 // fail answers GitHub's error shape.
 func fail(w http.ResponseWriter, code int, msg string) {
+	failDoc(w, code, msg, "https://docs.github.com/rest")
+}
+
+// failDoc answers GitHub's error shape with its documentation address.
+func failDoc(w http.ResponseWriter, code int, msg, doc string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest"})
+	_ = json.NewEncoder(w).Encode(map[string]string{"message": msg, "documentation_url": doc})
 }
 
 func reply(w http.ResponseWriter, code int, v any) {
@@ -158,7 +173,8 @@ func reply(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// authed lets through the fine-grained token and live installation tokens.
+// authed lets through the fine-grained token and live installation
+// tokens, within the rate limits (limits.go).
 func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -171,6 +187,9 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 		}
 		if !ok {
 			fail(w, http.StatusUnauthorized, "Bad credentials")
+			return
+		}
+		if s.limit(w, r) {
 			return
 		}
 		h(w, r)
@@ -237,8 +256,11 @@ func (s *Server) jitConfig(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.nextID++
-	rn := &Runner{ID: s.nextID, Name: req.Name, Scope: scope, Labels: append([]string{"self-hosted", "Linux", "X64"}, req.Labels...)}
+	// Exactly the labels asked for: a JIT runner never runs config.sh,
+	// which is what adds self-hosted, the OS and the architecture.
+	rn := &Runner{ID: s.nextID, Name: req.Name, Scope: scope, Labels: slices.Clone(req.Labels)}
 	s.runners[rn.ID] = rn
+	s.ever = append(s.ever, *rn)
 	s.mu.Unlock()
 	s.mu.Lock()
 	runnerURL := first(s.RunnerURL, s.srv.URL)
@@ -247,7 +269,7 @@ func (s *Server) jitConfig(w http.ResponseWriter, r *http.Request) {
 	labels := []map[string]any{}
 	for i, l := range rn.Labels {
 		typ := "custom"
-		if i < 3 {
+		if defaultLabel(l) {
 			typ = "read-only"
 		}
 		labels = append(labels, map[string]any{"id": i + 1, "name": l, "type": typ})
@@ -329,18 +351,36 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, map[string]any{"total_count": len(runs), "workflow_runs": items})
 }
 
-// runStatus: queued while any job waits, completed once all are done.
+// defaultLabel reports whether l is one of the labels config.sh gives a
+// runner, which GitHub marks read-only.
+func defaultLabel(l string) bool {
+	switch strings.ToLower(l) {
+	case "self-hosted", "linux", "windows", "macos", "x64", "arm64", "arm", "x86":
+		return true
+	}
+	return false
+}
+
+// runStatus is a run's status as GitHub reports it: queued until one of its
+// jobs starts, then in_progress (its other jobs may still be queued: a
+// matrix, a needs: chain) until every job completed.
 func runStatus(rn *run) string {
-	st := "completed"
+	started, done := false, true
 	for _, j := range rn.Jobs {
-		switch j.Status {
-		case "queued":
-			return "queued"
-		case "in_progress":
-			st = "in_progress"
+		if j.Status != "queued" {
+			started = true
+		}
+		if j.Status != "completed" {
+			done = false
 		}
 	}
-	return st
+	switch {
+	case done:
+		return "completed"
+	case started:
+		return "in_progress"
+	}
+	return "queued"
 }
 
 func jobJSON(j *Job) map[string]any {
@@ -428,18 +468,35 @@ func (s *Server) Hook(url string, secret []byte) {
 // and delivers a queued event for each; lost drops the deliveries (a
 // webhook GitHub failed to deliver).
 func (s *Server) Queue(ctx context.Context, repo string, lost bool, labels ...[]string) []*Job {
+	jobs := make([]QueuedJob, len(labels))
+	for i, l := range labels {
+		jobs[i] = QueuedJob{Labels: l, Lost: lost}
+	}
+	return s.QueueRun(ctx, repo, jobs...)
+}
+
+// QueuedJob is a job of a run QueueRun adds: its runs-on labels, and
+// whether its queued delivery is lost.
+type QueuedJob struct {
+	Labels []string
+	Lost   bool
+}
+
+// QueueRun adds a workflow run of the jobs to repo and delivers a queued
+// event for each whose delivery is not lost.
+func (s *Server) QueueRun(ctx context.Context, repo string, queued ...QueuedJob) []*Job {
 	s.mu.Lock()
 	s.nextID++
 	rn := &run{ID: s.nextID}
-	for _, l := range labels {
+	for _, q := range queued {
 		s.nextID++
-		rn.Jobs = append(rn.Jobs, &Job{ID: s.nextID, RunID: rn.ID, Repo: repo, Labels: l, Status: "queued", QueuedAt: time.Now()})
+		rn.Jobs = append(rn.Jobs, &Job{ID: s.nextID, RunID: rn.ID, Repo: repo, Labels: q.Labels, Status: "queued", QueuedAt: time.Now()})
 	}
 	s.repos[repo] = append(s.repos[repo], rn)
 	jobs := slices.Clone(rn.Jobs)
 	s.mu.Unlock()
-	if !lost {
-		for _, j := range jobs {
+	for i, j := range jobs {
+		if !queued[i].Lost {
 			s.deliver(ctx, "queued", j)
 		}
 	}
@@ -555,6 +612,14 @@ func (s *Server) Runners() []Runner {
 	return out
 }
 
+// Registered returns every runner registered so far (removed ones too), as
+// registered.
+func (s *Server) Registered() []Runner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ever)
+}
+
 // SetRunnerURL sets where runners reach the stand-in: an address the
 // guests can reach, where the test serves Handler.
 func (s *Server) SetRunnerURL(u string) {
@@ -620,6 +685,14 @@ func Sign(secret, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// SignSHA1 is the legacy X-Hub-Signature of body with secret, which GitHub
+// still sends beside X-Hub-Signature-256.
+func SignSHA1(secret, body []byte) string {
+	m := hmac.New(sha1.New, secret)
+	m.Write(body)
+	return "sha1=" + hex.EncodeToString(m.Sum(nil))
+}
+
 // deliver posts a workflow_job event to every hook, as GitHub does (one
 // attempt; a failed delivery is not retried).
 func (s *Server) deliver(ctx context.Context, action string, j *Job) {
@@ -646,6 +719,8 @@ func (s *Server) deliver(ctx context.Context, action string, j *Job) {
 			req.Header.Set("X-GitHub-Event", "workflow_job")
 			req.Header.Set("X-GitHub-Delivery", delivery)
 			req.Header.Set("X-Hub-Signature-256", Sign(h.secret, body))
+			// GitHub sends the legacy SHA-1 signature beside it.
+			req.Header.Set("X-Hub-Signature", SignSHA1(h.secret, body))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				code = resp.StatusCode
 				resp.Body.Close()

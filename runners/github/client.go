@@ -71,6 +71,8 @@ type Config struct {
 type Client struct {
 	gh    *gh.Client
 	scope Scope
+	lim   *limits
+	sweep sweepState
 }
 
 // New returns a Client.
@@ -115,11 +117,16 @@ func New(cfg Config) (*Client, error) {
 	if timeout <= 0 {
 		timeout = 15 * time.Second
 	}
-	c, err := gh.NewClient(gh.WithHTTPClient(&http.Client{Transport: tr, Timeout: timeout}), gh.WithURLs(&base, &base), gh.WithUserAgent("svc"))
+	c, err := gh.NewClient(gh.WithHTTPClient(&http.Client{Transport: tr, Timeout: timeout}), gh.WithURLs(&base, &base), gh.WithUserAgent("svc"),
+		// The limits are this package's (limits.go): go-github's own hold
+		// after a secondary limit without Retry-After lasts until the
+		// primary limit's reset (up to an hour), where GitHub asks for a
+		// minute.
+		gh.WithDisableRateLimitCheck())
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
-	return &Client{gh: c, scope: cfg.Scope}, nil
+	return &Client{gh: c, scope: cfg.Scope, lim: newLimits()}, nil
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
@@ -136,12 +143,14 @@ func (c *Client) JITConfig(ctx context.Context, name string, labels []string, ru
 	}
 	req := &gh.GenerateJITConfigRequest{Name: name, RunnerGroupID: runnerGroupID, Labels: labels}
 	var cfg *gh.JITRunnerConfig
-	var err error
-	if c.scope.Repo == "" {
-		cfg, _, err = c.gh.Actions.GenerateOrgJITConfig(ctx, c.scope.Owner, req)
-	} else {
-		cfg, _, err = c.gh.Actions.GenerateRepoJITConfig(ctx, c.scope.Owner, c.scope.Repo, req)
-	}
+	err := c.call(ctx, write, func() (resp *gh.Response, err error) {
+		if c.scope.Repo == "" {
+			cfg, resp, err = c.gh.Actions.GenerateOrgJITConfig(ctx, c.scope.Owner, req)
+		} else {
+			cfg, resp, err = c.gh.Actions.GenerateRepoJITConfig(ctx, c.scope.Owner, c.scope.Repo, req)
+		}
+		return resp, err
+	})
 	if err != nil {
 		return 0, "", fmt.Errorf("github: a just-in-time runner for %s: %w", c.scope, err)
 	}
@@ -159,11 +168,16 @@ var ErrRunnerBusy = errors.New("github: the runner is running a job")
 // that runs a job is ErrRunnerBusy.
 func (c *Client) RemoveRunner(ctx context.Context, id int64) error {
 	var resp *gh.Response
-	var err error
-	if c.scope.Repo == "" {
-		resp, err = c.gh.Actions.RemoveOrganizationRunner(ctx, c.scope.Owner, id)
-	} else {
-		resp, err = c.gh.Actions.RemoveRunner(ctx, c.scope.Owner, c.scope.Repo, id)
+	err := c.call(ctx, write, func() (r *gh.Response, err error) {
+		if c.scope.Repo == "" {
+			resp, err = c.gh.Actions.RemoveOrganizationRunner(ctx, c.scope.Owner, id)
+		} else {
+			resp, err = c.gh.Actions.RemoveRunner(ctx, c.scope.Owner, c.scope.Repo, id)
+		}
+		return resp, err
+	})
+	if errors.Is(err, ErrLimited) {
+		return fmt.Errorf("github: remove runner %d of %s: %w", id, c.scope, err)
 	}
 	if err != nil && resp != nil && resp.StatusCode == http.StatusUnprocessableEntity {
 		return fmt.Errorf("remove runner %d of %s: %w (%w)", id, c.scope, ErrRunnerBusy, err)

@@ -76,14 +76,14 @@ func TestClient_against_the_API(t *testing.T) {
 				}
 				want += len(s.Queue(ctx, "acme/app", true, labels...))
 			}
-			jobs, err := c.QueuedJobs(ctx, 10, 10)
-			if err != nil || len(jobs) != want || jobs[0].Repo != "acme/app" || !github.Matches([]string{"svc-linux"}, jobs[0].Labels) {
+			jobs, err := c.QueuedJobs(ctx)
+			if err != nil || len(jobs) != want || jobs[0].Repo != "acme/app" || !github.Matches([]string{"self-hosted", "svc-linux"}, jobs[0].Labels) {
 				t.Fatalf("queued jobs: %d of %d, %v", len(jobs), want, err)
 			}
 			if n := s.Requests("GET /repos/{owner}/{repo}/actions/runs/{run}/jobs"); n != 4 {
 				t.Fatalf("%d job listings for 2 runs of 150 jobs (two pages each)", n)
 			}
-			id, enc, err := c.JITConfig(ctx, "svc-app-1", []string{"svc-linux"}, 0)
+			id, enc, err := c.JITConfig(ctx, "svc-app-1", []string{"self-hosted", "svc-linux"}, 0)
 			if err != nil || id == 0 || enc == "" {
 				t.Fatalf("jit config: %d %q %v", id, enc, err)
 			}
@@ -141,6 +141,8 @@ func TestParseDelivery_signature_and_event(t *testing.T) {
 		{"another secret", "workflow_job", githubapi.Sign([]byte("other"), body), secret, false, github.ErrSignature},
 		{"unsigned", "workflow_job", "", secret, false, github.ErrSignature},
 		{"sha1 only", "workflow_job", "sha1=0123", secret, false, github.ErrSignature},
+		{"a good sha1 signature where sha256 belongs", "workflow_job", githubapi.SignSHA1(secret, body), secret, false, github.ErrSignature},
+		{"sha256 in capitals", "workflow_job", strings.Replace(githubapi.Sign(secret, body), "sha256=", "SHA256=", 1), secret, false, github.ErrSignature},
 		{"the pool has no secret", "workflow_job", githubapi.Sign(secret, body), nil, false, github.ErrSignature},
 		{"another event", "push", githubapi.Sign(secret, body), secret, false, nil},
 	}
@@ -162,9 +164,11 @@ func TestMatches_labels(t *testing.T) {
 		pool, job []string
 		want      bool
 	}{
-		{[]string{"svc-linux"}, []string{"self-hosted", "svc-linux"}, true},
+		{[]string{"self-hosted", "Linux", "X64", "svc-linux"}, []string{"self-hosted", "svc-linux"}, true},
+		{[]string{"self-hosted", "Linux", "X64", "svc-linux"}, []string{"self-hosted", "linux", "x64"}, true},
+		{[]string{"svc-linux"}, []string{"self-hosted", "svc-linux"}, false},
 		{[]string{"svc-linux"}, []string{"SVC-Linux"}, true},
-		{[]string{"svc-linux"}, []string{"self-hosted", "svc-macos"}, false},
+		{[]string{"self-hosted", "svc-linux"}, []string{"self-hosted", "svc-macos"}, false},
 		{[]string{"svc-linux", "gpu"}, []string{"svc-linux", "gpu"}, true},
 		{[]string{"svc-linux"}, []string{"ubuntu-latest"}, false},
 		{[]string{"svc-linux"}, nil, false},

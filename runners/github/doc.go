@@ -8,7 +8,12 @@
 // (bradleyfalzon/ghinstallation mints and renews the installation tokens)
 // or with a fine-grained token.
 //
-// The runner pools that use it are not built yet (see the README's
-// "What works today"); this package and its stand-in of GitHub's API
-// (testkit/githubapi) are their first part.
+// It keeps within GitHub's documented rate limits (limits.go): the calls
+// that make and remove runners are paced under the secondary limit on
+// content-creating requests, the sweep's reads have an hourly budget and
+// leave the last tenth of the primary limit alone, and a refusal (403 or
+// 429) holds every call until the time GitHub gave (Retry-After, or
+// x-ratelimit-reset when nothing is left, or else a minute). The runner
+// pools (node/runnerpool) use it; testkit/githubapi stands in for GitHub
+// in the tests.
 package github

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	gh "github.com/google/go-github/v88/github"
 )
@@ -27,92 +29,181 @@ func jobOf(repo string, j *gh.WorkflowJob) Job {
 		RunnerID: j.GetRunnerID(), RunnerName: j.GetRunnerName()}
 }
 
-// Matches reports whether a runner with the pool's labels can take a job:
-// every runs-on label of the job is the pool's, or "self-hosted" (every
-// self-hosted runner has it); GitHub compares labels without case.
-func Matches(poolLabels, jobLabels []string) bool {
+// Matches reports whether a runner registered with labels can take a job
+// of jobLabels: GitHub gives a job to a runner that has every one of its
+// runs-on labels, compared without case. A job with no labels matches
+// nothing here (it is GitHub-hosted).
+func Matches(labels, jobLabels []string) bool {
 	if len(jobLabels) == 0 {
 		return false
 	}
 	for _, l := range jobLabels {
-		if !strings.EqualFold(l, "self-hosted") && !slices.ContainsFunc(poolLabels, func(p string) bool { return strings.EqualFold(p, l) }) {
+		if !slices.ContainsFunc(labels, func(p string) bool { return strings.EqualFold(p, l) }) {
 			return false
 		}
 	}
 	return true
 }
 
-// QueuedJobs lists the jobs waiting for a runner: of the scope's
-// repository, or of up to maxRepos repositories of its organisation. It
-// reads at most maxPages pages (100 items each) of every listing, so one
-// sweep costs a bounded number of requests.
-func (c *Client) QueuedJobs(ctx context.Context, maxPages, maxRepos int) ([]Job, error) {
-	repos := []string{c.scope.Repo}
-	if c.scope.Repo == "" {
-		var err error
-		if repos, err = c.orgRepos(ctx, maxPages, maxRepos); err != nil {
-			return nil, err
-		}
+// Bounds of one sweep's listing.
+const (
+	// MaxRepos is how many repositories of an organisation a sweep looks
+	// at, at most (the list is read again every reposTTL).
+	MaxRepos = 100
+	// MaxRunsPerSweep bounds the runs whose jobs one sweep lists.
+	MaxRunsPerSweep = 20
+	reposTTL        = 10 * time.Minute
+)
+
+// sweepState is where the sweeps of a Client stand: the organisation's
+// repositories, which of them the next sweep starts with, and when each
+// run's jobs were last listed.
+type sweepState struct {
+	mu       sync.Mutex
+	repos    []string
+	reposAt  time.Time
+	next     int
+	runsSeen map[runKey]time.Time
+}
+
+type runKey struct {
+	repo string
+	id   int64
+}
+
+// QueuedJobs lists the jobs waiting for a runner: in the runs that wait
+// (queued) and in those under way (in_progress: a run is once any of its
+// jobs started, so a matrix's or a needs: chain's jobs still queued are
+// there), of the scope's repository or, in turns, of its organisation's.
+// The listing spends the sweep's read budget: when it runs out, what was
+// found comes back with ErrReadBudget, and the next sweep goes on where
+// this one stopped (the runs listed longest ago first).
+func (c *Client) QueuedJobs(ctx context.Context) ([]Job, error) {
+	repos, err := c.sweepRepos(ctx)
+	if err != nil {
+		return nil, err
 	}
-	var out []Job
-	for _, repo := range repos {
-		runs, err := c.queuedRuns(ctx, repo, maxPages)
-		if err != nil {
-			return nil, err
-		}
-		for _, run := range runs {
-			opts := &gh.ListWorkflowJobsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
-			for page := 0; page < maxPages; page++ {
-				jobs, resp, err := c.gh.Actions.ListWorkflowJobs(ctx, c.scope.Owner, repo, run, opts)
-				if err != nil {
-					return nil, fmt.Errorf("github: jobs of run %d of %s/%s: %w", run, c.scope.Owner, repo, err)
-				}
-				for _, j := range jobs.Jobs {
-					if j.GetStatus() == "queued" {
-						out = append(out, jobOf(c.scope.Owner+"/"+repo, j))
-					}
-				}
-				if resp.NextPage == 0 {
-					break
-				}
-				opts.Page = resp.NextPage
+	st := &c.sweep
+	st.mu.Lock()
+	start := st.next
+	st.mu.Unlock()
+	var runs []runKey
+	done := 0
+	for i := 0; i < len(repos) && len(runs) < MaxRunsPerSweep; i++ {
+		repo := repos[(start+i)%len(repos)]
+		for _, status := range []string{"queued", "in_progress"} {
+			ids, err := c.runs(ctx, repo, status)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				runs = append(runs, runKey{repo, id})
 			}
 		}
+		done++
 	}
+	st.mu.Lock()
+	st.next = (start + done) % max(len(repos), 1)
+	if st.runsSeen == nil {
+		st.runsSeen = map[runKey]time.Time{}
+	}
+	slices.SortStableFunc(runs, func(a, b runKey) int { return st.runsSeen[a].Compare(st.runsSeen[b]) })
+	st.mu.Unlock()
+	var out []Job
+	for _, rk := range runs[:min(len(runs), MaxRunsPerSweep)] {
+		jobs, err := c.runJobs(ctx, rk)
+		out = append(out, jobs...)
+		if err != nil {
+			return out, err
+		}
+		st.mu.Lock()
+		st.runsSeen[rk] = time.Now()
+		st.mu.Unlock()
+	}
+	st.mu.Lock()
+	for rk, at := range st.runsSeen {
+		if time.Since(at) > time.Hour {
+			delete(st.runsSeen, rk)
+		}
+	}
+	st.mu.Unlock()
 	return out, nil
 }
 
-// queuedRuns lists the ids of a repository's queued workflow runs.
-func (c *Client) queuedRuns(ctx context.Context, repo string, maxPages int) ([]int64, error) {
+// runs lists the ids of a repository's workflow runs of a status (the
+// newest 100).
+func (c *Client) runs(ctx context.Context, repo, status string) ([]int64, error) {
+	var runs *gh.WorkflowRuns
+	err := c.call(ctx, sweepRead, func() (resp *gh.Response, err error) {
+		runs, resp, err = c.gh.Actions.ListRepositoryWorkflowRuns(ctx, c.scope.Owner, repo, &gh.ListWorkflowRunsOptions{Status: status, ListOptions: gh.ListOptions{PerPage: 100}})
+		return resp, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("github: %s runs of %s/%s: %w", status, c.scope.Owner, repo, err)
+	}
 	var ids []int64
-	opts := &gh.ListWorkflowRunsOptions{Status: "queued", ListOptions: gh.ListOptions{PerPage: 100}}
-	for page := 0; page < maxPages; page++ {
-		runs, resp, err := c.gh.Actions.ListRepositoryWorkflowRuns(ctx, c.scope.Owner, repo, opts)
+	for _, r := range runs.WorkflowRuns {
+		ids = append(ids, r.GetID())
+	}
+	return ids, nil
+}
+
+// runJobs lists the queued jobs of a run: up to three pages of 100 (a
+// matrix makes at most 256 jobs).
+func (c *Client) runJobs(ctx context.Context, rk runKey) ([]Job, error) {
+	var out []Job
+	opts := &gh.ListWorkflowJobsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	for range 3 {
+		var jobs *gh.Jobs
+		var resp *gh.Response
+		err := c.call(ctx, sweepRead, func() (r *gh.Response, err error) {
+			jobs, resp, err = c.gh.Actions.ListWorkflowJobs(ctx, c.scope.Owner, rk.repo, rk.id, opts)
+			return resp, err
+		})
 		if err != nil {
-			return nil, fmt.Errorf("github: queued runs of %s/%s: %w", c.scope.Owner, repo, err)
+			return out, fmt.Errorf("github: jobs of run %d of %s/%s: %w", rk.id, c.scope.Owner, rk.repo, err)
 		}
-		for _, r := range runs.WorkflowRuns {
-			ids = append(ids, r.GetID())
+		for _, j := range jobs.Jobs {
+			if j.GetStatus() == "queued" {
+				out = append(out, jobOf(c.scope.Owner+"/"+rk.repo, j))
+			}
 		}
 		if resp.NextPage == 0 {
 			break
 		}
 		opts.Page = resp.NextPage
 	}
-	return ids, nil
+	return out, nil
 }
 
-// orgRepos lists up to max repositories of the organisation.
-func (c *Client) orgRepos(ctx context.Context, maxPages, max int) ([]string, error) {
+// sweepRepos returns the repositories a sweep looks at: the scope's one,
+// or the organisation's (not archived, at most MaxRepos), read again every
+// reposTTL.
+func (c *Client) sweepRepos(ctx context.Context) ([]string, error) {
+	if c.scope.Repo != "" {
+		return []string{c.scope.Repo}, nil
+	}
+	st := &c.sweep
+	st.mu.Lock()
+	if st.repos != nil && time.Since(st.reposAt) < reposTTL {
+		defer st.mu.Unlock()
+		return st.repos, nil
+	}
+	st.mu.Unlock()
 	var names []string
 	opts := &gh.RepositoryListByOrgOptions{ListOptions: gh.ListOptions{PerPage: 100}}
-	for page := 0; page < maxPages && len(names) < max; page++ {
-		repos, resp, err := c.gh.Repositories.ListByOrg(ctx, c.scope.Owner, opts)
+	for len(names) < MaxRepos {
+		var repos []*gh.Repository
+		var resp *gh.Response
+		err := c.call(ctx, sweepRead, func() (r *gh.Response, err error) {
+			repos, resp, err = c.gh.Repositories.ListByOrg(ctx, c.scope.Owner, opts)
+			return resp, err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("github: repositories of %s: %w", c.scope.Owner, err)
 		}
 		for _, r := range repos {
-			if len(names) < max && !r.GetArchived() {
+			if len(names) < MaxRepos && !r.GetArchived() {
 				names = append(names, r.GetName())
 			}
 		}
@@ -121,6 +212,9 @@ func (c *Client) orgRepos(ctx context.Context, maxPages, max int) ([]string, err
 		}
 		opts.Page = resp.NextPage
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.repos, st.reposAt = names, time.Now()
 	return names, nil
 }
 
@@ -131,7 +225,11 @@ func (c *Client) JobState(ctx context.Context, repo string, id int64) (Job, stri
 	if !ok {
 		return Job{}, "", fmt.Errorf("github: %q is not owner/name", repo)
 	}
-	j, _, err := c.gh.Actions.GetWorkflowJobByID(ctx, owner, name, id)
+	var j *gh.WorkflowJob
+	err := c.call(ctx, sweepRead, func() (resp *gh.Response, err error) {
+		j, resp, err = c.gh.Actions.GetWorkflowJobByID(ctx, owner, name, id)
+		return resp, err
+	})
 	if err != nil {
 		return Job{}, "", fmt.Errorf("github: job %d of %s: %w", id, repo, err)
 	}

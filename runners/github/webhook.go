@@ -3,6 +3,7 @@ package github
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	gh "github.com/google/go-github/v88/github"
 )
@@ -20,12 +21,17 @@ type JobEvent struct {
 }
 
 // ParseDelivery checks a webhook delivery's X-Hub-Signature-256 against
-// secret (HMAC-SHA256 of the body, compared in constant time) and parses
+// secret (a sha256= HMAC-SHA256 of the body, compared in constant time;
+// nothing else is taken) and parses
 // a workflow_job event; other events are ignored (ok false). A ping, the
 // delivery GitHub sends when a hook is made, is ok with no event.
 func ParseDelivery(secret []byte, event, signature string, body []byte) (JobEvent, bool, error) {
 	if len(secret) == 0 {
 		return JobEvent{}, false, fmt.Errorf("%w: the pool has no webhook secret", ErrSignature)
+	}
+	// SHA-256 only: go-github would also take a SHA-1 signature here.
+	if !strings.HasPrefix(signature, "sha256=") {
+		return JobEvent{}, false, fmt.Errorf("%w: X-Hub-Signature-256 is not a sha256= signature", ErrSignature)
 	}
 	if err := gh.ValidateSignature(signature, body, secret); err != nil {
 		return JobEvent{}, false, fmt.Errorf("%w: %v", ErrSignature, err)

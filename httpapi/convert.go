@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -90,6 +91,11 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 		Owner: vm.Owner, ErrorMessage: vm.ErrorMessage, ReservedPorts: formatReservedPorts(vm.ReservedPorts),
 		LegacyIO: vm.LegacyIO, SharedStorage: vm.SharedStorage, ISO: vm.ISO, PortWarnings: []string{}, StartedFrom: vm.StartedFrom, GuestIPs: []string{},
 		DiskBytes: vm.DiskBytes, ExpiresAt: vm.ExpiresAt,
+	}
+	if meta[runnerpool.MetaPool] != "" {
+		// A pool's VM opens to no one's VNC client: an admin uses the
+		// console route (poolvms.go).
+		out.VNCPassword = ""
 	}
 	if g := vm.Guest; g != nil && g.Agent {
 		out.GuestAgent, out.GuestOS, out.GuestIPs = true, g.OS, append([]string{}, g.IPs...)

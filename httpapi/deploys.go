@@ -52,6 +52,9 @@ func (s *Server) deployHere(w http.ResponseWriter, r *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
+	if err := guardPoolMetadata(principalOf(r.Context()), ns, plan.VM.CustomMetadata); err != nil {
+		return err
+	}
 	plan.VM.Owner = owner(r.Context())
 	run := s.deployRunner()
 	if forwarded(r) != "" && r.Header.Get(api.HeaderPlaceOnly) != "" {

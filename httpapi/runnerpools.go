@@ -29,6 +29,14 @@ type RunnerPools interface {
 // maxWebhookBody bounds a delivery (a workflow_job event is a few KiB).
 const maxWebhookBody = 1 << 20
 
+// What the webhook answers a delivery it refuses, of a pool or not: the
+// same words either way. webhookDecoy is the secret a delivery to a pool
+// that does not exist is checked against.
+const (
+	webhookRefused = "the delivery's X-Hub-Signature-256 is not a sha256= signature of its body with the pool's webhook secret"
+	webhookDecoy   = "svc: no such pool; this secret signs nothing"
+)
+
 func (s *Server) runnerPoolRoutes() {
 	const ns = "/api/v1/namespaces/:namespace"
 	s.handle(Route{Method: http.MethodGet, Path: ns + "/runnerpools", Rule: RuleMember}, s.listRunnerPools)
@@ -207,27 +215,32 @@ func (s *Server) runnerPoolWebhook(w http.ResponseWriter, r *http.Request, p htt
 	if len(body) > maxWebhookBody {
 		return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "a delivery is at most %d bytes", maxWebhookBody)
 	}
+	// An unknown pool is answered as a bad signature is, after the same
+	// work (a check against a secret of its own): the webhook tells no one
+	// which pools exist.
 	rp, ok := s.replica.FSM().RunnerPool(ns, name)
-	if !ok {
-		return notFound("runner pool %q not found", name)
+	secret := []byte(webhookDecoy)
+	if ok {
+		if secret, err = auth.Unseal(s.keys.SealKey(), rp.GitHub.SealedWebhookSecret, runnerpool.SecretAAD(ns, name, "webhook-secret")); err != nil {
+			return err
+		}
 	}
-	secret, err := auth.Unseal(s.keys.SealKey(), rp.GitHub.SealedWebhookSecret, runnerpool.SecretAAD(ns, name, "webhook-secret"))
-	if err != nil {
-		return err
+	ev, parsed, err := github.ParseDelivery(secret, r.Header.Get("X-GitHub-Event"), r.Header.Get("X-Hub-Signature-256"), body)
+	if !ok && err == nil {
+		err = github.ErrSignature
 	}
-	ev, ok, err := github.ParseDelivery(secret, r.Header.Get("X-GitHub-Event"), r.Header.Get("X-Hub-Signature-256"), body)
 	switch {
 	case errors.Is(err, github.ErrSignature):
-		return errorf(http.StatusUnauthorized, api.ReasonUnauthorized, "%s", err)
+		return errorf(http.StatusUnauthorized, api.ReasonUnauthorized, "%s", webhookRefused)
 	case err != nil:
 		return badRequest("%s", err)
-	case !ok:
+	case !parsed:
 		writeJSON(w, http.StatusOK, api.Message{Message: "ignored: not a workflow_job event"})
 		return nil
 	}
 	msg := "ignored: the job's labels are not all the pool's"
 	switch {
-	case ev.Action == "queued" && github.Matches(rp.Labels, ev.Job.Labels):
+	case ev.Action == "queued" && github.Matches(runnerpool.Labels(s.replica.FSM(), rp), ev.Job.Labels):
 		if _, err := s.apply(r.Context(), raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: raftfsm.RunnerJob{
 			Namespace: ns, Pool: name, ID: ev.Job.ID, RunID: ev.Job.RunID, Repo: ev.Job.Repo, Labels: ev.Job.Labels, State: raftfsm.RunnerJobQueued,
 		}, Time: time.Now().UTC()}); err != nil && !errors.Is(err, raftfsm.ErrConflict) {

@@ -135,6 +135,9 @@ type Route struct {
 	// address may take signInBurst of them at once and signInRate a
 	// second, counted where the client's request came in.
 	SignIn bool
+	// PoolVM routes act in or on the VM :vm: a runner pool's VM only for
+	// an admin or the pool (poolvms.go).
+	PoolVM bool
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
@@ -223,15 +226,15 @@ func (s *Server) routesV1() {
 	// A follower has the leader place a deploy, then waits on its own replica (deploy.go).
 	s.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Target: Here}, s.deployVM)
 	s.handle(Route{Method: get, Path: ns + "/vms/:vm", Rule: RuleMember}, s.getVM)
-	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, Write: true, Target: Leader},
+	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader},
 		s.deleter(raftfsm.TypeVMDelete, "vm", func(ns, name string) any { return raftfsm.VMDelete{Namespace: ns, Name: name} }))
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, Write: true, Target: Leader}, s.execVM)
-	s.handle(Route{Method: get, Path: ns + "/vms/:vm/console", Rule: RuleMember, Stream: true}, s.console)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/extend", Rule: RuleMember, Write: true, Target: Leader}, s.extendVM)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/run", Rule: RuleMember, Target: VMHost}, s.runVM)
-	s.handle(Route{Method: get, Path: ns + "/vms/:vm/run", Rule: RuleMember, Stream: true, Target: VMHost}, s.runVMStream)
-	s.handle(Route{Method: get, Path: ns + "/vms/:vm/port-forward", Rule: RuleMember, Stream: true, Target: VMHost}, s.portForward)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/resize", Rule: RuleMember, Target: VMHost}, s.resizeVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.execVM)
+	s.handle(Route{Method: get, Path: ns + "/vms/:vm/console", Rule: RuleMember, PoolVM: true, Stream: true}, s.console)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/extend", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.extendVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/run", Rule: RuleMember, PoolVM: true, Target: VMHost}, s.runVM)
+	s.handle(Route{Method: get, Path: ns + "/vms/:vm/run", Rule: RuleMember, PoolVM: true, Stream: true, Target: VMHost}, s.runVMStream)
+	s.handle(Route{Method: get, Path: ns + "/vms/:vm/port-forward", Rule: RuleMember, PoolVM: true, Stream: true, Target: VMHost}, s.portForward)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/resize", Rule: RuleMember, PoolVM: true, Target: VMHost}, s.resizeVM)
 
 	s.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
 	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Target: Leader}, s.createVMConfig)
@@ -240,9 +243,9 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader},
 		s.deleter(raftfsm.TypeVMConfigDelete, "vmconfig", func(ns, name string) any { return raftfsm.VMConfigDelete{Namespace: ns, Name: name} }))
 
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/commit", Rule: RuleMember, Write: true, Target: Leader}, s.commitVM)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/save", Rule: RuleMember, Write: true, Target: Leader}, s.saveVM)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/push", Rule: RuleMember, Write: true, Target: Leader}, s.pushVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/commit", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.commitVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/save", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.saveVM)
+	s.handle(Route{Method: post, Path: ns + "/vms/:vm/push", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.pushVM)
 
 	img, iso := imageArtifact(), isoArtifact()
 	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, img.listHandler(s))
@@ -381,6 +384,9 @@ func (s *Server) handle(rt Route, h handler) {
 		}
 		pr, err := s.authorize(r, rt.Rule, p)
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, pr)) // a refusal names who was refused too
+		if err == nil && rt.PoolVM {
+			err = s.guardPoolVM(pr, p)
+		}
 		if err != nil {
 			if checked && toAPIError(err).code == http.StatusUnauthorized {
 				s.fails.Spend(ip, time.Now())

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -413,6 +414,7 @@ func TestRunnerPool_wrong_signature_refused(t *testing.T) {
 	}{
 		{"another secret", githubapi.Sign([]byte("nope"), body), http.StatusUnauthorized},
 		{"no signature", "", http.StatusUnauthorized},
+		{"the pool's secret, as SHA-1", githubapi.SignSHA1([]byte(r.secret), body), http.StatusUnauthorized},
 		{"signed", githubapi.Sign([]byte(r.secret), body), http.StatusOK},
 	} {
 		if code := deliver(t, m, body, tc.sig); code != tc.code {
@@ -421,6 +423,16 @@ func TestRunnerPool_wrong_signature_refused(t *testing.T) {
 		if _, ok := m.Peer.FSM().RunnerJob(ns, "ci", 5); ok != (tc.code == http.StatusOK) {
 			t.Fatalf("%s: job recorded %v", tc.name, ok)
 		}
+	}
+	// A pool that does not exist is answered as a bad signature is: the
+	// webhook tells no one which pools there are.
+	answer := func(pool, sig string) string {
+		code, b := deliverTo(t, m, pool, body, sig)
+		return fmt.Sprint(code, " ", strings.TrimSpace(b))
+	}
+	bad, unknown := answer("ci", githubapi.Sign([]byte("nope"), body)), answer("no-such-pool", githubapi.Sign([]byte(r.secret), body))
+	if bad != unknown || !strings.HasPrefix(bad, "401 ") {
+		t.Fatalf("a bad signature: %s\nan unknown pool: %s\nwant the same 401", bad, unknown)
 	}
 }
 
@@ -449,15 +461,24 @@ func TestWebUI_runner_pools_view(t *testing.T) {
 // webhook at m, and returns the status code.
 func deliver(t *testing.T, m *testcluster.Member, body []byte, sig string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+m.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/runnerpools/ci/webhook", bytes.NewReader(body))
+	code, _ := deliverTo(t, m, "ci", body, sig)
+	return code
+}
+
+// deliverTo posts a workflow_job delivery to pool's webhook, and returns
+// the status code and the answer's body.
+func deliverTo(t *testing.T, m *testcluster.Member, pool string, body []byte, sig string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+m.Peer.APIAddr()+"/api/v1/namespaces/"+ns+"/runnerpools/"+pool+"/webhook", bytes.NewReader(body))
 	req.Header.Set("X-GitHub-Event", "workflow_job")
 	req.Header.Set("X-Hub-Signature-256", sig)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // A namespace quota of one VM under a pool of max 3: one job's VM at a

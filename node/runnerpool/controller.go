@@ -67,6 +67,8 @@ type Controller struct {
 	starting map[string]bool // "namespace/VM" being started by this leader
 	polled   map[string]time.Time
 	clients  map[string]*poolClient
+	backoffs map[string]*backoff  // "namespace/pool"
+	checked  map[string]time.Time // "namespace/pool/job": when the sweep last asked GitHub of it
 }
 
 type poolClient struct {
@@ -88,7 +90,7 @@ func New(cfg Config) *Controller {
 	if cfg.AgentWait <= 0 {
 		cfg.AgentWait = 3 * time.Minute
 	}
-	return &Controller{cfg: cfg, starting: map[string]bool{}}
+	return &Controller{cfg: cfg, starting: map[string]bool{}, backoffs: map[string]*backoff{}, checked: map[string]time.Time{}}
 }
 
 // Run runs the pools until ctx ends (the end of the leader's term).
@@ -97,6 +99,7 @@ func (c *Controller) Run(ctx context.Context) {
 	// starting is kept across terms: a start of this peer's last term may
 	// still be ending (it fails on its own, its context gone).
 	c.polled, c.clients = map[string]time.Time{}, map[string]*poolClient{}
+	c.backoffs, c.checked = map[string]*backoff{}, map[string]time.Time{}
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -112,6 +115,8 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 func vmKey(j raftfsm.RunnerJob) string { return j.Namespace + "/" + j.VM }
+
+func poolKey(p raftfsm.RunnerPool) string { return p.Namespace + "/" + p.Name }
 
 // pass does one round over every pool.
 func (c *Controller) pass(ctx context.Context, wg *sync.WaitGroup) {
@@ -134,10 +139,12 @@ func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.Run
 		return err
 	}
 	jobs := c.cfg.FSM.RunnerJobs(p.Namespace, p.Name)
+	now := time.Now()
+	_, held := cl.HeldUntil() // GitHub's rate limit: no call until it passes
 	c.mu.Lock()
-	due := time.Since(c.polled[p.Namespace+"/"+p.Name]) >= c.cfg.PollInterval
+	due := !held && now.Sub(c.polled[poolKey(p)]) >= c.cfg.PollInterval
 	if due {
-		c.polled[p.Namespace+"/"+p.Name] = time.Now()
+		c.polled[poolKey(p)] = now
 	}
 	c.mu.Unlock()
 	if due {
@@ -168,6 +175,11 @@ func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.Run
 			c.finish(ctx, p, cl, j)
 		}
 	}
+	if held || c.backingOff(poolKey(p), now) {
+		// Each start asks GitHub for a runner, or failed a moment ago:
+		// the queued jobs wait their turn (the job's message says why).
+		return nil
+	}
 	slices.SortFunc(queued, func(a, b raftfsm.RunnerJob) int { return a.QueuedAt.Compare(b.QueuedAt) })
 	for _, j := range queued {
 		if active >= p.Max {
@@ -195,7 +207,7 @@ func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.Run
 
 // client returns the pool's GitHub client, made again when the pool changed.
 func (c *Controller) client(p raftfsm.RunnerPool) (*github.Client, error) {
-	k := p.Namespace + "/" + p.Name
+	k := poolKey(p)
 	c.mu.Lock()
 	pc, ok := c.clients[k]
 	c.mu.Unlock()
@@ -226,7 +238,7 @@ func (c *Controller) client(p raftfsm.RunnerPool) (*github.Client, error) {
 	if key == "" {
 		a.PrivateKey = nil
 	}
-	gh, err := github.New(github.Config{APIBase: p.GitHub.APIBase, Scope: scope, Auth: a, Transport: c.cfg.Transport})
+	gh, err := github.New(github.Config{APIBase: p.GitHub.APIBase, Scope: scope, Auth: a, Transport: egressNamed{c.cfg.Transport}})
 	if err != nil {
 		return nil, err
 	}
@@ -239,112 +251,4 @@ func (c *Controller) client(p raftfsm.RunnerPool) (*github.Client, error) {
 // SecretAAD binds a pool's sealed secret to the pool and its purpose.
 func SecretAAD(ns, pool, what string) []byte {
 	return []byte("svc-runner-pool/" + ns + "/" + pool + "/" + what)
-}
-
-// maxJobChecks bounds the jobs one sweep asks GitHub about.
-const maxJobChecks = 100
-
-// sweep asks GitHub for the queued jobs a webhook may have missed, and
-// for the state of the jobs the pool serves (a lost in_progress or
-// completed delivery), at most maxJobChecks of them, oldest first.
-func (c *Controller) sweep(ctx context.Context, p raftfsm.RunnerPool, cl *github.Client, known []raftfsm.RunnerJob) {
-	have := map[int64]raftfsm.RunnerJob{}
-	for _, j := range known {
-		have[j.ID] = j
-	}
-	queued, err := cl.QueuedJobs(ctx, 3, 20)
-	if err != nil {
-		c.cfg.Log.Warn("runner pool: queued jobs", "pool", p.Name, "err", err)
-	}
-	for _, j := range queued {
-		if _, ok := have[j.ID]; ok || !github.Matches(p.Labels, j.Labels) {
-			continue
-		}
-		_, _ = c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: raftfsm.RunnerJob{
-			Namespace: p.Namespace, Pool: p.Name, ID: j.ID, RunID: j.RunID, Repo: j.Repo, Labels: j.Labels, State: raftfsm.RunnerJobQueued,
-			Message: "found by polling (no webhook delivery)"}, Time: time.Now().UTC()})
-	}
-	var check []raftfsm.RunnerJob
-	for _, j := range known {
-		if j.State != raftfsm.RunnerJobCompleted && j.State != raftfsm.RunnerJobDone && j.Repo != "" {
-			check = append(check, j)
-		}
-	}
-	slices.SortFunc(check, func(a, b raftfsm.RunnerJob) int { return a.QueuedAt.Compare(b.QueuedAt) })
-	for _, j := range check[:min(len(check), maxJobChecks)] {
-		gj, conclusion, err := cl.JobState(ctx, j.Repo, j.ID)
-		switch {
-		case err != nil:
-		case gj.Status == "completed":
-			c.Ran(ctx, p, gj, conclusion)
-		case gj.Status == "in_progress" && gj.RunnerName != "" && gj.RunnerName != j.VM:
-			c.Ran(ctx, p, gj, "")
-		}
-	}
-	c.exits(ctx, p, cl)
-}
-
-// exits looks for runners that ended (their exit status in the guest, or
-// their VM gone) while their job, as GitHub tells, never started on them:
-// such a job is queued again, for a new VM, and the VM goes. A runner that ended with
-// its job is left to the job's completed event.
-func (c *Controller) exits(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client) {
-	vmc, err := c.apiClient(p)
-	if err != nil {
-		return
-	}
-	checked := 0
-	for _, j := range c.cfg.FSM.RunnerJobs(p.Namespace, p.Name) {
-		if j.State != raftfsm.RunnerJobRunning || j.Repo == "" || checked >= maxJobChecks {
-			continue
-		}
-		checked++
-		// A VM that is gone (deleted through another job's record after
-		// GitHub swapped their runners, or by hand) ended its runner too.
-		status, ended := "its VM is gone", true
-		if _, ok := c.cfg.FSM.VM(p.Namespace, j.VM); ok {
-			status, ended = c.runnerExited(ctx, vmc, p.Namespace, j.VM)
-		}
-		if !ended {
-			continue
-		}
-		gj, conclusion, err := gh.JobState(ctx, j.Repo, j.ID)
-		switch {
-		case err != nil:
-			continue
-		case gj.Status == "completed" || gj.Status == "in_progress" && gj.RunnerName != "":
-			c.Ran(ctx, p, gj, conclusion)
-			continue
-		}
-		if err := gh.RemoveRunner(ctx, j.RunnerID); err != nil {
-			continue // busy after all, or GitHub unreachable: the next sweep sees
-		}
-		c.cfg.Log.Info("runner pool: a runner ended without its job", "pool", p.Name, "vm", j.VM, "status", status)
-		j.State, j.Message, j.RunnerID = raftfsm.RunnerJobQueued, "queued again: the runner in "+j.VM+" ended (status "+status+") before it took a job", 0
-		if _, err := c.cfg.Apply(ctx, raftfsm.TypeRunnerJobUpdate, raftfsm.RunnerJobUpdate{Job: raftfsm.RunnerJob{
-			Namespace: j.Namespace, Pool: j.Pool, State: j.State, Message: j.Message},
-			ByVM: j.VM, Requeue: true, RunnerEnded: true, Time: time.Now().UTC()}); err != nil {
-			continue
-		}
-		if err := vmc.DeleteVM(ctx, p.Namespace, j.VM); err != nil && api.CodeOf(err) != http.StatusNotFound {
-			c.cfg.Log.Warn("runner pool: delete a spent runner's VM", "vm", j.VM, "err", err)
-		}
-	}
-}
-
-// Ran records what GitHub says of a job that a runner took (in_progress)
-// or that completed (a webhook delivery, or the sweep): the records follow
-// the runner GitHub chose (raftfsm.RunnerJobRan); the VM that ran a
-// completed job goes.
-func (c *Controller) Ran(ctx context.Context, p raftfsm.RunnerPool, gj github.Job, conclusion string) {
-	state := raftfsm.RunnerJobRunning
-	if gj.Status == "completed" {
-		state = raftfsm.RunnerJobCompleted
-	}
-	_, err := c.cfg.Apply(ctx, raftfsm.TypeRunnerJobRan, raftfsm.RunnerJobRan{Job: raftfsm.RunnerJob{
-		Namespace: p.Namespace, Pool: p.Name, ID: gj.ID, RunID: gj.RunID, Repo: gj.Repo, Labels: gj.Labels,
-		State: state, Conclusion: conclusion}, Runner: gj.RunnerName, Time: time.Now().UTC()})
-	if err != nil {
-		c.cfg.Log.Warn("runner pool: record a job's runner", "pool", p.Name, "job", gj.ID, "runner", gj.RunnerName, "err", err)
-	}
 }

@@ -39,14 +39,18 @@ func (c *Controller) update(ctx context.Context, j raftfsm.RunnerJob, requeue bo
 	return err
 }
 
-// start makes a claimed job's VM and starts its runner. A VM that cannot be
-// placed, or any failure, puts the job back in the queue, saying why.
+// start makes a claimed job's VM, then registers its runner (a
+// just-in-time configuration GitHub gives for the VM's name) and starts it
+// in the guest: a start that cannot have its VM asks GitHub nothing. Any
+// failure puts the job back in the queue, saying why, and the pool backs
+// off before its next claim.
 func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob) {
 	fail := func(err error) {
-		c.cfg.Log.Info("runner pool: job waits", "pool", p.Name, "job", j.ID, "vm", j.VM, "err", err)
+		wait := c.failed(poolKey(p), time.Now())
+		c.cfg.Log.Info("runner pool: job waits", "pool", p.Name, "job", j.ID, "vm", j.VM, "err", err, "backoff", wait.Round(time.Millisecond))
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		c.undo(bg, p, gh, j, "waiting: "+err.Error())
+		c.undo(bg, p, gh, j, fmt.Sprintf("waiting: %v (the pool tries again in %s)", err, wait.Round(time.Second)))
 	}
 	cl, err := c.apiClient(p)
 	if err != nil {
@@ -57,26 +61,6 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 	ctx, cancel := c.watchNode(ctx, p.Namespace, j.VM)
 	defer cancel()
 	began := time.Now()
-	// The runner is named after the VM: GitHub's in_progress and completed
-	// deliveries name it, which tells which VM ran which job.
-	runnerID, jit, err := gh.JITConfig(ctx, j.VM, p.Labels, p.GitHub.RunnerGroupID)
-	if err != nil && strings.Contains(err.Error(), "409") {
-		// A runner of this name is left from an earlier try: remove, ask again.
-		err = errors.New("a runner named " + j.VM + " exists already; it is removed at the next try")
-	}
-	if err != nil {
-		fail(err)
-		return
-	}
-	j.RunnerID = runnerID
-	// The runner's id, so that a later cleanup can remove it. A VM no job
-	// holds as starting any more (its job ended meanwhile) is not made.
-	if err := c.update(ctx, j, false); err != nil {
-		c.cfg.Log.Info("runner pool: start given up", "pool", p.Name, "vm", j.VM, "err", err)
-		_ = gh.RemoveRunner(context.WithoutCancel(ctx), runnerID)
-		return
-	}
-	registered := time.Now()
 	ttl := (time.Duration(p.JobTimeoutSeconds)*time.Second + 5*time.Minute).String()
 	vm, err := cl.DeployVM(ctx, p.Namespace, api.DeployRequest{Name: j.VM, VMConfig: p.VMConfig, TTL: ttl,
 		CustomMetadata: map[string]string{MetaPool: p.Name, MetaJob: fmt.Sprint(j.ID)}})
@@ -91,6 +75,31 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		return
 	}
 	ready := time.Now()
+	// The runner is named after the VM: GitHub's in_progress and completed
+	// deliveries name it, which tells which VM ran which job.
+	runnerID, jit, err := gh.JITConfig(ctx, j.VM, Labels(c.cfg.FSM, p), p.GitHub.RunnerGroupID)
+	if err != nil && strings.Contains(err.Error(), "409") {
+		// A runner of this name is left from an earlier try: remove, ask again.
+		err = errors.New("a runner named " + j.VM + " exists already; it is removed at the next try")
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	j.RunnerID = runnerID
+	// The runner's id, so that a later cleanup can remove it. A job that
+	// ended meanwhile (another runner took it) has its VM go with the
+	// runner unstarted.
+	if err := c.update(ctx, j, false); err != nil {
+		c.cfg.Log.Info("runner pool: start given up", "pool", p.Name, "vm", j.VM, "err", err)
+		bg := context.WithoutCancel(ctx)
+		_ = gh.RemoveRunner(bg, runnerID)
+		if err := cl.DeleteVM(bg, p.Namespace, j.VM); err != nil && api.CodeOf(err) != http.StatusNotFound {
+			c.cfg.Log.Warn("runner pool: delete a given-up start's VM", "vm", j.VM, "err", err)
+		}
+		return
+	}
+	registered := time.Now()
 	cmd := strings.ReplaceAll(p.RunnerCommand, "{jitconfig}", jit)
 	// Detached: the runner lives as long as its job; the agent's call ends
 	// now. Its exit status is left for the sweep (runnerExited).
@@ -100,9 +109,10 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		fail(fmt.Errorf("start the runner in %s: %v %s", vm.Name, err, r.Stderr))
 		return
 	}
+	c.relieved(poolKey(p))
 	c.cfg.Log.Info("runner pool: runner started", "pool", p.Name, "vm", j.VM, "node", vm.Node,
-		"register", registered.Sub(began).Round(time.Millisecond), "deploy", deployed.Sub(registered).Round(time.Millisecond),
-		"ready", ready.Sub(deployed).Round(time.Millisecond), "start", time.Since(ready).Round(time.Millisecond))
+		"deploy", deployed.Sub(began).Round(time.Millisecond), "ready", ready.Sub(deployed).Round(time.Millisecond),
+		"register", registered.Sub(ready).Round(time.Millisecond), "start", time.Since(registered).Round(time.Millisecond))
 	j.State, j.Message = raftfsm.RunnerJobRunning, ""
 	if err := c.update(ctx, j, false); err != nil {
 		c.cfg.Log.Warn("runner pool: record running", "pool", p.Name, "job", j.ID, "err", err)
@@ -206,6 +216,7 @@ func (c *Controller) finish(ctx context.Context, p raftfsm.RunnerPool, gh *githu
 	}
 	j.State, j.Message = raftfsm.RunnerJobDone, ""
 	_ = c.update(ctx, j, false)
+	c.relieved(poolKey(p)) // its VM's room is free for the next job
 }
 
 // orphans deletes VMs of a pool that no starting, running or completed job

@@ -59,23 +59,32 @@ func TestLibvirtCluster_console(t *testing.T) {
 		}
 		return nil
 	})
-	tty1 := func(what, pattern string) {
+	// What is typed must reach a process that reads tty1: getty and login
+	// flush the terminal's input before they prompt, so keys typed while
+	// login starts are lost (seen: the password typed as login appeared,
+	// and no shell came). So each step waits until the process it types to
+	// sleeps in a read of tty1 (tty_nr 1025: major 4, minor 1).
+	tty1Reads := func(what, comm string) {
+		const script = `for d in /proc/[0-9]*; do s=$(cat $d/stat 2>/dev/null) || continue; set -- ${s##*) }; [ "$5" = 1025 ] && echo "$(cat $d/comm) $1 $(cat $d/wchan)"; done; true`
 		c.WaitFor(what, time.Minute, func() error {
-			out := guestRun(t, c, vm, "ps -o tty,args 2>/dev/null || ps")
-			if !strings.Contains(out, pattern) {
-				return fmt.Errorf("not yet:\n%s", out)
+			out := guestRun(t, c, vm, script)
+			for _, line := range strings.Split(out, "\n") {
+				if f := strings.Fields(line); len(f) == 3 && f[0] == comm && f[1] == "S" && (f[2] == "wait_woken" || f[2] == "n_tty_read") {
+					return nil
+				}
 			}
-			return nil
+			return fmt.Errorf("not yet (comm state wchan):\n%s", out)
 		})
 	}
+	tty1Reads("getty reads a user name on tty1", "getty")
 	if err := rfb.Type(conn, "admin\n"); err != nil {
 		t.Fatal(err)
 	}
-	tty1("login asks for the password on tty1", "login")
+	tty1Reads("login reads the password on tty1", "login")
 	if err := rfb.Type(conn, "admin\n"); err != nil {
 		t.Fatal(err)
 	}
-	tty1("a shell on tty1", "-sh")
+	tty1Reads("a shell reads on tty1", "sh")
 	// Unshifted keys only: what a keysym needs a modifier for is the
 	// keymap's business, not the proxy's.
 	if err := rfb.Type(conn, "touch /tmp/typed\n"); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/internal/rfb"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/poll"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -52,6 +53,36 @@ func guestRun(t *testing.T, c *testcluster.Cluster, vm api.VM, cmd string) strin
 	return out
 }
 
+// guestBootWait bounds a mini-linux boot under software emulation on a busy
+// two-core machine, where another guest may be booting beside it.
+const guestBootWait = 3 * time.Minute
+
+// waitGuestAgent waits until the guest's agent has told the VM record what
+// the guest is and its address, and the image's identity step, run through
+// it, is set; on failure it shows the guest's console.
+func waitGuestAgent(t *testing.T, c *testcluster.Cluster, vm api.VM) {
+	t.Helper()
+	cl := c.Client(c.Members[0])
+	err := poll.Until(ctx(t), guestBootWait, func() error {
+		got, err := cl.GetVM(ctx(t), vm.Namespace, vm.Name)
+		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") ||
+			got.Identity == nil || got.Identity.State != api.IdentitySet {
+			return fmt.Errorf("%v %q %v %+v (%v)", got.GuestAgent, got.GuestOS, got.GuestIPs, got.Identity, err)
+		}
+		return nil
+	})
+	if err == nil {
+		return
+	}
+	for _, m := range c.Members {
+		if m.Name == vm.Node && m.Libvirt != nil {
+			log, _ := m.Libvirt.ConsoleLog(hypervisor.DomainName(m.Name, vm.Namespace, vm.Name))
+			t.Logf("console of %s:\n%s", vm.Name, log)
+		}
+	}
+	t.Fatalf("waiting for the guest agent in the VM record: %v", err)
+}
+
 func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
 	c, _ := libvirtCluster(t)
 	a := c.Members[0]
@@ -67,14 +98,7 @@ func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
 	// The guest's agent tells the VM record what the guest is and its
 	// address, and the image's identity step, run through it, named the
 	// guest after its VM.
-	c.WaitFor("the guest agent in the VM record", time.Minute, func() error {
-		got, err := cl.GetVM(ctx(t), ns, vm.Name)
-		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") ||
-			got.Identity == nil || got.Identity.State != api.IdentitySet {
-			return fmt.Errorf("%v %q %v %+v (%v)", got.GuestAgent, got.GuestOS, got.GuestIPs, got.Identity, err)
-		}
-		return nil
-	})
+	waitGuestAgent(t, c, vm)
 	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "e2e" {
 		t.Fatalf("uname -n: %q", got)
 	}
@@ -198,14 +222,7 @@ func TestLibvirtCluster_vmconfig_and_image_streaming(t *testing.T) {
 	// The guest's agent tells the VM record what the guest is and its
 	// address, and the image's identity step, run through it, named the
 	// guest after its VM.
-	c.WaitFor("the guest agent in the VM record", time.Minute, func() error {
-		got, err := cl.GetVM(ctx(t), ns, vm.Name)
-		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") ||
-			got.Identity == nil || got.Identity.State != api.IdentitySet {
-			return fmt.Errorf("%v %q %v %+v (%v)", got.GuestAgent, got.GuestOS, got.GuestIPs, got.Identity, err)
-		}
-		return nil
-	})
+	waitGuestAgent(t, c, vm)
 	if got := guestRun(t, c, vm, "uname -n"); strings.TrimSpace(got) != "streamed" {
 		t.Fatalf("uname -n: %q", got)
 	}

@@ -2,6 +2,10 @@ package gitlab
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,8 +27,9 @@ type Driver struct {
 	// VMConfig or Image the VMs are deployed from, unless the job's
 	// variables SVC_VMCONFIG or SVC_IMAGE name another.
 	VMConfig, Image string
-	// Shell runs the job's scripts in the guest (default bash; the job's
-	// SVC_SHELL wins).
+	// Shell runs the job's scripts in the guest: "auto" (the default:
+	// bash where the guest has it, else sh) or a program; the job's
+	// SVC_SHELL wins.
 	Shell string
 	// BuildsDir and CacheDir are the directories in the guest gitlab-runner
 	// uses (default /builds and /cache).
@@ -37,6 +42,10 @@ type Driver struct {
 	Version string
 	// AgentWait bounds prepare's wait for the guest's agent (default 3 min).
 	AgentWait time.Duration
+	// Grace is how long run waits, once told to stop (SIGTERM: the job
+	// was cancelled or timed out), between TERM and KILL to the script's
+	// processes in the guest (default 10 s).
+	Grace time.Duration
 }
 
 // BuildFailure is a stage that failed because the job's script did: the
@@ -82,18 +91,70 @@ func (d *Driver) env(name string) string {
 // job reads one of the job's variables (CUSTOM_ENV_<name>).
 func (d *Driver) job(name string) string { return d.env("CUSTOM_ENV_" + name) }
 
-// VMName is the job's VM: "gl-" and the job's id, after the runner's short
-// token when there is one (two runners' job ids never meet).
-func (d *Driver) VMName() (string, error) {
-	id := d.job("CI_JOB_ID")
-	if id == "" || strings.Trim(id, "0123456789") != "" {
-		return "", fmt.Errorf("CUSTOM_ENV_CI_JOB_ID is %q, not a job id: run this as gitlab-runner's custom executor", id)
+// The job's own values, which gitlab-runner passes to every stage after
+// config from config's job_env: names no job's variable can set (those
+// arrive as CUSTOM_ENV_*).
+const (
+	// EnvVM names the job's VM.
+	EnvVM = "SVC_GITLAB_VM"
+	// EnvKey is the job's secret: its VM carries its hash (MetaKey), and a
+	// stage touches no VM that does not.
+	EnvKey = "SVC_GITLAB_KEY"
+	// MetaKey is the custom metadata of the job's VM that holds the hash
+	// of the job's key.
+	MetaKey = "gitlab-executor-key"
+)
+
+// NewJob names a job's VM and makes its key, at config: "gl-", the
+// runner's short token, the job's id (for people to read: a job can set
+// its own CI_JOB_ID variable) and a random part, so that no two jobs, of
+// one runner or many, meet at one VM.
+func (d *Driver) NewJob() (vm, key string, err error) {
+	id := d.jobID()
+	if id == "" {
+		return "", "", errors.New("no job id (CUSTOM_ENV_CI_JOB_ID or JOB_RESPONSE_FILE's id): run this as gitlab-runner's custom executor")
 	}
 	name := "gl-"
 	if tok := clean(d.job("CI_RUNNER_SHORT_TOKEN")); tok != "" {
 		name += tok + "-"
 	}
-	return name + id, nil
+	b := make([]byte, 20)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	return name + id + "-" + hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:]), nil
+}
+
+// jobID is the job's id: the one in gitlab-runner's job response file
+// when it passes one (JOB_RESPONSE_FILE), else the job's CI_JOB_ID.
+func (d *Driver) jobID() string {
+	if f := d.env("JOB_RESPONSE_FILE"); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			var resp struct {
+				ID int64 `json:"id"`
+			}
+			if json.Unmarshal(b, &resp) == nil && resp.ID > 0 {
+				return strconv.FormatInt(resp.ID, 10)
+			}
+		}
+	}
+	id := d.job("CI_JOB_ID")
+	if len(id) > 20 || strings.Trim(id, "0123456789") != "" {
+		return ""
+	}
+	return id
+}
+
+// VMName is the job's VM, as config named it (EnvVM).
+func (d *Driver) VMName() (string, error) {
+	name := d.env(EnvVM)
+	if name == "" || d.env(EnvKey) == "" {
+		return "", fmt.Errorf("no %s or %s: set config_exec to 'svc gitlab-executor config', whose job_env names the job's VM and its key (gitlab-runner 13.1 or later)", EnvVM, EnvKey)
+	}
+	if err := api.ValidateName("VM", name, api.MaxNameLen); err != nil {
+		return "", fmt.Errorf("%s: %w", EnvVM, err)
+	}
+	return name, nil
 }
 
 // clean keeps the lowercase letters and digits of s, at most 16.
@@ -107,29 +168,56 @@ func clean(s string) string {
 	return b.String()
 }
 
-// Config prints what gitlab-runner asks of the driver.
-func (d *Driver) Config(_ context.Context) error {
+// keyHash is what the job's VM carries of its key.
+func keyHash(key string) string {
+	sum := sha256.Sum256([]byte("svc gitlab-executor key\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+// ownVM returns the job's VM, refusing one this job did not make (its key
+// is not the VM's); a VM that is gone is api's 404.
+func (d *Driver) ownVM(ctx context.Context) (string, error) {
 	name, err := d.VMName()
 	if err != nil {
-		name = ""
+		return "", err
+	}
+	vm, err := d.Client.GetVM(ctx, d.Namespace, name)
+	if err != nil {
+		return name, err
+	}
+	if got := vm.CustomMetadata[MetaKey]; subtle.ConstantTimeCompare([]byte(got), []byte(keyHash(d.env(EnvKey)))) != 1 {
+		return name, fmt.Errorf("VM %s was not made by this job (its %s does not match the job's key): not touching it", name, MetaKey)
+	}
+	return name, nil
+}
+
+// Config prints what gitlab-runner asks of the driver, and names the job's
+// VM and key in job_env for the stages after it.
+func (d *Driver) Config(_ context.Context) error {
+	name, key, err := d.NewJob()
+	if err != nil {
+		return err
 	}
 	out := map[string]any{
 		"builds_dir": first(d.BuildsDir, "/builds"), "cache_dir": first(d.CacheDir, "/cache"),
 		"builds_dir_is_shared": false, "hostname": name,
-		"driver": map[string]string{"name": "svc", "version": first(d.Version, "dev")},
+		"driver":  map[string]string{"name": "svc", "version": first(d.Version, "dev")},
+		"job_env": map[string]string{EnvVM: name, EnvKey: key},
 	}
 	return json.NewEncoder(d.Stdout).Encode(out)
 }
 
-// Prepare deploys the job's VM and waits until its agent runs commands. A
-// VM of the same name left by an earlier attempt of this job is replaced.
+// Prepare deploys the job's VM and waits until its agent runs commands.
+// Its name is new to this job (config made it): a VM of that name already
+// there is no one's to replace, and the deploy fails.
 func (d *Driver) Prepare(ctx context.Context) error {
 	name, err := d.VMName()
 	if err != nil {
 		return err
 	}
 	req := api.DeployRequest{Name: name, VMConfig: first(d.job("SVC_VMCONFIG"), d.VMConfig), CustomMetadata: map[string]string{
-		"gitlab-job": d.job("CI_JOB_ID"), "gitlab-project": d.job("CI_PROJECT_PATH"), "gitlab-pipeline": d.job("CI_PIPELINE_ID"),
+		"gitlab-job": d.jobID(), "gitlab-project": d.job("CI_PROJECT_PATH"), "gitlab-pipeline": d.job("CI_PIPELINE_ID"),
+		MetaKey: keyHash(d.env(EnvKey)),
 	}}
 	if req.VMConfig == "" {
 		req.Image = first(d.job("SVC_IMAGE"), d.Image)
@@ -138,17 +226,14 @@ func (d *Driver) Prepare(ctx context.Context) error {
 		return errors.New("no VM config or image: give --vmconfig or --image, or the job variable SVC_VMCONFIG or SVC_IMAGE")
 	}
 	for k, v := range req.CustomMetadata {
-		if v == "" {
+		if v == "" || len(v) > 256 {
 			delete(req.CustomMetadata, k)
 		}
 	}
 	// The VM dies with the job: its timeout, and 5 minutes for the
 	// after_script, the uploads and cleanup.
-	if t, err := strconv.Atoi(d.job("CI_JOB_TIMEOUT")); err == nil && t > 0 {
+	if t, err := strconv.Atoi(d.job("CI_JOB_TIMEOUT")); err == nil && t > 0 && t <= 7*24*3600 {
 		req.TTL = (time.Duration(t)*time.Second + 5*time.Minute).String()
-	}
-	if err := d.Client.DeleteVM(ctx, d.Namespace, name); err != nil && api.CodeOf(err) != http.StatusNotFound {
-		return fmt.Errorf("remove the VM an earlier attempt of this job left: %w", err)
 	}
 	fmt.Fprintf(d.Stdout, "svc: deploying VM %s in namespace %s from %s\n", name, d.Namespace, first(req.VMConfig, req.Image))
 	start := time.Now()
@@ -167,42 +252,14 @@ func (d *Driver) Prepare(ctx context.Context) error {
 	return nil
 }
 
-// Run carries one of the job's scripts (gitlab-runner writes it to a file
-// and names the stage) into the guest and runs it there, streaming its
-// output; the script's failure is a BuildFailure.
-func (d *Driver) Run(ctx context.Context, script, stage string) error {
-	name, err := d.VMName()
-	if err != nil {
-		return err
-	}
-	body, err := os.ReadFile(script)
-	if err != nil {
-		return fmt.Errorf("read the stage's script: %w", err)
-	}
-	if len(body) > api.MaxRunStdin {
-		return fmt.Errorf("the %s script is %d bytes, at most %d", stage, len(body), api.MaxRunStdin)
-	}
-	// The script goes to a file first, so that what it runs reads no stdin
-	// of ours.
-	path := "/var/tmp/svc-ci/" + clean(stage) + ".sh"
-	put := api.RunRequest{Command: []string{"sh", "-c", `umask 077 && mkdir -p /var/tmp/svc-ci && cat > "$0"`, path}, Stdin: string(body)}
-	if r, err := d.Client.RunVM(ctx, d.Namespace, name, put); err != nil || r.ExitCode != 0 {
-		return fmt.Errorf("copy the %s script into VM %s: %v %s", stage, name, err, r.Stderr)
-	}
-	timeout := api.MaxRunTimeout
-	r, err := d.Client.RunVMStream(ctx, d.Namespace, name, api.RunRequest{Command: []string{first(d.job("SVC_SHELL"), d.Shell, "bash"), path}, TimeoutSeconds: &timeout}, d.Stdout, d.Stderr)
-	if err != nil {
-		return fmt.Errorf("run the %s script in VM %s: %w", stage, name, err)
-	}
-	if r.ExitCode != 0 {
-		return BuildFailure{Code: r.ExitCode}
-	}
-	return nil
-}
-
-// Cleanup deletes the job's VM; one already gone is no error.
+// Cleanup deletes the job's VM; one already gone is no error, one another
+// job made is not touched.
 func (d *Driver) Cleanup(ctx context.Context) error {
-	name, err := d.VMName()
+	name, err := d.ownVM(ctx)
+	if api.CodeOf(err) == http.StatusNotFound {
+		fmt.Fprintf(d.Stdout, "svc: VM %s is gone already\n", name)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -203,7 +203,7 @@ func TestBinary_gitlab_executor(t *testing.T) {
 	}
 	forged := &runner{t: t, bin: bin, api: a.api, token: r.token, jobID: "101", dir: t.TempDir(),
 		jobEnv: map[string]string{"SVC_GITLAB_VM": vm, "SVC_GITLAB_KEY": other.jobEnv["SVC_GITLAB_KEY"]}}
-	for _, st := range [][]string{{"run", pass, "step_script"}, {"cleanup"}} {
+	for _, st := range [][]string{{"prepare", "--vmconfig", "ci"}, {"run", pass, "step_script"}, {"cleanup"}} {
 		if _, errOut, code := forged.stage(st...); code != systemFailure || !strings.Contains(errOut, "not made by this job") {
 			t.Fatalf("%s with another job's VM: exit %d: %s", st[0], code, errOut)
 		}
@@ -254,6 +254,11 @@ func TestBinary_gitlab_executor(t *testing.T) {
 	vm3 := crash.config()
 	if out, errOut, code := crash.stage("prepare", "--vmconfig", "ci"); code != 0 {
 		t.Fatalf("prepare 102: exit %d: %s %s", code, out, errOut)
+	}
+	// gitlab-runner tries a failed prepare again: the VM the first try
+	// left, this job's, is replaced.
+	if out, errOut, code := crash.stage("prepare", "--vmconfig", "ci"); code != 0 || !strings.Contains(out, "replacing VM "+vm3) {
+		t.Fatalf("prepare 102 again: exit %d: %s %s", code, out, errOut)
 	}
 	long, _, _ = crash.startLong(ctx, "#!/bin/sh\necho started\nsleep 600\n")
 	_ = long.Process.Signal(syscall.SIGKILL)

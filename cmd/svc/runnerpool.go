@@ -25,7 +25,10 @@ has, the leader deploys a VM from the VM config, starts a just-in-time runner fo
 through the guest agent (--runner-command), and deletes the VM once the job completed. At most
 --max VMs at once; a job's VM lives at most --job-timeout and 5 minutes. Point a GitHub webhook
 (workflow_job events, content type application/json, the same secret) at the pool's webhookPath
-on any peer; jobs a lost delivery missed are found by polling GitHub.`,
+on any peer; jobs a lost delivery missed are found by polling GitHub. Each runner is registered with
+self-hosted, the image's OS and architecture (Linux or macOS, X64 or ARM64) and --labels, so
+workflows write runs-on: [self-hosted, <label>]. A GitHub Enterprise Server on a private address must
+be listed in every peer's --registry-allow (the egress rule).`,
 		Example: "  svc runnerpool create linux --vmconfig ci-linux --labels svc-linux --max 4 \\\n" +
 			"      --github-url https://github.com/acme --app-id 12345 --installation-id 678 \\\n" +
 			"      --private-key-file app.pem --webhook-secret-file hook.secret",
@@ -59,7 +62,7 @@ on any peer; jobs a lost delivery missed are found by polling GitHub.`,
 	}
 	f := create.Flags()
 	f.StringVar(&req.VMConfig, "vmconfig", "", "the VM config jobs' VMs are deployed from (a warm one starts in about a second)")
-	f.StringSliceVar(&req.Labels, "labels", nil, "the runs-on labels the pool serves (besides self-hosted)")
+	f.StringSliceVar(&req.Labels, "labels", nil, "the pool's own runs-on labels (runners also get self-hosted, the OS and the architecture)")
 	f.IntVar(&req.Max, "max", 4, "the most VMs at once")
 	f.StringVar(&req.RunnerCommand, "runner-command", "", "the command that starts the runner in the guest; {jitconfig} is the job's configuration (default "+api.DefaultRunnerCommand+")")
 	f.StringVar(&req.JobTimeout, "job-timeout", "6h", "the longest a job's VM lives (and 5 minutes)")

@@ -209,10 +209,17 @@ func (d *Driver) Config(_ context.Context) error {
 
 // Prepare deploys the job's VM and waits until its agent runs commands.
 // Its name is new to this job (config made it): a VM of that name already
-// there is no one's to replace, and the deploy fails.
+// there is replaced only when it carries this job's key (an earlier try of
+// this prepare); another's is not touched, and the deploy fails.
 func (d *Driver) Prepare(ctx context.Context) error {
-	name, err := d.VMName()
-	if err != nil {
+	name, err := d.ownVM(ctx)
+	switch {
+	case err == nil: // an earlier try of this job's prepare left it
+		fmt.Fprintf(d.Stdout, "svc: replacing VM %s, left by an earlier try of this job's prepare\n", name)
+		if err := d.Client.DeleteVM(ctx, d.Namespace, name); err != nil && api.CodeOf(err) != http.StatusNotFound {
+			return fmt.Errorf("delete VM %s: %w", name, err)
+		}
+	case api.CodeOf(err) != http.StatusNotFound:
 		return err
 	}
 	req := api.DeployRequest{Name: name, VMConfig: first(d.job("SVC_VMCONFIG"), d.VMConfig), CustomMetadata: map[string]string{

@@ -79,6 +79,10 @@ const (
 	// TypePeerApprove approves a peer admitted pending: it may then have
 	// the cluster secret and a vote.
 	TypePeerApprove Type = 60
+	// TypeNodeHot reports a node's free hot guests.
+	TypeNodeHot Type = 61
+	// TypeVMConfigSetHot sets a VM config's hot count.
+	TypeVMConfigSetHot Type = 62
 )
 
 // Codec errors.

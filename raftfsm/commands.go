@@ -73,6 +73,8 @@ var commands = [...]command{
 	TypePeerAdmit:              {name: "peer-admit", resource: ResourcePeer, peer: anyPeer, apply: indexed((*State).applyPeerAdmit)},
 	TypeNodeRemove:             {name: "node-remove", resource: ResourceNode, apply: indexed((*State).applyNodeRemove)},
 	TypePeerApprove:            {name: "peer-approve", resource: ResourcePeer, apply: indexed((*State).applyPeerApprove)},
+	TypeNodeHot:                {name: "node-hot", resource: ResourceNode, peer: ownNode, apply: plain((*State).applyNodeHot)},
+	TypeVMConfigSetHot:         {name: "vmconfig-set-hot", resource: ResourceVMConfig, apply: plain((*State).applyVMConfigSetHot)},
 	TypePeerAddr:               {name: "peer-addr", resource: ResourcePeer, peer: ownName, apply: plain((*State).applyPeerAddr)},
 	TypeGossipKeysSet:          {name: "gossip-keys-set", resource: ResourceGossipKeys, apply: plain((*State).applyGossipKeysSet)},
 	TypeOIDCProviderSet:        {name: "oidc-provider-set", resource: ResourceOIDC, apply: plain((*State).applyOIDCProviderSet)},

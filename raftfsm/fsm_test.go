@@ -536,7 +536,7 @@ func TestFSM_every_type_covered(t *testing.T) {
 			known++
 		}
 	}
-	if known != 60 {
+	if known != 62 {
 		t.Fatalf("%d command types; update TestFSM_commands and fuzz seeds", known)
 	}
 }

@@ -50,6 +50,8 @@ func fuzzSeeds(f *testing.F) {
 		mustEncode(f, TypeCatalogSet, CatalogSet{Repositories: []string{"r:5000/os/images"}}),
 		mustEncode(f, TypeNodeTemplates, NodeTemplates{Node: "n1", Templates: []Template{{Key: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}.Key(), Shape: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}}}}),
 		mustEncode(f, TypeVMConfigSetWarm, VMConfigSetWarm{Namespace: api.DefaultNamespace, Name: "c", Warm: true}),
+		mustEncode(f, TypeVMConfigSetHot, VMConfigSetHot{Namespace: api.DefaultNamespace, Name: "c", Hot: 2}),
+		mustEncode(f, TypeNodeHot, NodeHot{Node: "n1", Guests: []HotGuest{{Key: Shape{ImageDigest: "sha256:aa", CPU: 1, MemoryBytes: 1 << 30}.Key(), Domain: HotDomainPrefix("n1") + "g1"}}}),
 		mustEncode(f, TypeVMDiskSize, VMDiskSize{Namespace: api.DefaultNamespace, Name: "a", Node: "n1", UID: 3, DiskBytes: 8 << 30}),
 		mustEncode(f, TypeNodeCordon, NodeCordon{Namespace: api.DefaultNamespace, Name: "n1", Cordoned: true}),
 		mustEncode(f, TypeNamespaceQuota, NamespaceQuotaSet{Namespace: api.DefaultNamespace, Quota: &Quota{CPU: 4, MemoryBytes: 8 << 30, VMs: 3}}),

@@ -79,6 +79,10 @@ type Node struct {
 
 	// Templates are the booted templates the node holds ready.
 	Templates []Template `json:"templates,omitempty"`
+	// Hot are the node's free hot guests (hot.go); HotSpent the domains of
+	// the last ones claimed, never offered again.
+	Hot      []HotGuest `json:"hot,omitempty"`
+	HotSpent []string   `json:"hotSpent,omitempty"`
 	// SharedUsage is what each namespace's shared folder takes on the node,
 	// as its peer last reported.
 	SharedUsage map[string]int64 `json:"sharedUsage,omitempty"`
@@ -95,6 +99,7 @@ func (n *Node) clone() *Node {
 	c.Tags = make([]string, len(n.Tags))
 	copy(c.Tags, n.Tags)
 	c.Templates = slices.Clone(n.Templates)
+	c.Hot, c.HotSpent = slices.Clone(n.Hot), slices.Clone(n.HotSpent)
 	c.SharedUsage = maps.Clone(n.SharedUsage)
 	return &c
 }

@@ -130,6 +130,9 @@ func (s *State) applyVMConfigSetWarm(c VMConfigSetWarm) (any, error) {
 		}
 	}
 	cfg.Warm = c.Warm
+	if !c.Warm {
+		cfg.Hot = 0 // a hot pool is filled from the template
+	}
 	return cfg.clone(), nil
 }
 

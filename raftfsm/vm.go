@@ -100,6 +100,9 @@ type VM struct {
 	// StartedFrom says how the VM's guest last started from nothing: from
 	// a booted template (StartedFromTemplate) or by booting.
 	StartedFrom string `json:"startedFrom,omitempty"`
+	// Domain, when set, is the VM's domain on its node: the hot guest its
+	// deploy claimed (hot.go). Otherwise the node names it after the VM.
+	Domain string `json:"domain,omitempty"`
 	// Guest is what the guest's agent last said (nil: no agent answered).
 	Guest *GuestReport `json:"guest,omitempty"`
 	// Identity says whether the image's identity step made the guest its
@@ -299,6 +302,7 @@ func (s *State) applyVMCreate(index uint64, c VMCreate) (any, error) {
 			return nil, ruleErr(ErrNotFound, "iso %q not found in namespace %q", vm.ISO, vm.Namespace)
 		}
 	}
+	claimHot(n, vm)
 	vm.Status, vm.Desired, vm.ErrorMessage, vm.ErrorReason = VMPending, VMRunning, "", ""
 	vm.RevertGen, vm.ObservedRevertGen = 0, 0
 	vm.UID = index
@@ -373,8 +377,8 @@ func (s *State) applyVMStatus(c VMStatus) (any, error) {
 	if !slices.Contains(reportable, c.Status) {
 		return nil, ruleErr(ErrInvalid, "unknown VM status %q", c.Status)
 	}
-	if c.StartedFrom != "" && c.StartedFrom != StartedFromTemplate && c.StartedFrom != StartedFromBoot {
-		return nil, ruleErr(ErrInvalid, "a VM starts from a template or a boot, not %q", c.StartedFrom)
+	if c.StartedFrom != "" && c.StartedFrom != StartedFromTemplate && c.StartedFrom != StartedFromBoot && c.StartedFrom != StartedFromHot {
+		return nil, ruleErr(ErrInvalid, "a VM starts from a hot guest, a template or a boot, not %q", c.StartedFrom)
 	}
 	if id := c.Identity; id != nil && !slices.Contains([]string{IdentityPending, IdentitySet, IdentityNone, IdentityFailed}, id.State) {
 		return nil, ruleErr(ErrInvalid, "unknown identity state %q", id.State)

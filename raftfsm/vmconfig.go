@@ -21,6 +21,9 @@ type VMConfig struct {
 	// Warm makes every node that holds the image keep a booted template
 	// of the config's shape (see Shape).
 	Warm bool `json:"warm,omitempty"`
+	// Hot is how many guests of the config's shape each node holding its
+	// template keeps restored and running, for deploys to claim (hot.go).
+	Hot int `json:"hot,omitempty"`
 	VMOptions
 	Owner     string    `json:"owner,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -69,6 +72,9 @@ func (s *State) applyVMConfigCreate(c VMConfigCreate) (any, error) {
 		if err := s.checkWarm(cfg); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkHot(cfg); err != nil {
+		return nil, err
 	}
 	k := key(cfg.Namespace, cfg.Name)
 	if _, ok := s.VMConfigs[k]; ok {

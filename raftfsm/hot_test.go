@@ -110,7 +110,7 @@ func TestHot_commands(t *testing.T) {
 			}},
 		{name: "a report made before the claim does not offer the guest again",
 			setup: append(pooled, vmCreateCmd(t, "a", "n1", 1, 1<<30, 22001), mustEncode(t, TypeVMDelete, VMDelete{Namespace: api.DefaultNamespace, Name: "a"})),
-			cmd: report("n1", guest("n1", "g1", key), guest("n1", "g3", key)), check: func(t *testing.T, f *FSM) {
+			cmd:   report("n1", guest("n1", "g1", key), guest("n1", "g3", key)), check: func(t *testing.T, f *FSM) {
 				if n := node(t, f, "n1"); len(n.Hot) != 1 || n.Hot[0].Domain != guest("n1", "g3", key).Domain {
 					t.Fatalf("free %+v", n.Hot)
 				}

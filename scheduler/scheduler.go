@@ -39,6 +39,8 @@ type Node struct {
 	Tags              []string
 	// Templates are the shape keys of the booted templates the node holds.
 	Templates []string
+	// Hot are the shape keys of the node's free hot guests.
+	Hot []string
 	// Hypervisor runs the node's VMs (HypervisorVZ on Macs).
 	Hypervisor string
 	// MacOSVMs counts the macOS VMs placed on the node.
@@ -75,7 +77,8 @@ type Request struct {
 	Strategy  string
 	// ImageHolders are the nodes that hold the VM's image; Template is the
 	// key of the VM's template shape ("" when it has none). Placement
-	// prefers a node with the template, then one with the image.
+	// prefers a node with a free hot guest of the shape, then one with the
+	// template, then one with the image.
 	ImageHolders []string
 	Template     string
 	// SharedStorage asks for the namespace's shared folder on the node.

@@ -29,6 +29,8 @@ func TestPlace_cases(t *testing.T) {
 	// warm nodes hold a template of the requests' shape ("tpl", below);
 	// a case's holders hold its image.
 	warm := func(n *Node) { n.Templates = []string{"other", "tpl"} }
+	// hot nodes also hold a free hot guest of the shape.
+	hot := func(n *Node) { n.Templates, n.Hot = []string{"tpl"}, []string{"tpl"} }
 	cases := []struct {
 		name     string
 		nodes    []Node
@@ -61,6 +63,10 @@ func TestPlace_cases(t *testing.T) {
 		{name: "a template's node over an emptier one", nodes: []Node{node("a", 16, 64), node("b", 2, 4, warm), node("c", 12, 48)}, req: Request{CPU: 1, Memory: gi, ImageHolders: []string{"b", "c"}}, want: "b"},
 		{name: "the image's holder over an emptier node", nodes: []Node{node("a", 16, 64), node("b", 2, 4)}, req: Request{CPU: 1, Memory: gi, ImageHolders: []string{"b"}}, want: "b"},
 		{name: "a full template node is passed over", nodes: []Node{node("a", 16, 64), node("b", 0, 4, warm)}, req: Request{CPU: 1, Memory: gi}, want: "a"},
+		{name: "a free hot guest's node over a template's", nodes: []Node{node("a", 16, 64, warm), node("b", 2, 4, hot), node("c", 12, 48)},
+			req: Request{CPU: 1, Memory: gi, ImageHolders: []string{"a", "b", "c"}}, want: "b"},
+		{name: "a full hot node is passed over", nodes: []Node{node("a", 16, 64, warm), node("b", 0, 4, hot)}, req: Request{CPU: 1, Memory: gi}, want: "a"},
+		{name: "the tag before the hot guest", nodes: []Node{node("a", 2, 4, tagged("ssd")), node("b", 16, 64, hot)}, req: Request{CPU: 1, Memory: gi, Tag: "ssd"}, want: "a"},
 		{name: "the tag before the template", nodes: []Node{node("a", 2, 4, tagged("ssd")), node("b", 16, 64, warm)}, req: Request{CPU: 1, Memory: gi, Tag: "ssd"}, want: "a"},
 		{name: "packing among template nodes", nodes: []Node{node("a", 12, 48, warm), node("b", 4, 8, warm), node("c", 2, 2)}, req: Request{CPU: 1, Memory: gi, Strategy: StrategyMostAllocated}, want: "b"},
 		{name: "other namespace is invisible", nodes: []Node{node("a", 16, 64, func(n *Node) { n.Namespace = "other" })}, req: Request{CPU: 1, Memory: gi}, wantErrs: []string{`namespace "ns" has no nodes`}},
@@ -329,6 +335,9 @@ func TestPlace_agrees_with_reasons(t *testing.T) {
 			case 3:
 				holders = append(holders, nodes[j].Name)
 				nodes[j].Templates = []string{"tpl"}
+				if r.IntN(2) == 0 {
+					nodes[j].Hot = []string{"tpl"}
+				}
 			case 4:
 				nodes[j].UsedPorts[8080] = true
 			}
@@ -353,11 +362,13 @@ func TestPlace_agrees_with_reasons(t *testing.T) {
 
 // The rules placement follows, written plainly for the tests' reference.
 
-// warmth ranks what a node has ready for r's VM: a booted template of its
-// shape (the VM starts without a boot), its image (nothing to copy), or
-// nothing.
+// warmth ranks what a node has ready for r's VM: a free hot guest of its
+// shape (the VM is running already), a booted template of its shape (the
+// VM starts without a boot), its image (nothing to copy), or nothing.
 func warmth(n *Node, r *Request) int {
 	switch {
+	case r.Template != "" && slices.Contains(n.Hot, r.Template):
+		return 3
 	case r.Template != "" && slices.Contains(n.Templates, r.Template):
 		return 2
 	case slices.Contains(r.ImageHolders, n.Name):

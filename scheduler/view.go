@@ -18,11 +18,12 @@ type View struct {
 	spare []int32          // slots of removed nodes, for reuse
 	at    []poolAt         // slot -> its place in a pool (nil pool: it takes no VMs)
 	pools map[string]*pool // namespace -> the nodes of it that take VMs
-	// tags and templates index the nodes carrying each tag and holding
-	// each template (by shape key).
-	tags, templates map[string]map[int32]struct{}
+	// tags, templates and hot index the nodes carrying each tag, holding
+	// each template and a free hot guest of each shape (by shape key).
+	tags, templates, hot map[string]map[int32]struct{}
 	// mark is one placement's scratch, by slot: the tier a node is in for
-	// the request (markTag, markImage, markTemplate). Cleared after use.
+	// the request (markTag, markImage, markTemplate, markHot). Cleared
+	// after use.
 	mark []uint8
 }
 
@@ -83,12 +84,13 @@ const (
 	markTag uint8 = 1 << iota
 	markImage
 	markTemplate
+	markHot
 )
 
 // NewView returns an empty view.
 func NewView() *View {
 	return &View{slots: map[string]int32{}, pools: map[string]*pool{},
-		tags: map[string]map[int32]struct{}{}, templates: map[string]map[int32]struct{}{}}
+		tags: map[string]map[int32]struct{}{}, templates: map[string]map[int32]struct{}{}, hot: map[string]map[int32]struct{}{}}
 }
 
 // Len returns how many nodes the view holds.
@@ -113,6 +115,7 @@ func (v *View) Set(n Node) {
 	v.nodes[s] = n
 	index(v.tags, n.Tags, s)
 	index(v.templates, n.Templates, s)
+	index(v.hot, n.Hot, s)
 	takes := n.Ready && !n.Cordoned
 	at := &v.at[s]
 	if at.p != nil && (!takes || at.p != v.pools[n.Namespace]) {
@@ -171,6 +174,7 @@ func unindexKeys(ix map[string]map[int32]struct{}, keys []string, s int32) {
 func (v *View) unindex(s int32) {
 	unindexKeys(v.tags, v.nodes[s].Tags, s)
 	unindexKeys(v.templates, v.nodes[s].Templates, s)
+	unindexKeys(v.hot, v.nodes[s].Hot, s)
 }
 
 // leavePool takes slot s out of its pool: the pool's last node takes its
@@ -290,11 +294,13 @@ func (v *View) scan(p *pool, r *Request, packs bool, takes func(int32, *capacity
 	return best
 }
 
-// tierOf orders a node's marks: the request's tag above all, then a
-// template, then the image.
+// tierOf orders a node's marks: the request's tag above all, then a free
+// hot guest, then a template, then the image.
 func tierOf(m uint8) uint8 {
 	t := uint8(0)
 	switch {
+	case m&markHot != 0:
+		t = 3
 	case m&markTemplate != 0:
 		t = 2
 	case m&markImage != 0:
@@ -341,6 +347,9 @@ func (v *View) markTiers(r *Request) []int32 {
 	if r.Template != "" {
 		for s := range v.templates[r.Template] {
 			set(s, markTemplate)
+		}
+		for s := range v.hot[r.Template] {
+			set(s, markHot)
 		}
 	}
 	for _, name := range r.ImageHolders {

@@ -141,6 +141,11 @@ func schedulerNode(n *raftfsm.Node, used raftfsm.Usage) scheduler.Node {
 	for _, t := range n.Templates {
 		sn.Templates = append(sn.Templates, t.Key)
 	}
+	for _, g := range n.Hot {
+		if !slices.Contains(sn.Hot, g.Key) {
+			sn.Hot = append(sn.Hot, g.Key)
+		}
+	}
 	return sn
 }
 

@@ -101,8 +101,8 @@ func BenchmarkLeaderPlace_10000_nodes(b *testing.B) {
 // The leader's view, brought up to date node by node from the replica's
 // journal, places like a view read afresh from the replica, whatever
 // changed in between: VMs created and deleted, nodes tagged, cordoned, NOT
-// READY, dedicated to another namespace, holding templates and images,
-// removed, and changes that touch no node.
+// READY, dedicated to another namespace, holding templates, hot guests and
+// images, removed, and changes that touch no node.
 func TestPlace_view_follows_the_replica(t *testing.T) {
 	l, fr := cluster(t, 30)
 	r := rand.New(rand.NewPCG(5, 6))
@@ -122,7 +122,7 @@ func TestPlace_view_follows_the_replica(t *testing.T) {
 	var vms []string
 	for step := range 3000 {
 		node := fmt.Sprintf("n%05d", r.IntN(30))
-		switch r.IntN(14) {
+		switch r.IntN(15) {
 		case 0, 1, 2:
 			vm, err := l.Place(ctx, placement(fmt.Sprintf("vm-%d", step), 1+r.IntN(16), int64(1+r.IntN(64))<<30))
 			if err == nil {
@@ -152,6 +152,8 @@ func TestPlace_view_follows_the_replica(t *testing.T) {
 			apply(raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: fmt.Sprintf("n%05d", r.IntN(40)), Phase: api.PhaseReady, NodeFacts: raftfsm.NodeFacts{
 				Capacity: raftfsm.Capacity{CPU: 8 + r.IntN(64), MemoryBytes: int64(8+r.IntN(256)) << 30},
 			}})
+		case 14: // hot guests reported, claimed by the placements of their shape
+			apply(raftfsm.TypeNodeHot, raftfsm.NodeHot{Node: node, Guests: []raftfsm.HotGuest{{Key: templateKey(), Domain: fmt.Sprintf("%sg%d", raftfsm.HotDomainPrefix(node), step)}}})
 		case 13:
 			apply(raftfsm.TypeNodeRemove, raftfsm.NodeRemove{Name: fmt.Sprintf("n%05d", 30+r.IntN(10))})
 		}

@@ -70,6 +70,13 @@ func (c *Client) GetVMConfig(ctx context.Context, namespace, name string) (VMCon
 	return out, err
 }
 
+// ChangeVMConfig changes a VM config's booted templates and hot pool.
+func (c *Client) ChangeVMConfig(ctx context.Context, namespace, name string, change VMConfigChange) (VMConfig, error) {
+	var out VMConfig
+	err := c.Do(ctx, http.MethodPatch, nsPath(namespace, "vmconfigs", name), change, &out)
+	return out, err
+}
+
 // SetVMConfigWarm turns a VM config's booted templates on or off.
 func (c *Client) SetVMConfigWarm(ctx context.Context, namespace, name string, warm bool) (VMConfig, error) {
 	var out VMConfig

@@ -188,12 +188,26 @@ type VMConfig struct {
 	// WarmNodes (answers only) names the nodes where such a template is
 	// ready.
 	WarmNodes []string `json:"warmNodes"`
+	// Hot is how many guests of the config's shape each node holding its
+	// template keeps restored and running for its deploys to claim (a hot
+	// pool: the VM is Running about as soon as its deploy is recorded);
+	// 0 by default, at most MaxHot, and only on a warm config.
+	Hot int `json:"hot,omitempty"`
+	// HotNodes (answers only) is, by node, how many of its hot guests of
+	// the config's shape are ready and free; a node filling its pool has
+	// fewer than Hot.
+	HotNodes map[string]int `json:"hotNodes,omitempty"`
 }
+
+// MaxHot bounds a VM config's hot count.
+const MaxHot = 8
 
 // VMConfigChange is the body of PATCH .../vmconfigs/{vmconfig}.
 type VMConfigChange struct {
 	// Warm turns the config's booted templates on or off.
 	Warm *bool `json:"warm"`
+	// Hot sets the config's hot pool (VMConfig.Hot).
+	Hot *int `json:"hot,omitempty"`
 }
 
 // Image is an image record.

@@ -111,11 +111,15 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 func (s *Server) vmConfigToAPI(c raftfsm.VMConfig) api.VMConfig {
 	created := c.CreatedAt
 	warmNodes := []string{}
+	var hotNodes map[string]int
 	if sh, ok := s.replica.FSM().WarmShape(c); ok {
 		warmNodes = s.replica.FSM().WarmNodes(sh.Key())
+		if c.Hot > 0 {
+			hotNodes = s.replica.FSM().HotNodes(sh.Key())
+		}
 	}
 	return api.VMConfig{
-		Warm: c.Warm, WarmNodes: warmNodes,
+		Warm: c.Warm, WarmNodes: warmNodes, Hot: c.Hot, HotNodes: hotNodes,
 		Name: c.Name, Image: c.Image, CPU: c.CPU, Memory: c.MemoryGiB, Scheduler: c.Scheduler,
 		Tag: c.Tag, TagRequired: c.TagRequired, Node: c.Node, GPUPassthrough: c.GPUPassthrough,
 		ISO: c.ISO, NetBoost: c.NetBoost, LegacyIO: c.LegacyIO, SharedStorage: c.SharedStorage, DisplayWidth: c.Display.Width,

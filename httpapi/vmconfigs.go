@@ -86,7 +86,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 	}
 	cfg := raftfsm.VMConfig{
 		Name: req.Name, Namespace: ns, Image: req.Image, MemoryGiB: req.Memory, Scheduler: req.Scheduler,
-		Tag: req.Tag, TagRequired: req.TagRequired, Node: req.Node, Warm: req.Warm,
+		Tag: req.Tag, TagRequired: req.TagRequired, Node: req.Node, Warm: req.Warm, Hot: req.Hot,
 		VMOptions: raftfsm.VMOptions{
 			CPU: req.CPU, GPUPassthrough: req.GPUPassthrough, ISO: req.ISO, LegacyIO: req.LegacyIO, NetBoost: req.NetBoost, SharedStorage: req.SharedStorage,
 			Display:        raftfsm.Display{Width: req.DisplayWidth, Height: req.DisplayHeight, DPI: req.DisplayDPI},
@@ -106,24 +106,36 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 	return nil
 }
 
-// changeVMConfig turns a config's booted templates on or off (the one
-// change a config takes: the rest of it is what its VMs were made from).
+// changeVMConfig turns a config's booted templates on or off and sets its
+// hot pool (the changes a config takes: the rest of it is what its VMs
+// were made from).
 func (s *Server) changeVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("vmconfig")
 	var req api.VMConfigChange
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if req.Warm == nil || len(w.Header().Values("Warning")) > 0 {
+	if (req.Warm == nil && req.Hot == nil) || len(w.Header().Values("Warning")) > 0 {
 		w.Header().Del("Warning")
-		return badRequest("a config changes only field %q; delete and create it again to change the rest", "warm")
+		return badRequest("a config changes only fields %q and %q; delete and create it again to change the rest", "warm", "hot")
+	}
+	if req.Hot != nil && (*req.Hot < 0 || *req.Hot > api.MaxHot) {
+		return badRequest("hot is 0 to %d guests per node, not %d", api.MaxHot, *req.Hot)
 	}
 	if err := s.requireNamespace(ns); err != nil {
 		return err
 	}
-	v, err := s.apply(r.Context(), raftfsm.TypeVMConfigSetWarm, raftfsm.VMConfigSetWarm{Namespace: ns, Name: name, Warm: *req.Warm})
-	if err != nil {
-		return err
+	var v any
+	var err error
+	if req.Warm != nil {
+		if v, err = s.apply(r.Context(), raftfsm.TypeVMConfigSetWarm, raftfsm.VMConfigSetWarm{Namespace: ns, Name: name, Warm: *req.Warm}); err != nil {
+			return err
+		}
+	}
+	if req.Hot != nil {
+		if v, err = s.apply(r.Context(), raftfsm.TypeVMConfigSetHot, raftfsm.VMConfigSetHot{Namespace: ns, Name: name, Hot: *req.Hot}); err != nil {
+			return err
+		}
 	}
 	c, ok := v.(*raftfsm.VMConfig)
 	if !ok {

@@ -70,6 +70,10 @@ type Spec struct {
 	// shared directory tagged SharedTag (its namespace's shared storage):
 	// virtio-9p under libvirt, a virtio file system under vz.
 	SharedDir string
+	// Hot marks a hot guest's domain (hot.go): it has no forwards, and its
+	// screen (VNCPort 0) listens where only the host reaches it, so that a
+	// claim can open it at the VM's port (HotClaimer).
+	Hot bool
 }
 
 // SharedTag is the tag of a VM's shared folder: mini-linux mounts it at

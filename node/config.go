@@ -113,6 +113,10 @@ type Config struct {
 	// TemplatesMaxBytes their disk use (default 16 GiB).
 	Templates         int
 	TemplatesMaxBytes int64
+	// HotMaxMemory caps the memory this node's hot guests take together
+	// (hot pools of warm configs): 0 for an eighth of the node's memory,
+	// negative for none.
+	HotMaxMemory int64
 	// AuditEntries is how many API writes the audit log keeps (default
 	// 10000; the leader's is the one applied).
 	AuditEntries int

@@ -29,6 +29,7 @@ import (
 	"github.com/svc-project/svc/node/health"
 	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/node/hostadmin"
+	"github.com/svc-project/svc/node/hotpool"
 	"github.com/svc-project/svc/node/jobs"
 	"github.com/svc-project/svc/node/leader"
 	"github.com/svc-project/svc/node/membership"
@@ -75,6 +76,7 @@ type Peer struct {
 	audit *audit.Recorder
 	// templates keeps the node's booted templates (nil: none).
 	templates *templates.Manager
+	hot       *hotpool.Pool
 	// shared keeps the namespaces' shared folders (nil when this node
 	// offers no shared storage: sharedWhy says why).
 	shared *sharedstore.Keeper
@@ -294,6 +296,11 @@ func Start(cfg Config) (*Peer, error) {
 			BootTimeout: cfg.TemplateBootTimeout, GuestReady: cfg.TemplateGuestReady, Registerer: p.reg, Log: cfg.Log.With("part", "templates"),
 		})
 		hc.Templates = p.templates
+		p.hot = hotpool.New(hotpool.Config{
+			Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images, Templates: p.templates,
+			Proposer: p, Ready: p.caught, Healthy: p.health.OK, MaxMemory: cfg.HotMaxMemory, Registerer: p.reg, Log: cfg.Log.With("part", "hotpool"),
+		})
+		hc.Hot = p.hot
 	}
 	if store, err := sharedstore.Open(p.ctx, p.driver, SharedDir(cfg.DataDir), p.disk, cfg.Log.With("part", "shared")); err != nil {
 		p.sharedWhy = err.Error()
@@ -390,6 +397,7 @@ func Start(cfg Config) (*Peer, error) {
 	p.wg.Go(func() { p.host.Run(p.ctx) })
 	if p.templates != nil {
 		p.wg.Go(func() { p.templates.Run(p.ctx) })
+		p.wg.Go(func() { p.hot.Run(p.ctx) })
 	}
 	if p.shared != nil {
 		p.wg.Go(func() { p.shared.Run(p.ctx) })

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/svc-project/svc/api"
 )
 
 // Hot pools: a node keeps, for each warm VM config with a hot count, that
@@ -17,7 +19,7 @@ import (
 // Hot pool bounds.
 const (
 	// MaxHotPerConfig bounds a config's hot count.
-	MaxHotPerConfig = 8
+	MaxHotPerConfig = api.MaxHot
 	// MaxHotPerNode bounds the free hot guests a node reports.
 	MaxHotPerNode = 32
 	// hotSpentKept is how many claimed guests' domains a node remembers,
@@ -144,6 +146,19 @@ func (n *Node) HotFree(key string) int {
 		}
 	}
 	return c
+}
+
+// HotNodes counts, by node, the free hot guests of shape key.
+func (f *FSM) HotNodes(key string) map[string]int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := map[string]int{}
+	for name, n := range f.state.Nodes {
+		if c := n.HotFree(key); c > 0 || n.HasTemplate(key) {
+			out[name] = c
+		}
+	}
+	return out
 }
 
 // HotConfigs returns the VM configs of every namespace with a hot pool,

@@ -55,6 +55,7 @@ type agentFlags struct {
 	maxUploadStreams   int
 	templates          int
 	templatesMaxBytes  string
+	hotMaxMemory       string
 	auditEntries       int
 	diskFloor          string
 	registryAllow      []string
@@ -138,6 +139,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.auditEntries, "audit-entries", 10000, fmt.Sprintf("API writes the cluster's audit log keeps, the oldest dropped (%d to %d; the leader's value is the one applied)", raftfsm.MinAuditKeep, raftfsm.MaxAuditKeep))
 	f.IntVar(&a.templates, "templates", 4, "booted templates this node keeps for warm VM configs, whose VMs then start without a boot (0 to 32; 0: none)")
 	f.StringVar(&a.templatesMaxBytes, "templates-max-bytes", "16G", "disk the booted templates may take (memory files and disks), e.g. 16G")
+	f.StringVar(&a.hotMaxMemory, "hot-max-memory", "auto", "memory this node's hot guests (the hot pools of warm VM configs) may take together, e.g. 4G; auto: an eighth of the node's memory; 0: no hot guests")
 	f.StringVar(&a.diskFloor, "disk-floor", "1G", "free space of the data dir's disk that no work may take (Raft's log and snapshots, the peer's logs): uploads, pulls, VM disks, resizes, shared folders, templates and saves that would take the disk below it are refused")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&a.logFormat, "log-format", "text", "text or json")
@@ -261,6 +263,15 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		return cfg, fmt.Errorf("--templates-max-bytes %q: a size such as 16G", a.templatesMaxBytes)
 	} else {
 		cfg.TemplatesMaxBytes = b
+	}
+	switch b, err := api.ParseSize(a.hotMaxMemory); {
+	case a.hotMaxMemory == "auto":
+	case err != nil || b < 0:
+		return cfg, fmt.Errorf("--hot-max-memory %q: auto, 0 or a size such as 4G", a.hotMaxMemory)
+	case b == 0:
+		cfg.HotMaxMemory = -1
+	default:
+		cfg.HotMaxMemory = b
 	}
 	if b, err := api.ParseSize(a.diskFloor); err != nil || b < 64<<20 {
 		return cfg, fmt.Errorf("--disk-floor %q: a size of 64M or more, such as 1G", a.diskFloor)

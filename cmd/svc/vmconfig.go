@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,21 +19,28 @@ func newVMConfigCmd(g *globals) *cobra.Command {
 	var o vmOptionFlags
 	var image string
 	var warm bool
+	var hot int
 	create := &cobra.Command{
 		Use:   "create NAME --image IMAGE",
 		Short: "Create a VM config",
 		Long: `Create a VM config. With --warm, every node that holds the image keeps a
 booted template of the config's shape (image, CPU, memory, devices), built in
 the background: the config's VMs placed there start from it in about a second
-instead of booting ("svc vmconfig get" lists the nodes under WARM NODES).`,
-		Example: "  svc vmconfig create small --image mini-linux --cpu 1 --memory 1\n  svc vmconfig create ci --image mini-linux --cpu 1 --memory 1 --warm",
-		Args:    cobra.ExactArgs(1),
+instead of booting ("svc vmconfig get" lists the nodes under WARM NODES).
+With --hot N as well, each of those nodes also keeps N guests of the shape
+restored and running (each with its own machine id and SSH host keys, reachable
+by no one): a deploy placed there claims one and its VM answers SSH about half
+a second after the call ("svc vmconfig get" shows each node's ready guests
+under HOT).`,
+		Example: "  svc vmconfig create small --image mini-linux --cpu 1 --memory 1\n  svc vmconfig create ci --image mini-linux --cpu 1 --memory 1 --warm\n" +
+			"  svc vmconfig create ci --image mini-linux --cpu 1 --memory 1 --warm --hot 2",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := api.VMConfig{
 				Name: args[0], Image: image, CPU: o.cpu, Memory: o.memory, Node: o.node, Tag: o.tag, TagRequired: o.tagRequired,
 				Scheduler: o.scheduler, ISO: o.iso, GPUPassthrough: o.gpu, LegacyIO: o.legacyIO, NetBoost: o.netBoost, SharedStorage: o.sharedStorage,
 				DisplayWidth: o.displayWidth, DisplayHeight: o.displayHeight, DisplayDPI: o.displayDPI, CustomMetadata: o.metadata, TTL: o.ttl,
-				Warm: warm,
+				Warm: warm, Hot: hot,
 			}
 			if err := checkVMFields(req.Fields()); err != nil {
 				return err
@@ -49,6 +58,7 @@ instead of booting ("svc vmconfig get" lists the nodes under WARM NODES).`,
 	}
 	create.Flags().StringVar(&image, "image", "", "image the config's VMs are deployed from")
 	create.Flags().BoolVar(&warm, "warm", false, "keep a booted template of the config on every node holding its image, so its VMs start without a boot")
+	create.Flags().IntVar(&hot, "hot", 0, fmt.Sprintf("with --warm: guests of the config each of those nodes keeps restored and running for deploys to claim (0 to %d)", api.MaxHot))
 	addOutputFlag(create, g, "table")
 	o.bind(create.Flags())
 
@@ -92,24 +102,31 @@ instead of booting ("svc vmconfig get" lists the nodes under WARM NODES).`,
 		},
 	}
 	var off bool
+	var setHot int
 	warmCmd := &cobra.Command{
 		Use:     "warm NAME",
-		Short:   "Turn a VM config's booted templates on (or off with --off)",
-		Example: "  svc vmconfig warm ci\n  svc vmconfig warm ci --off",
+		Short:   "Turn a VM config's booted templates on (or off with --off), and set its hot pool (--hot)",
+		Example: "  svc vmconfig warm ci\n  svc vmconfig warm ci --hot 2\n  svc vmconfig warm ci --off",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {
 				return err
 			}
-			c, err := cl.SetVMConfigWarm(cmd.Context(), g.namespace, args[0], !off)
+			warmOn := !off
+			change := api.VMConfigChange{Warm: &warmOn}
+			if cmd.Flags().Changed("hot") {
+				change.Hot = &setHot
+			}
+			c, err := cl.ChangeVMConfig(cmd.Context(), g.namespace, args[0], change)
 			if err != nil {
 				return err
 			}
 			return printOut(cmd.OutOrStdout(), g.output, c, func(w io.Writer) error { return printVMConfigs(w, []api.VMConfig{c}) })
 		},
 	}
-	warmCmd.Flags().BoolVar(&off, "off", false, "turn the templates off (every node removes them)")
+	warmCmd.Flags().BoolVar(&off, "off", false, "turn the templates off (every node removes them, and its hot guests)")
+	warmCmd.Flags().IntVar(&setHot, "hot", 0, fmt.Sprintf("guests of the config each node holding its template keeps restored and running for deploys to claim (0 to %d)", api.MaxHot))
 	addOutputFlag(warmCmd, g, "table")
 	cmd.AddCommand(create, list, get, del, warmCmd)
 	return cmd
@@ -133,7 +150,15 @@ func printVMConfigs(w io.Writer, cs []api.VMConfig) error {
 				warm = strings.Join(c.WarmNodes, ",")
 			}
 		}
-		rows = append(rows, []string{c.Name, c.Image, cpu, mem, first(c.Node, "-"), first(c.Tag, "-"), warm})
+		hot := "-"
+		if c.Hot > 0 {
+			var parts []string
+			for _, n := range slices.Sorted(maps.Keys(c.HotNodes)) {
+				parts = append(parts, fmt.Sprintf("%s %d/%d", n, c.HotNodes[n], c.Hot))
+			}
+			hot = first(strings.Join(parts, ","), fmt.Sprintf("none yet (of %d)", c.Hot))
+		}
+		rows = append(rows, []string{c.Name, c.Image, cpu, mem, first(c.Node, "-"), first(c.Tag, "-"), warm, hot})
 	}
-	return printTable(w, []string{"NAME", "IMAGE", "CPU", "MEMORY", "NODE", "TAG", "WARM NODES"}, rows)
+	return printTable(w, []string{"NAME", "IMAGE", "CPU", "MEMORY", "NODE", "TAG", "WARM NODES", "HOT"}, rows)
 }

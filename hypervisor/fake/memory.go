@@ -106,3 +106,25 @@ func (f *Driver) RestoreAs(_ context.Context, from string, s hypervisor.Spec) er
 	f.domains[s.Name] = &fakeDomain{spec: s, state: hypervisor.StateRunning, disk: 1}
 	return nil
 }
+
+var _ hypervisor.HotClaimer = (*Driver)(nil)
+
+// ClaimHot hands the running domain s.Name to a VM: its spec becomes s
+// (forwards, screen). A domain that is not running is refused, as a guest
+// that cannot be handed over running is never used.
+func (f *Driver) ClaimHot(_ context.Context, s hypervisor.Spec) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("claim-hot", s.Name); err != nil {
+		return err
+	}
+	d, err := f.get(s.Name)
+	if err != nil {
+		return err
+	}
+	if d.state != hypervisor.StateRunning {
+		return fmt.Errorf("claim %s: the domain is %s, not running", s.Name, d.state)
+	}
+	d.spec = s
+	return nil
+}

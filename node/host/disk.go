@@ -44,7 +44,7 @@ func (h *Host) DiskGrowth() int64 {
 	}
 	var n int64
 	for _, vm := range h.cfg.FSM.VMsOnNode(h.cfg.Name) {
-		path := dp.DiskPath(hypervisor.DomainName(h.cfg.Name, vm.Namespace, vm.Name))
+		path := dp.DiskPath(hypervisor.DomainFor(h.cfg.Name, vm.Namespace, vm.Name, vm.Domain))
 		if _, err := os.Stat(path); err != nil {
 			continue
 		}

@@ -36,6 +36,14 @@ type Templates interface {
 	Restore(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (bool, error)
 }
 
+// HotPool hands a VM whose deploy claimed a hot guest (VM.Domain) that
+// guest, running, as domain spec; false when it has no such guest any more
+// or the hand-over failed (the guest is then gone, and the VM starts as
+// any other, under the same domain name).
+type HotPool interface {
+	Claim(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (bool, error)
+}
+
 // Readiness says whether the replica has caught up with the cluster since
 // the peer started: until then the host touches no domain.
 type Readiness interface {
@@ -63,7 +71,9 @@ type Config struct {
 	Blobs    Blobs
 	// Templates, when set, starts new VMs from booted templates.
 	Templates Templates
-	Ready     Readiness
+	// Hot, when set, hands VMs the hot guests their deploys claimed.
+	Hot   HotPool
+	Ready Readiness
 	// Healthy reports whether the hypervisor answers; a pass runs only
 	// while it does.
 	Healthy func() bool

@@ -23,7 +23,7 @@ func (h *Host) domainOf(vm raftfsm.VM) (string, error) {
 	if vm.Node != h.cfg.Name {
 		return "", fmt.Errorf("vm %q is on %s: %w", vm.Name, vm.Node, ErrNotHere)
 	}
-	return hypervisor.DomainName(h.cfg.Name, vm.Namespace, vm.Name), nil
+	return hypervisor.DomainFor(h.cfg.Name, vm.Namespace, vm.Name, vm.Domain), nil
 }
 
 // Exec runs a program in the VM's guest through its agent

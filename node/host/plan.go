@@ -55,6 +55,10 @@ func plan(vm raftfsm.VM, st hypervisor.State, exists bool, reverted int64) steps
 		s.make = makeRevert
 	case !exists && vm.Status == raftfsm.VMPending:
 		s.make = makeNew
+	case vm.Status == raftfsm.VMPending && vm.Domain != "":
+		// The hot guest its deploy claimed runs already: made the VM's
+		// now (handed over, or, gone, made as any new VM is).
+		s.make = makeNew
 	case !exists:
 		s.make = makeRecreate
 	}

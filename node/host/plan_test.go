@@ -26,6 +26,7 @@ func TestPlan_table(t *testing.T) {
 		name            string
 		status, desired string
 		revert          bool // a revert asked and not yet carried out here
+		hot             bool // its deploy claimed a hot guest (VM.Domain)
 		st              hypervisor.State
 		exists          bool
 		want            steps
@@ -48,11 +49,17 @@ func TestPlan_table(t *testing.T) {
 		{name: "shut_off_not_suspended", status: stopped, desired: suspended, st: shutoff, exists: true, want: steps{reached: shutoff}},
 		{name: "revert_running", status: up, desired: up, revert: true, st: running, exists: true, want: steps{make: makeRevert, reached: running}},
 		{name: "revert_stopped", status: stopped, desired: stopped, revert: true, st: shutoff, exists: true, want: steps{make: makeRevert, act: actStop, reached: shutoff}},
+		{name: "claimed_hot_guest_handed_over", status: pending, desired: up, hot: true, st: running, exists: true, want: steps{make: makeNew, reached: running}},
+		{name: "claimed_hot_guest_gone_made_new", status: pending, desired: up, hot: true, want: steps{make: makeNew, reached: running}},
+		{name: "handed_over_hot_guest_runs", status: up, desired: up, hot: true, st: running, exists: true, want: steps{reached: running}},
 		{name: "revert_of_a_vanished_domain", status: up, desired: up, revert: true, want: steps{make: makeRevert, reached: running}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			vm := raftfsm.VM{Status: c.status, Desired: c.desired}
+			if c.hot {
+				vm.Domain = "svc.n1._hot.k.g1"
+			}
 			reverted := int64(0)
 			if c.revert {
 				vm.RevertGen = 2

@@ -102,7 +102,7 @@ func (h *Host) pass(ctx context.Context) error {
 	vms := h.cfg.FSM.VMsOnNode(h.cfg.Name)
 	want := map[string]raftfsm.VM{}
 	for _, vm := range vms {
-		domain := hypervisor.DomainName(h.cfg.Name, vm.Namespace, vm.Name)
+		domain := hypervisor.DomainFor(h.cfg.Name, vm.Namespace, vm.Name, vm.Domain)
 		want[domain] = vm
 		// A VM new to this peer has no domain yet: its worker starts now,
 		// not after the listing, which libvirt holds up while the QEMU of
@@ -142,6 +142,9 @@ func (h *Host) pass(ctx context.Context) error {
 		if _, ok := want[d.Name]; ok {
 			have[d.Name] = d.State
 			continue
+		}
+		if strings.HasPrefix(d.Name, hypervisor.HotPrefix(h.cfg.Name)) && !stopped[d.Name] {
+			continue // a hot guest no VM claimed: the hot pool's
 		}
 		delete(stopped, d.Name)
 		h.remove(d.Name)

@@ -211,13 +211,20 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 			fallthrough
 		case makeNew:
 			restored := false
-			if s.make == makeNew && p.cfg.Templates != nil {
+			if s.make == makeNew && vm.Domain != "" && p.cfg.Hot != nil {
+				var err error
+				if restored, err = p.cfg.Hot.Claim(ctx, vm, spec); err != nil {
+					return err
+				}
+				started = raftfsm.StartedFromHot
+			}
+			if !restored && s.make == makeNew && p.cfg.Templates != nil {
 				var err error
 				if restored, err = p.cfg.Templates.Restore(ctx, vm, spec); err != nil {
 					return err
 				}
+				started = raftfsm.StartedFromTemplate
 			}
-			started = raftfsm.StartedFromTemplate
 			if !restored {
 				if err := p.cfg.Driver.Create(ctx, spec); err != nil {
 					return w.retryOrFail(vm, fmt.Errorf("create: %w", err))
@@ -228,6 +235,10 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	}
 	var identity *raftfsm.IdentityReport
 	switch {
+	case started == raftfsm.StartedFromHot:
+		// Its own already (the pool ran the step when it restored it): it
+		// is named after its VM before it is Running.
+		identity = w.makeOwn(ctx, vm, hypervisor.IdentityBoot, w.h.cfg.AgentWait)
 	case started == raftfsm.StartedFromTemplate:
 		// A copy of the template: made its own before it is Running.
 		identity = w.makeOwn(ctx, vm, hypervisor.IdentityRestore, w.h.cfg.AgentWait)

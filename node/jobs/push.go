@@ -113,7 +113,7 @@ func (m *Manager) vmDisk(ctx context.Context, j raftfsm.Job, rep *jobReporter) (
 		return "", cfg, err
 	}
 	defer os.Remove(exported)
-	if err := m.cfg.Disks.Export(ctx, hypervisor.DomainName(m.cfg.Name, vm.Namespace, vm.Name), exported); err != nil {
+	if err := m.cfg.Disks.Export(ctx, hypervisor.DomainFor(m.cfg.Name, vm.Namespace, vm.Name, vm.Domain), exported); err != nil {
 		return "", cfg, fmt.Errorf("read the VM's disk: %w", err)
 	}
 	dst, err := m.cfg.Images.TempPath("push")

@@ -17,14 +17,19 @@ const clockWait = 3 * time.Second
 // builds it again) and the caller boots the VM. A restore never fails the
 // VM; only a canceled ctx is an error.
 func (m *Manager) Restore(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (bool, error) {
-	if m == nil || m.mem == nil {
-		return false, nil
-	}
 	sh, ok := vm.Shape()
 	if !ok {
 		return false, nil
 	}
-	key := sh.Key()
+	return m.RestoreShape(ctx, sh.Key(), spec, vm.Namespace+"/"+vm.Name)
+}
+
+// RestoreShape starts domain spec from the ready template of shape key (a
+// VM, or a hot guest: who names it in the log), as Restore does.
+func (m *Manager) RestoreShape(ctx context.Context, key string, spec hypervisor.Spec, who string) (bool, error) {
+	if m == nil || m.mem == nil {
+		return false, nil
+	}
 	m.mu.Lock()
 	e := m.ready[key]
 	if e == nil || e.broken {
@@ -48,7 +53,7 @@ func (m *Manager) Restore(ctx context.Context, vm raftfsm.VM, spec hypervisor.Sp
 			return false, ctx.Err()
 		}
 		m.metrics.restores.WithLabelValues("failed").Inc()
-		m.cfg.Log.Warn("a template failed to restore; dropping it, the VM boots", "key", key, "vm", vm.Namespace+"/"+vm.Name, "err", err)
+		m.cfg.Log.Warn("a template failed to restore; dropping it, the VM boots", "key", key, "vm", who, "err", err)
 		m.mu.Lock()
 		e.broken = true
 		m.mu.Unlock()
@@ -62,7 +67,7 @@ func (m *Manager) Restore(ctx context.Context, vm raftfsm.VM, spec hypervisor.Sp
 	if err := hypervisor.SyncGuestClock(ctx, m.cfg.Driver, spec.Name, clockWait); err != nil {
 		clock = "not set: " + err.Error()
 	}
-	m.cfg.Log.Info("vm restored from a template", "vm", vm.Namespace+"/"+vm.Name, "key", key, "took", time.Since(start).Round(time.Millisecond),
+	m.cfg.Log.Info("restored from a template", "vm", who, "key", key, "took", time.Since(start).Round(time.Millisecond),
 		"restore", restored.Round(time.Millisecond), "clock", clock)
 	return true, nil
 }

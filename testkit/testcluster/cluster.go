@@ -102,6 +102,8 @@ type Member struct {
 	// Fake is the member's hypervisor (nil with Options.Libvirt); it outlives
 	// restarts, as libvirtd would.
 	Fake *fake.Driver
+	// FakeAgent is Fake's guest agent with Options.GuestAgent.
+	FakeAgent *fake.Agent
 	// Libvirt is the member's real driver with Options.Libvirt.
 	Libvirt *libvirt.Driver
 	gate    *gate
@@ -192,7 +194,7 @@ func (c *Cluster) addMember() *Member {
 		if opts.GuestAgent {
 			fa := fake.NewAgent(m.Fake)
 			fa.Programs = opts.GuestPrograms
-			drv = fa
+			m.FakeAgent, drv = fa, fa
 		}
 	}
 	bind := "127.0.0.1"

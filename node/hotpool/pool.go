@@ -1,0 +1,213 @@
+package hotpool
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/raftfsm"
+)
+
+// Proposer proposes a command through the leader (the peer's Apply).
+type Proposer interface {
+	Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
+}
+
+// Readiness says whether the replica has caught up with the cluster since
+// the peer started: until then the pool touches nothing.
+type Readiness interface {
+	CaughtUp() bool
+	CaughtUpCh() <-chan struct{}
+}
+
+// Templates restores a domain from the node's booted template of a shape
+// (false: the node holds no usable one).
+type Templates interface {
+	RestoreShape(ctx context.Context, key string, spec hypervisor.Spec, who string) (bool, error)
+}
+
+// Config is what the pool is given.
+type Config struct {
+	// Name is this node's name; Bind its address (a claimed guest's
+	// forwards and screen listen on it).
+	Name, Bind string
+	FSM        *raftfsm.FSM
+	Driver     hypervisor.Driver
+	Images     *imagestore.Store
+	Templates  Templates
+	Proposer   Proposer
+	Ready      Readiness
+	// Healthy reports whether the hypervisor answers; a pass runs only
+	// while it does.
+	Healthy func() bool
+	// MaxMemory caps the memory the node's hot guests take together: 0
+	// for an eighth of the node's memory, negative for no hot guests.
+	MaxMemory int64
+	// AgentWait bounds the wait for a restored guest's agent, for its
+	// identity step (default 30 s).
+	AgentWait time.Duration
+	// Interval is the longest time between passes (default 30 s).
+	Interval   time.Duration
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+}
+
+// Pool keeps the node's hot guests.
+type Pool struct {
+	cfg     Config
+	claimer hypervisor.HotClaimer // nil: the driver cannot hand a guest over; no pool
+	metrics *metrics
+	wake    chan struct{}
+
+	mu sync.Mutex
+	// ready are the guests restored and made their own, by domain: free,
+	// or claimed in the replica and not yet handed over.
+	ready map[string]*guest
+	// handed are the domains handed to their VMs by this run, so that a
+	// hand-over tried again (its Running report was lost) is not undone.
+	handed map[string]bool
+	// going are the domains being destroyed: closed once they are gone.
+	going map[string]chan struct{}
+	// filling is the domain of the guest being restored ("" when none).
+	filling string
+	// failed are the shapes whose last fill failed, until tried again.
+	failed map[string]*failure
+}
+
+type failure struct {
+	until time.Time
+	wait  time.Duration
+}
+
+// guest is a hot guest this run restored.
+type guest struct {
+	key, domain string
+	memory      int64
+	readyAt     time.Time
+}
+
+// New returns the pool; Run starts it.
+func New(cfg Config) *Pool {
+	if cfg.Healthy == nil {
+		cfg.Healthy = func() bool { return true }
+	}
+	if cfg.AgentWait <= 0 {
+		cfg.AgentWait = 30 * time.Second
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	p := &Pool{cfg: cfg, wake: make(chan struct{}, 1), ready: map[string]*guest{}, handed: map[string]bool{}, going: map[string]chan struct{}{},
+		failed: map[string]*failure{}}
+	p.claimer, _ = cfg.Driver.(hypervisor.HotClaimer)
+	p.metrics = newMetrics(cfg.Registerer, p)
+	return p
+}
+
+// Claim hands the VM whose deploy claimed a hot guest (vm.Domain) that
+// guest as domain spec: its forwards and screen added, running. false when
+// this run holds no such guest, or the hand-over failed: the domain is
+// then gone (a guest half handed over is destroyed, never reused), and
+// the VM starts as any new VM, under the same name.
+func (p *Pool) Claim(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (bool, error) {
+	start := time.Now()
+	p.mu.Lock()
+	if p.handed[vm.Domain] {
+		p.mu.Unlock()
+		return true, nil
+	}
+	g := p.ready[vm.Domain]
+	delete(p.ready, vm.Domain)
+	gone := p.going[vm.Domain]
+	p.mu.Unlock()
+	p.kick() // a free guest fewer: refill
+	if g == nil || p.claimer == nil {
+		p.metrics.claims.WithLabelValues("missed").Inc()
+		if gone != nil {
+			select { // the pool is destroying it: the VM's domain waits
+			case <-gone:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+		// Left by an earlier run (never handed over): not the VM's yet.
+		if err := p.cfg.Driver.Delete(ctx, vm.Domain); err != nil && !errors.Is(err, hypervisor.ErrNotFound) {
+			return false, err
+		}
+		p.cfg.Log.Info("a claimed hot guest is not here; the VM starts without it", "vm", vm.Namespace+"/"+vm.Name, "domain", vm.Domain)
+		return false, nil
+	}
+	if err := p.claimer.ClaimHot(ctx, spec); err != nil {
+		p.metrics.claims.WithLabelValues("failed").Inc()
+		p.cfg.Log.Warn("handing a hot guest over failed; destroying it, the VM starts without it", "vm", vm.Namespace+"/"+vm.Name, "domain", vm.Domain, "err", err)
+		if derr := p.cfg.Driver.Delete(context.WithoutCancel(ctx), vm.Domain); derr != nil && !errors.Is(derr, hypervisor.ErrNotFound) {
+			return false, derr
+		}
+		return false, nil
+	}
+	p.mu.Lock()
+	p.handed[vm.Domain] = true
+	p.mu.Unlock()
+	p.metrics.claims.WithLabelValues("claimed").Inc()
+	p.cfg.Log.Info("vm handed a hot guest", "vm", vm.Namespace+"/"+vm.Name, "domain", vm.Domain, "took", time.Since(start).Round(time.Millisecond),
+		"pooled", time.Since(g.readyAt).Round(time.Second))
+	return true, nil
+}
+
+// kick asks for a pass soon.
+func (p *Pool) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the pool in step with the hot configs until ctx ends.
+func (p *Pool) Run(ctx context.Context) {
+	if p.claimer == nil || p.cfg.Templates == nil {
+		p.cfg.Log.Info("hot pools are off: the hypervisor cannot hand a running guest over", "driver", p.cfg.Driver.Describe())
+		return
+	}
+	if p.cfg.Ready != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.cfg.Ready.CaughtUpCh():
+		}
+	}
+	tick := time.NewTicker(p.cfg.Interval)
+	defer tick.Stop()
+	for {
+		fsm := p.cfg.FSM
+		// Configs (hot counts, shapes), nodes (templates ready, a cordon)
+		// and this node's VMs (claims, deletions).
+		configs, nodes, vms := fsm.Watch(raftfsm.ResourceTopic(raftfsm.ResourceVMConfig)), fsm.Watch(raftfsm.ResourceTopic(raftfsm.ResourceNode)),
+			fsm.Watch(raftfsm.NodeTopic(p.cfg.Name))
+		if p.cfg.Healthy() {
+			if again := p.pass(ctx); again {
+				continue // a guest was restored: on to the next
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-configs:
+		case <-nodes:
+		case <-vms:
+		case <-p.wake:
+		case <-tick.C:
+		}
+	}
+}

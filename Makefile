@@ -164,7 +164,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_after_delete' -benchtime 5x -timeout 20m ./node
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_template_vs_boot' -benchtime 5x -timeout 20m ./node
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_hot_vs_template_vs_boot' -benchtime 10x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench '(Commit|Save)_1GiB' -benchtime 3x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'RunnerPool_queued_to_started' -benchtime 10x -timeout 20m ./node

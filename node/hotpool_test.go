@@ -33,16 +33,7 @@ func hotDomains(t *testing.T, m *testcluster.Member) []string {
 // waitHot waits until the config shows want free hot guests on node.
 func waitHot(t *testing.T, c *testcluster.Cluster, cl *api.Client, config, node string, want int) {
 	t.Helper()
-	c.WaitFor(fmt.Sprintf("%d hot guests of %s on %s", want, config, node), 30*time.Second, func() error {
-		got, err := cl.GetVMConfig(ctx(t), ns, config)
-		if err != nil {
-			return err
-		}
-		if got.HotNodes[node] != want {
-			return fmt.Errorf("hotNodes %v", got.HotNodes)
-		}
-		return nil
-	})
+	waitHotFor(t, c, cl, 30*time.Second, config, node, want)
 }
 
 // A config with --hot 2 on one node: ten deploys at once, the first two (and

@@ -55,8 +55,16 @@ func domainXML(domainType string, s hypervisor.Spec, f domainFiles) (string, err
 	// collide on equal ports. Port 0 is a guest without a screen (a
 	// template being built).
 	vnc := ""
-	if s.VNCPort != 0 {
+	switch {
+	case s.VNCPort != 0:
 		vnc = fmt.Sprintf("%s:%d", s.ListenAddr, s.VNCPort-5900)
+	case s.Hot:
+		// A hot guest's screen exists and listens nowhere until a claim
+		// opens it (QMP display-update, ClaimHot).
+		vnc = "none"
+	}
+	if s.Hot && len(s.Forwards) > 0 {
+		return "", fmt.Errorf("domain %s: a hot guest has no forwards until it is claimed", s.Name)
 	}
 	// The password comes from a file only root reads, never from the command
 	// line (which every user of the host can see).

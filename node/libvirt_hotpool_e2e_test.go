@@ -1,0 +1,176 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/internal/rfb"
+	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// qemuListens returns what the QEMU of domain listens on (TCP), as ss
+// sees it.
+func qemuListens(t *testing.T, domain string) []string {
+	t.Helper()
+	pid, err := os.ReadFile("/run/libvirt/qemu/" + domain + ".pid")
+	if err != nil {
+		t.Fatalf("the QEMU of %s: %v", domain, err)
+	}
+	out, err := exec.Command("ss", "-Hltnp").Output()
+	if err != nil {
+		t.Fatalf("ss: %v", err)
+	}
+	var on []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "pid="+strings.TrimSpace(string(pid))+",") {
+			on = append(on, strings.Fields(line)[3])
+		}
+	}
+	return on
+}
+
+// On real libvirt, a config with --hot 2: its node restores two guests
+// from the template, which listen on no host port. Ten deploys at once:
+// the first two claim the pooled guests and are Running with their ports
+// and screen, the rest start from the template; every VM has its own host
+// name, machine id and SSH host keys (as an SSH client sees them) and
+// answers on its own port; the pool refills to two. A hot VM deleted takes
+// its guest along, never pooled again.
+func TestLibvirtHotPool_ten_deploys(t *testing.T) {
+	image := guest.RequireLibvirt(t)
+	c := testcluster.New(t, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "hot", Subnet: 13, Templates: 2,
+		Capacity: raftfsm.Capacity{CPU: 16, MemoryBytes: 8 << 30}})
+	m := c.Members[0]
+	cl := c.Client(m)
+	upload(t, cl, "mini-linux", image)
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "mini-linux", CPU: 1, Memory: 0.25, Warm: true, Hot: 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitWarmFor(t, c, cl, 3*time.Minute, "ci", m.Name)
+	waitHotFor(t, c, cl, 2*time.Minute, "ci", m.Name, 2)
+	n, _ := m.Peer.FSM().Node(m.Name)
+	for _, g := range n.Hot {
+		if on := qemuListens(t, g.Domain); len(on) != 0 {
+			t.Fatalf("hot guest %s listens on %v before any claim", g.Domain, on)
+		}
+	}
+
+	// Ten guests starting at once under emulation on two cores: minutes.
+	dctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	vms := make([]api.VM, 10)
+	took := make([]time.Duration, 10)
+	for i := range vms {
+		wg.Go(func() {
+			start := time.Now()
+			vm, err := cl.DeployVM(dctx, ns, api.DeployRequest{VMConfig: "ci", Name: fmt.Sprintf("hot-%d", i), Timeout: floatp(5)})
+			if err != nil {
+				t.Errorf("deploy %d: %v", i, err)
+				return
+			}
+			if _, err := guest.WaitRun(dctx, sshAddr(vm), "admin", "admin", "true"); err != nil {
+				t.Errorf("ssh %s: %v", vm.Name, err)
+			}
+			vms[i], took[i] = vm, time.Since(start)
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	hot, seen := 0, map[string]string{}
+	var hotVM api.VM
+	for i, vm := range vms {
+		got, err := cl.GetVM(ctx(t), ns, vm.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.StartedFrom == raftfsm.StartedFromHot {
+			hot, hotVM = hot+1, vm
+		}
+		if got.Identity == nil || got.Identity.State != api.IdentitySet {
+			t.Errorf("%s is Running with identity %+v", vm.Name, got.Identity)
+		}
+		t.Logf("%s: from %s, a finished SSH command %v after the deploy call", vm.Name, got.StartedFrom, took[i].Round(time.Millisecond))
+		if h := strings.TrimSpace(guestRun(t, c, vm, "hostname; cat /etc/hostname")); h != vm.Name+"\n"+vm.Name {
+			t.Errorf("%s's host name: %q", vm.Name, h)
+		}
+		keys := []string{"machine id " + strings.TrimSpace(guestRun(t, c, vm, "cat /etc/machine-id"))}
+		for _, algo := range []string{ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256} {
+			fp, err := guest.HostKey(ctx(t), sshAddr(vm), algo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, algo+" "+fp)
+		}
+		for _, k := range keys {
+			if other, ok := seen[k]; ok {
+				t.Errorf("%s and %s share %s", other, vm.Name, k)
+			}
+			seen[k] = vm.Name
+		}
+	}
+	if hot < 2 {
+		t.Fatalf("%d of ten deploys started from a hot guest, want the first two", hot)
+	}
+	// The hot VM's screen is its own, at its port with its password.
+	vnc := net.JoinHostPort(hotVM.IP, strconv.Itoa(hotVM.VNC))
+	if _, err := rfb.Authenticate(vnc, hotVM.VNCPassword, 10*time.Second); err != nil {
+		t.Fatalf("the hot VM's screen with its password: %v", err)
+	}
+	waitHotFor(t, c, cl, 2*time.Minute, "ci", m.Name, 2)
+
+	// Deleted, its guest goes with it and is never pooled again.
+	rec, _ := m.Peer.FSM().VM(ns, hotVM.Name)
+	if err := cl.DeleteVM(ctx(t), ns, hotVM.Name); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the hot VM's domain gone", time.Minute, func() error {
+		doms, err := m.Libvirt.List(ctx(t))
+		if err != nil {
+			return err
+		}
+		for _, d := range doms {
+			if d.Name == rec.Domain {
+				return fmt.Errorf("%s still there", d.Name)
+			}
+		}
+		return nil
+	})
+	if n, _ := m.Peer.FSM().Node(m.Name); n.HotFree("") != 0 || len(n.Hot) != 2 || n.Hot[0].Domain == rec.Domain || n.Hot[1].Domain == rec.Domain {
+		t.Fatalf("free hot guests %+v", n.Hot)
+	}
+	if !strings.HasPrefix(rec.Domain, hypervisor.HotPrefix(m.Name)) {
+		t.Fatalf("the hot VM's domain %q", rec.Domain)
+	}
+}
+
+// waitHotFor waits until the config shows want free hot guests on node.
+func waitHotFor(t *testing.T, c *testcluster.Cluster, cl *api.Client, timeout time.Duration, config, node string, want int) {
+	t.Helper()
+	c.WaitFor(fmt.Sprintf("%d hot guests of %s on %s", want, config, node), timeout, func() error {
+		got, err := cl.GetVMConfig(ctx(t), ns, config)
+		if err != nil {
+			return err
+		}
+		if got.HotNodes[node] != want {
+			return fmt.Errorf("hotNodes %v", got.HotNodes)
+		}
+		return nil
+	})
+}

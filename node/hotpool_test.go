@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -151,4 +152,138 @@ func TestHotPool_claims_and_refills(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// deployAll deploys n VMs of config ci at once and returns them, Running.
+func deployAll(t *testing.T, cl *api.Client, prefix string, n int) []api.VM {
+	t.Helper()
+	var wg sync.WaitGroup
+	vms, errs := make([]api.VM, n), make([]error, n)
+	for i := range vms {
+		wg.Go(func() {
+			vms[i], errs[i] = cl.DeployVM(ctx(t), ns, api.DeployRequest{VMConfig: "ci", Name: fmt.Sprintf("%s-%d", prefix, i)})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil || vms[i].Status != api.StatusRunning {
+			t.Fatalf("deploy %d: %+v %v", i, vms[i], err)
+		}
+	}
+	return vms
+}
+
+// startedFrom counts the VMs by how they started, and fails on two VMs on
+// one domain.
+func startedFrom(t *testing.T, m *testcluster.Member, vms []api.VM) map[string]int {
+	t.Helper()
+	out, domains := map[string]int{}, map[string]bool{}
+	for _, vm := range vms {
+		rec, ok := m.Peer.FSM().VM(ns, vm.Name)
+		if !ok {
+			t.Fatalf("no record of %s", vm.Name)
+		}
+		d := hypervisor.DomainFor(m.Name, ns, vm.Name, rec.Domain)
+		if domains[d] {
+			t.Fatalf("two VMs on domain %s", d)
+		}
+		domains[d] = true
+		out[rec.StartedFrom]++
+	}
+	return out
+}
+
+// A peer that restarts destroys the hot guests it held (none is left
+// behind in the hypervisor) and fills its pool again with new ones.
+func TestHotPool_restart_rebuilds(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30}})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true, Hot: 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitHot(t, c, cl, "ci", m.Name, 2)
+	before := hotDomains(t, m)
+	c.Crash(m)
+	c.Restart(m)
+	c.WaitCaughtUp(m)
+	cl = c.Client(c.WaitLeader())
+	c.WaitFor("the pool rebuilt with new guests", 30*time.Second, func() error {
+		now := hotDomains(t, m)
+		n, _ := m.Peer.FSM().Node(m.Name)
+		if len(now) != 2 || len(n.Hot) != 2 || slices.ContainsFunc(now, func(d string) bool { return slices.Contains(before, d) }) {
+			return fmt.Errorf("hot domains %v (before %v), free %+v", now, before, n.Hot)
+		}
+		for _, g := range n.Hot {
+			if !slices.Contains(now, g.Domain) {
+				return fmt.Errorf("free guest %s is not in the hypervisor", g.Domain)
+			}
+		}
+		return nil
+	})
+	if got := startedFrom(t, m, deployAll(t, cl, "after", 1)); got[raftfsm.StartedFromHot] != 1 {
+		t.Fatalf("after the restart: %v", got)
+	}
+}
+
+// A pool whose guests would pass the node's --hot-max-memory keeps what
+// fits; deploys past it start from the template, none fails.
+func TestHotPool_memory_cap(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30},
+		Configure: func(_ int, cfg *node.Config) { cfg.HotMaxMemory = 1 << 30 }})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true, Hot: 3}); err != nil {
+		t.Fatal(err)
+	}
+	waitHot(t, c, cl, "ci", m.Name, 1)
+	if d := hotDomains(t, m); len(d) != 1 {
+		t.Fatalf("hot domains past the cap: %v", d)
+	}
+	vms := deployAll(t, cl, "capped", 3)
+	if got := startedFrom(t, m, vms); got[raftfsm.StartedFromHot] < 1 || got[raftfsm.StartedFromHot]+got[raftfsm.StartedFromTemplate] != 3 {
+		t.Fatalf("started from %v", got)
+	}
+	waitHot(t, c, cl, "ci", m.Name, 1)
+}
+
+// The config's hot count changed while deploys claim its guests: every
+// deploy runs, no two VMs share a guest, and once it settles the pool holds
+// what the config says and nothing else is left in the hypervisor.
+func TestHotPool_config_changed_during_claims(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30}})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true, Hot: 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitHot(t, c, cl, "ci", m.Name, 2)
+	done := make(chan []api.VM)
+	go func() { done <- deployAll(t, cl, "during", 8) }()
+	for _, hot := range []int{0, 3, 1} {
+		if _, err := cl.ChangeVMConfig(ctx(t), ns, "ci", api.VMConfigChange{Hot: &hot}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vms := <-done
+	got := startedFrom(t, m, vms)
+	// A VM whose guest the pool drained as the deploy claimed it starts
+	// from the template, under the claimed guest's domain name.
+	claimed := 0
+	for _, vm := range vms {
+		if rec, _ := m.Peer.FSM().VM(ns, vm.Name); rec.Domain != "" {
+			claimed++
+		}
+	}
+	waitHot(t, c, cl, "ci", m.Name, 1)
+	c.WaitFor("only the VMs' and the pool's hot domains left", 30*time.Second, func() error {
+		if d := hotDomains(t, m); len(d) != claimed+1 {
+			return fmt.Errorf("hot domains %v, %d VMs claimed a guest", d, claimed)
+		}
+		return nil
+	})
+	t.Logf("eight deploys while the hot count changed: %v", got)
 }

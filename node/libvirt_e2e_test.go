@@ -63,7 +63,7 @@ const guestBootWait = 3 * time.Minute
 func waitGuestAgent(t *testing.T, c *testcluster.Cluster, vm api.VM) {
 	t.Helper()
 	cl := c.Client(c.Members[0])
-	err := poll.Until(ctx(t), guestBootWait, func() error {
+	err := poll.Until(context.Background(), guestBootWait, func() error {
 		got, err := cl.GetVM(ctx(t), vm.Namespace, vm.Name)
 		if err != nil || !got.GuestAgent || !strings.Contains(got.GuestOS, "mini-linux") || !slices.Contains(got.GuestIPs, "10.0.2.15") ||
 			got.Identity == nil || got.Identity.State != api.IdentitySet {

@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/testkit/browser"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -286,4 +289,27 @@ func TestHotPool_config_changed_during_claims(t *testing.T) {
 		return nil
 	})
 	t.Logf("eight deploys while the hot count changed: %v", got)
+}
+
+// The web UI's VM configs view, in headless Chromium: where a hot config's
+// template is ready and its node's pool, all ready.
+func TestWebUI_hot_pool_view(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30}})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true, Hot: 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitHot(t, c, cl, "ci", m.Name, 2)
+	bctx := browser.New(t, 2*time.Minute)
+	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"),
+		chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
+		uiView("vmconfigs"), chromedp.WaitVisible(`tr[data-config="ci"]`)); err != nil {
+		browser.Screenshot(t, bctx, "webui-hotpool-failed")
+		t.Fatal(err)
+	}
+	want := m.Name + ": 2/2 ready"
+	waitJS(t, c, bctx, "the config's row", fmt.Sprintf(`document.querySelector('tr[data-config="ci"]').children[5].textContent === %q && document.querySelector('tr[data-config="ci"]').children[6].textContent === %q`, m.Name, want), 10*time.Second)
+	browser.Screenshot(t, bctx, "webui-hotpool")
 }

@@ -53,8 +53,16 @@ export const views = {
   async isos(fresh, act) { return artifactView("isos", "iso", fresh, act); },
   async vmconfigs(fresh, { run }) {
     const cfgs = await list("vmconfigs", fresh);
-    return table(["Config", "Image", "CPU", "Memory", "Tag", ""], cfgs.map((c) => h("tr", {},
+    // Where the booted template is ready, and each node's hot pool: its
+    // ready guests of the config's count (fewer: the node is filling it).
+    /** @param {import("./store.js").Item} c */
+    const warm = (c) => (!c.warm ? "-" : (c.warmNodes || []).join(", ") || "none yet");
+    /** @param {import("./store.js").Item} c */
+    const hot = (c) => (!c.hot ? "-" : Object.keys(c.hotNodes || {}).sort()
+      .map((n) => `${n}: ${c.hotNodes[n]}/${c.hot} ready${c.hotNodes[n] < c.hot ? ", filling" : ""}`).join("; ") || `none yet (of ${c.hot})`);
+    return table(["Config", "Image", "CPU", "Memory", "Tag", "Warm on", "Hot pool", ""], cfgs.map((c) => h("tr", { "data-config": c.name },
       h("td", {}, c.name), h("td", {}, c.image), h("td", {}, c.cpu), h("td", {}, c.memory), h("td", {}, c.tag),
+      h("td", {}, warm(c)), h("td", {}, hot(c)),
       h("td", {}, h("button", { type: "button", onclick: () => run(() => call("DELETE", nsPath("vmconfigs", c.name))) }, "delete")))));
   },
   async jobs() {

@@ -293,11 +293,14 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 	}
 	var guest *raftfsm.GuestReport
 	if status == raftfsm.VMRunning {
-		if booted {
+		if booted || started != "" {
 			// A guest this run powered on has no agent yet: asking it now
 			// would only hold up the Running report (libvirt waits on the
-			// channel, up to 0.7 s with ten guests starting). The agent is
-			// first asked one probe interval from now.
+			// channel, up to 0.7 s with ten guests starting). One this run
+			// restored or was handed has answered its identity step: what
+			// it is (several agent calls) is no reason to hold the report
+			// up either. The agent is first asked one probe interval from
+			// now.
 			w.agentAsked = time.Now()
 		}
 		guest = w.askAgent(ctx, vm)

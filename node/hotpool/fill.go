@@ -215,7 +215,11 @@ func (p *Pool) fillOne(ctx context.Context, node raftfsm.NodeView, want map[stri
 	for _, g := range p.ready {
 		held += g.memory
 	}
+	recent := time.Since(p.claimed) < p.cfg.RefillDelay
 	p.mu.Unlock()
+	if recent {
+		return false // the claim's kick comes once the delay is over
+	}
 	for _, k := range keys {
 		w := want[k]
 		have := 0

@@ -52,6 +52,11 @@ type Config struct {
 	// AgentWait bounds the wait for a restored guest's agent, for its
 	// identity step (default 30 s).
 	AgentWait time.Duration
+	// RefillDelay is how long the pool waits after a claim before it
+	// restores the next guest (default 2 s): a restore takes the host's
+	// CPU and disk for a second or more, which the claimed VM's first
+	// seconds, when its user connects, need more.
+	RefillDelay time.Duration
 	// Interval is the longest time between passes (default 30 s).
 	Interval   time.Duration
 	Registerer prometheus.Registerer
@@ -78,6 +83,8 @@ type Pool struct {
 	filling string
 	// failed are the shapes whose last fill failed, until tried again.
 	failed map[string]*failure
+	// claimed is when a guest was last handed over (RefillDelay).
+	claimed time.Time
 }
 
 type failure struct {
@@ -102,6 +109,9 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 30 * time.Second
+	}
+	if cfg.RefillDelay <= 0 {
+		cfg.RefillDelay = 2 * time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -132,7 +142,6 @@ func (p *Pool) Claim(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (
 	delete(p.ready, vm.Domain)
 	gone := p.going[vm.Domain]
 	p.mu.Unlock()
-	p.kick() // a free guest fewer: refill
 	if g == nil || p.claimer == nil {
 		p.metrics.claims.WithLabelValues("missed").Inc()
 		if gone != nil {
@@ -159,7 +168,9 @@ func (p *Pool) Claim(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (
 	}
 	p.mu.Lock()
 	p.handed[vm.Domain] = true
+	p.claimed = time.Now()
 	p.mu.Unlock()
+	time.AfterFunc(p.cfg.RefillDelay, p.kick)
 	p.metrics.claims.WithLabelValues("claimed").Inc()
 	p.cfg.Log.Info("vm handed a hot guest", "vm", vm.Namespace+"/"+vm.Name, "domain", vm.Domain, "took", time.Since(start).Round(time.Millisecond),
 		"pooled", time.Since(g.readyAt).Round(time.Second))

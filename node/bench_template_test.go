@@ -132,7 +132,7 @@ func BenchmarkDeploy_hot_vs_template_vs_boot(b *testing.B) {
 		b.ReportMetric(ms(percentile(k.times, 0.95)), k.name+"-ssh-p95-ms")
 	}
 	for _, step := range bootStepNames {
-		b.ReportMetric(ms(percentile(steps[step], 0.5)), "boot-"+step+"-p50-ms")
+		b.ReportMetric(ms(percentile(steps[step], 0.5)), "bootstep-"+step+"-p50-ms")
 	}
 	b.ReportMetric(float64(percentile(kinds[1].times, 0.5))/float64(percentile(kinds[2].times, 0.5)), "template/boot-p50")
 	b.ReportMetric(float64(percentile(kinds[0].times, 0.5))/float64(percentile(kinds[2].times, 0.5)), "hot/boot-p50")

@@ -175,6 +175,10 @@ var domainTmpl = template.Must(template.New("domain").Funcs(template.FuncMap{"x"
       <target dir='{{x .SharedTag}}'/>
     </filesystem>{{end}}
     <memballoon model='none'/>
+{{- if not .LegacyIO}}
+    <rng model='virtio'>
+      <backend model='random'>/dev/urandom</backend>
+    </rng>{{end}}
   </devices>
   <seclabel type='static' model='dac' relabel='yes'>
     <label>{{x .Label}}</label>

@@ -20,8 +20,14 @@ func TestDomainXML_cases(t *testing.T) {
 	}{
 		{name: "virtio by default", typ: TypeQEMU,
 			want: []string{`<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>`, `bus='virtio'`, `virtio-net-pci,netdev=n0,bus=pci.0,addr=0x10`,
-				`hostfwd=tcp:10.0.0.5:22001-:22,hostfwd=tcp:10.0.0.5:22002-:5900`, `<qemu:arg value='10.0.0.5:1'/>`, `<vcpu>2</vcpu>`, `<memory unit='MiB'>512</memory>`, `name='org.qemu.guest_agent.0'`, `<genid/>`},
+				`hostfwd=tcp:10.0.0.5:22001-:22,hostfwd=tcp:10.0.0.5:22002-:5900`, `<qemu:arg value='10.0.0.5:1'/>`, `<vcpu>2</vcpu>`, `<memory unit='MiB'>512</memory>`, `name='org.qemu.guest_agent.0'`, `<genid/>`,
+				// Entropy from the host at once: a guest making its SSH host keys at boot does not wait for
+				// its own random pool to fill under emulation.
+				"<rng model='virtio'>\n      <backend model='random'>/dev/urandom</backend>"},
 			notWant: []string{"cdrom", "host-passthrough"}},
+		{name: "a hot guest's screen listens nowhere", typ: TypeQEMU, mod: func(s *hypervisor.Spec) { s.Hot, s.VNCPort, s.Forwards = true, 0, nil },
+			want: []string{"<qemu:arg value='-vnc'/>\n    <qemu:arg value='none"}, notWant: []string{"hostfwd"}},
+		{name: "a hot guest with forwards", typ: TypeQEMU, mod: func(s *hypervisor.Spec) { s.Hot, s.VNCPort = true, 0 }, wantErr: true},
 		{name: "the whole backing chain is declared, every format pinned", typ: TypeQEMU,
 			want: []string{"<driver name='qemu' type='qcow2'/>\n      <source file='/vms/d.qcow2'/>\n      <backingStore type='file'>\n        <format type='raw'/>\n        <source file='/images/base'/>\n        <backingStore/>\n      </backingStore>"}},
 		{name: "a qcow2 base", typ: TypeQEMU, mod: func(s *hypervisor.Spec) { s.BaseFormat = "qcow2" }, want: []string{"<format type='qcow2'/>\n        <source file='/images/base'/>"}},

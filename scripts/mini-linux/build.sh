@@ -24,7 +24,7 @@ isolinux=/usr/lib/ISOLINUX/isolinux.bin
 ldlinux=/usr/lib/syslinux/modules/bios/ldlinux.c32
 cache=${SVC_IMAGE_CACHE:-build/cache}
 disk_mib=${MINI_LINUX_DISK_MIB:-64}
-mods="virtio_pci virtio_blk virtio_net virtio_console ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button netfs"
+mods="virtio_pci virtio_blk virtio_net virtio_console virtio_rng ata_piix sd_mod sr_mod isofs vfat nls_cp437 nls_ascii nls_iso8859-1 evdev button netfs"
 
 go=${GO:-go}
 for tool in mkfs.vfat syslinux mcopy genisoimage qemu-img cpio depmod modprobe openssl dpkg-deb "$go"; do

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,27 +19,6 @@ import (
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
-
-// qemuListens returns what the QEMU of domain listens on (TCP), as ss
-// sees it.
-func qemuListens(t *testing.T, domain string) []string {
-	t.Helper()
-	pid, err := os.ReadFile("/run/libvirt/qemu/" + domain + ".pid")
-	if err != nil {
-		t.Fatalf("the QEMU of %s: %v", domain, err)
-	}
-	out, err := exec.Command("ss", "-Hltnp").Output()
-	if err != nil {
-		t.Fatalf("ss: %v", err)
-	}
-	var on []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "pid="+strings.TrimSpace(string(pid))+",") {
-			on = append(on, strings.Fields(line)[3])
-		}
-	}
-	return on
-}
 
 // On real libvirt, a config with --hot 2: its node restores two guests
 // from the template, which listen on no host port. Ten deploys at once:
@@ -64,7 +41,7 @@ func TestLibvirtHotPool_ten_deploys(t *testing.T) {
 	waitHotFor(t, c, cl, 2*time.Minute, "ci", m.Name, 2)
 	n, _ := m.Peer.FSM().Node(m.Name)
 	for _, g := range n.Hot {
-		if on := qemuListens(t, g.Domain); len(on) != 0 {
+		if on := guest.QEMUListens(t, g.Domain); len(on) != 0 {
 			t.Fatalf("hot guest %s listens on %v before any claim", g.Domain, on)
 		}
 	}

@@ -19,13 +19,7 @@ import (
 // A guest saved to a memory file and restored from it runs on where it
 // was: the same boot (its boot id), not a new one.
 func TestLibvirt_memory_snapshot(t *testing.T) {
-	dir := guest.TempDir(t)
-	d, err := libvirt.New(libvirt.Config{Dir: dir, Prefix: hypervisor.DomainPrefix("hvtest")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	image := guest.RequireLibvirt(t)
+	d, image := realDriver(t, "hvtest")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const addr = "127.0.0.1"
@@ -53,7 +47,7 @@ func TestLibvirt_memory_snapshot(t *testing.T) {
 	}
 	before := bootID()
 
-	mem := filepath.Join(dir, "mem.state")
+	mem := filepath.Join(filepath.Dir(d.MemoryPath(spec.Name)), "mem.state")
 	if err := d.SaveMemory(ctx, spec.Name, filepath.Join(t.TempDir(), "elsewhere")); err == nil {
 		t.Fatal("a memory file outside the VM directory was taken")
 	}
@@ -87,4 +81,17 @@ func hasState(doms []hypervisor.Domain, name string, st hypervisor.State) bool {
 		}
 	}
 	return false
+}
+
+// realDriver is a libvirt driver for the domains of peer, in a directory of
+// the test's own, and the mini-linux image (the test is skipped without
+// libvirtd, unless SVC_REQUIRE_LIBVIRT).
+func realDriver(t *testing.T, peer string) (*libvirt.Driver, string) {
+	t.Helper()
+	d, err := libvirt.New(libvirt.Config{Dir: guest.TempDir(t), Prefix: hypervisor.DomainPrefix(peer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d, guest.RequireLibvirt(t)
 }

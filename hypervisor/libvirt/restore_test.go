@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/internal/rfb"
 	"github.com/svc-project/svc/testkit/guest"
 )
@@ -22,14 +21,8 @@ import (
 // one) on a disk of its own, with its own forwards and screen password; a
 // truncated memory file restores nothing and leaves nothing behind.
 func TestLibvirt_restore_as(t *testing.T) {
-	dir := guest.TempDir(t)
 	const peer = "hvrestore"
-	d, err := libvirt.New(libvirt.Config{Dir: dir, Prefix: hypervisor.DomainPrefix(peer)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	image := guest.RequireLibvirt(t)
+	d, image := realDriver(t, peer)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const addr = "127.0.0.1"

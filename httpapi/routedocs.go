@@ -97,7 +97,7 @@ func routeDocs() map[string]routeDoc {
 		post + ns + "/images/{image}/cache":                   {Summary: "Copy an image to nodes (a job)", Tag: "images", Req: api.ImageCacheRequest{}, Resp: api.JobAccepted{}, Code: 202},
 		get + ns + "/images/{image}/cache":                    {Summary: "List the nodes holding an image and the copies under way", Tag: "images", Resp: api.ImageCache{}, Query: read},
 		del + ns + "/images/{image}/cache":                    {Summary: "Free an image on a node", Tag: "images", Resp: api.ImageCache{}, Query: []queryParam{{"node", "the node to free the image on (required)"}}},
-		patch + ns + "/vmconfigs/{vmconfig}":                  {Summary: "Turn a VM config's booted templates on or off", Tag: "vmconfigs", Req: api.VMConfigChange{}, Resp: api.VMConfig{}},
+		patch + ns + "/vmconfigs/{vmconfig}":                  {Summary: "Turn a VM config's booted templates on or off, and set its hot pool", Tag: "vmconfigs", Req: api.VMConfigChange{}, Resp: api.VMConfig{}},
 		get + ns + "/images":                                  {Summary: "List images", Tag: "images", Resp: api.List[api.Image]{}, Query: watched},
 		post + ns + "/images":                                 {Summary: "Generate an empty disk image", Tag: "images", Req: api.GenerateImageRequest{}, Resp: api.Image{}, Code: 201},
 		get + ns + "/images/{image}":                          {Summary: "Get an image", Tag: "images", Resp: api.Image{}, Query: read},

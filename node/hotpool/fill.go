@@ -84,7 +84,12 @@ func (p *Pool) pass(ctx context.Context) bool {
 		spent[d] = true
 	}
 	p.destroy(ctx, p.unwanted(node, want, claimed, spent))
-	p.destroy(ctx, p.orphans(ctx, claimed))
+	// The hypervisor is listed at the first pass (a restart's leftovers)
+	// and then once an Interval: passes come at every node's report.
+	if time.Since(p.listed) >= p.cfg.Interval {
+		p.listed = time.Now()
+		p.destroy(ctx, p.orphans(ctx, claimed))
+	}
 	free := p.free(spent, claimed)
 	p.report(ctx, node, free)
 	return p.fillOne(ctx, node, want, free)

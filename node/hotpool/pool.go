@@ -85,6 +85,9 @@ type Pool struct {
 	failed map[string]*failure
 	// claimed is when a guest was last handed over (RefillDelay).
 	claimed time.Time
+	// listed is when the pass last listed the hypervisor's domains (Run's
+	// goroutine only).
+	listed time.Time
 }
 
 type failure struct {

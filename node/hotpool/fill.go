@@ -129,11 +129,6 @@ func (p *Pool) unwanted(node raftfsm.NodeView, want map[string]wanted, claimed, 
 		delete(p.ready, d)
 		p.going[d] = make(chan struct{})
 	}
-	for d := range p.handed {
-		if !claimed[d] {
-			delete(p.handed, d) // its VM is gone: the host removes its domain
-		}
-	}
 	return drop
 }
 
@@ -150,6 +145,15 @@ func (p *Pool) orphans(ctx context.Context, claimed map[string]bool) []string {
 	prefix := hypervisor.HotPrefix(p.cfg.Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	listed := map[string]bool{}
+	for _, d := range doms {
+		listed[d.Name] = true
+	}
+	for d := range p.handed {
+		if !listed[d] {
+			delete(p.handed, d) // its VM is gone, and the host removed its domain
+		}
+	}
 	var out []string
 	for _, d := range doms {
 		n := d.Name

@@ -74,8 +74,9 @@ type Pool struct {
 	// ready are the guests restored and made their own, by domain: free,
 	// or claimed in the replica and not yet handed over.
 	ready map[string]*guest
-	// handed are the domains handed to their VMs by this run, so that a
-	// hand-over tried again (its Running report was lost) is not undone.
+	// handed are the domains handed to their VMs by this run, or being
+	// handed, so that a hand-over tried again (its Running report was
+	// lost) is not undone, and no pass takes one for an orphan.
 	handed map[string]bool
 	// going are the domains being destroyed: closed once they are gone.
 	going map[string]chan struct{}
@@ -143,6 +144,12 @@ func (p *Pool) Claim(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (
 	}
 	g := p.ready[vm.Domain]
 	delete(p.ready, vm.Domain)
+	if g != nil {
+		// Out of the pool and not yet the VM's: marked handed now, so that
+		// no pass takes it for an orphan meanwhile (a pass's view of the
+		// claims may predate this one).
+		p.handed[vm.Domain] = true
+	}
 	gone := p.going[vm.Domain]
 	p.mu.Unlock()
 	if g == nil || p.claimer == nil {
@@ -162,6 +169,9 @@ func (p *Pool) Claim(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (
 		return false, nil
 	}
 	if err := p.claimer.ClaimHot(ctx, spec); err != nil {
+		p.mu.Lock()
+		delete(p.handed, vm.Domain)
+		p.mu.Unlock()
 		p.metrics.claims.WithLabelValues("failed").Inc()
 		p.cfg.Log.Warn("handing a hot guest over failed; destroying it, the VM starts without it", "vm", vm.Namespace+"/"+vm.Name, "domain", vm.Domain, "err", err)
 		if derr := p.cfg.Driver.Delete(context.WithoutCancel(ctx), vm.Domain); derr != nil && !errors.Is(derr, hypervisor.ErrNotFound) {
@@ -170,7 +180,6 @@ func (p *Pool) Claim(ctx context.Context, vm raftfsm.VM, spec hypervisor.Spec) (
 		return false, nil
 	}
 	p.mu.Lock()
-	p.handed[vm.Domain] = true
 	p.claimed = time.Now()
 	p.mu.Unlock()
 	time.AfterFunc(p.cfg.RefillDelay, p.kick)

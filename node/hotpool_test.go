@@ -199,14 +199,7 @@ func startedFrom(t *testing.T, m *testcluster.Member, vms []api.VM) map[string]i
 // A peer that restarts destroys the hot guests it held (none is left
 // behind in the hypervisor) and fills its pool again with new ones.
 func TestHotPool_restart_rebuilds(t *testing.T) {
-	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30}})
-	m := c.WaitLeader()
-	cl := c.Client(m)
-	upload(t, cl, "tiny", tinyImage(t))
-	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true, Hot: 2}); err != nil {
-		t.Fatal(err)
-	}
-	waitHot(t, c, cl, "ci", m.Name, 2)
+	c, m, cl := hotRig(t, 2)
 	before := hotDomains(t, m)
 	c.Crash(m)
 	c.Restart(m)
@@ -256,14 +249,7 @@ func TestHotPool_memory_cap(t *testing.T) {
 // deploy runs, no two VMs share a guest, and once it settles the pool holds
 // what the config says and nothing else is left in the hypervisor.
 func TestHotPool_config_changed_during_claims(t *testing.T) {
-	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30}})
-	m := c.WaitLeader()
-	cl := c.Client(m)
-	upload(t, cl, "tiny", tinyImage(t))
-	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true, Hot: 2}); err != nil {
-		t.Fatal(err)
-	}
-	waitHot(t, c, cl, "ci", m.Name, 2)
+	c, m, cl := hotRig(t, 2)
 	done := make(chan []api.VM)
 	go func() { done <- deployAll(t, cl, "during", 8) }()
 	for _, hot := range []int{0, 3, 1} {
@@ -294,14 +280,7 @@ func TestHotPool_config_changed_during_claims(t *testing.T) {
 // The web UI's VM configs view, in headless Chromium: where a hot config's
 // template is ready and its node's pool, all ready.
 func TestWebUI_hot_pool_view(t *testing.T) {
-	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30}})
-	m := c.WaitLeader()
-	cl := c.Client(m)
-	upload(t, cl, "tiny", tinyImage(t))
-	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true, Hot: 2}); err != nil {
-		t.Fatal(err)
-	}
-	waitHot(t, c, cl, "ci", m.Name, 2)
+	c, m, _ := hotRig(t, 2)
 	bctx := browser.New(t, 2*time.Minute)
 	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"),
 		chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
@@ -312,4 +291,19 @@ func TestWebUI_hot_pool_view(t *testing.T) {
 	want := m.Name + ": 2/2 ready"
 	waitJS(t, c, bctx, "the config's row", fmt.Sprintf(`document.querySelector('tr[data-config="ci"]').children[5].textContent === %q && document.querySelector('tr[data-config="ci"]').children[6].textContent === %q`, m.Name, want), 10*time.Second)
 	browser.Screenshot(t, bctx, "webui-hotpool")
+}
+
+// hotRig is a one-peer cluster with the fake hypervisor's agent, image tiny
+// and config ci (1 CPU, 1 GiB, warm, hot): its pool filled.
+func hotRig(t *testing.T, hot int) (*testcluster.Cluster, *testcluster.Member, *api.Client) {
+	t.Helper()
+	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30}})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "tiny", CPU: 1, Memory: 1, Warm: true, Hot: hot}); err != nil {
+		t.Fatal(err)
+	}
+	waitHot(t, c, cl, "ci", m.Name, hot)
+	return c, m, cl
 }

@@ -199,12 +199,12 @@ func startedFrom(t *testing.T, m *testcluster.Member, vms []api.VM) map[string]i
 // A peer that restarts destroys the hot guests it held (none is left
 // behind in the hypervisor) and fills its pool again with new ones.
 func TestHotPool_restart_rebuilds(t *testing.T) {
-	c, m, cl := hotRig(t, 2)
+	c, m, _ := hotRig(t, 2)
 	before := hotDomains(t, m)
 	c.Crash(m)
 	c.Restart(m)
 	c.WaitCaughtUp(m)
-	cl = c.Client(c.WaitLeader())
+	cl := c.Client(c.WaitLeader())
 	c.WaitFor("the pool rebuilt with new guests", 30*time.Second, func() error {
 		now := hotDomains(t, m)
 		n, _ := m.Peer.FSM().Node(m.Name)

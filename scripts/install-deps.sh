@@ -7,14 +7,15 @@
 # Chromium, which the browser tests of the API explorer drive headless, and
 # e2fsprogs and mount, which keep the namespaces' shared folders (ext4 images
 # on loop devices), and gcc, make and xz-utils, with which the image build
-# compiles the 9p modules Debian's cloud kernel leaves out.
+# compiles the 9p modules Debian's cloud kernel leaves out (binutils strips
+# them), and zstd, which packs the initramfs.
 # Idempotent; needs root.
 set -euo pipefail
 pkgs=(
   qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
-  busybox-static dropbear-bin qemu-guest-agent syslinux syslinux-common isolinux mtools dosfstools cpio kmod openssl file genisoimage
+  busybox-static dropbear-bin qemu-guest-agent syslinux syslinux-common isolinux mtools dosfstools cpio zstd kmod openssl file genisoimage
   iproute2 nftables docker-registry chromium
-  e2fsprogs mount gcc make xz-utils
+  e2fsprogs mount gcc make xz-utils binutils
 )
 missing=()
 for p in "${pkgs[@]}"; do

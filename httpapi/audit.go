@@ -25,12 +25,17 @@ type Auditor interface {
 	Keep() int
 }
 
-// audited says whether a request is an API write the audit log records:
-// any write method on /api/v1 but the peers' internal routes, received
+// audited says whether a request is an API write the audit log records
+// (or a snapshot's read): any write method on /api/v1 but the peers' internal routes, received
 // from a client (a forwarded request was recorded where it came in).
 func audited(r *http.Request) bool {
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	case http.MethodGet:
+		// A snapshot holds the cluster's secrets: who took one is recorded.
+		if r.URL.Path != api.SnapshotPath {
+			return false
+		}
 	default:
 		return false
 	}

@@ -103,6 +103,9 @@ func operation(rt Route, path string, d routeDoc, schemaOf func(any) (*openapi3.
 		op.AddParameter(p)
 	}
 	switch {
+	case d.Body != "":
+		content := openapi3.Content{d.Body: openapi3.NewMediaType().WithSchema(openapi3.NewStringSchema().WithFormat("binary"))}
+		op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(true).WithContent(content)}
 	case d.Upload != "":
 		form := openapi3.NewObjectSchema().WithProperty(d.Upload, openapi3.NewStringSchema().WithFormat("binary"))
 		if d.Upload == "cert" {

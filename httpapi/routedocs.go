@@ -17,6 +17,8 @@ type routeDoc struct {
 	// Upload is the form field of a multipart upload ("image", "iso",
 	// "cert"): the body is a file, not JSON.
 	Upload string
+	// Body is the content type of a request body taken as is (a snapshot).
+	Body string
 	// Resp is the answer's body; nil with Code 204: none.
 	Resp any
 	// Code is the success status (200 unless set).
@@ -74,6 +76,8 @@ func routeDocs() map[string]routeDoc {
 		get + "/api/v1/cluster/join-tokens":                   {Summary: "List join tokens: ids, expiry and uses, never a secret", Tag: "cluster", Resp: api.List[api.JoinToken]{}},
 		post + "/api/v1/cluster/join-tokens":                  {Summary: "Make a join token: a host runs svc agent --join ADDR --join-token TOKEN with it (the token is in this answer only)", Tag: "cluster", Req: api.JoinTokenRequest{}, Resp: api.JoinToken{}, Code: 201},
 		del + "/api/v1/cluster/join-tokens/{id}":              {Summary: "Revoke a join token", Tag: "cluster", Code: 204},
+		get + "/api/v1/cluster/snapshot":                      {Summary: "A snapshot of the cluster's state as of one Raft index, streamed (application/octet-stream; svc cluster snapshot save): every record, the CA and the keys, so keep it as a secret (audited)", Tag: "cluster", Stream: "application/octet-stream"},
+		post + "/api/v1/cluster/snapshot":                     {Summary: "Restore a snapshot of this cluster on every peer (application/octet-stream body, a file of svc cluster snapshot save): checked whole before anything is restored; the cluster's peers stay as they are", Tag: "cluster", Body: "application/octet-stream", Resp: api.SnapshotRestored{}},
 		post + "/api/v1/cluster/rotate-gossip-key":            {Summary: "Replace the gossip encryption key on every live peer, without a restart", Tag: "cluster", Resp: api.Message{}},
 		get + "/api/v1/audit":                                 {Summary: "The audit log: every API write (who, from which peer and address, method, path, outcome, when), oldest first", Tag: "cluster", Resp: api.List[api.AuditEntry]{}, Query: []queryParam{{"namespace", "only this namespace's writes"}, {"subject", "only this subject's (a user, or namespace:name)"}, {"since", "since a time (RFC 3339) or a duration ago (1h)"}, {"limit", "the newest N (default 1000, at most 100000)"}}},
 		get + ns + "/quota":                                   {Summary: "The namespace's quota and what its VMs take against it", Tag: "namespaces", Resp: api.NamespaceQuota{}, Query: read},

@@ -65,6 +65,9 @@ type Config struct {
 	// RunnerPools is the leader's runner pool controller (nil: completed
 	// deliveries are only recorded by the next sweep).
 	RunnerPools RunnerPools
+	// Snapshots saves and restores the cluster's state (nil: those
+	// routes answer 503).
+	Snapshots Snapshots
 	// Swarm serves chunks of blobs to other peers and, on the leader,
 	// tracks who has which (nil: none).
 	Swarm *swarm.Service
@@ -289,6 +292,8 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: "/api/v1/cluster/join-tokens", Rule: RuleAdmin, Write: true, Target: Leader}, s.createJoinToken)
 	s.handle(Route{Method: del, Path: "/api/v1/cluster/join-tokens/:id", Rule: RuleAdmin, Write: true, Target: Leader}, s.revokeJoinToken)
 	s.handle(Route{Method: post, Path: "/api/v1/cluster/rotate-gossip-key", Rule: RuleAdmin, Write: true, Target: Leader}, s.rotateGossipKey)
+	s.handle(Route{Method: get, Path: api.SnapshotPath, Rule: RuleAdmin}, s.saveSnapshot)
+	s.handle(Route{Method: post, Path: api.SnapshotPath, Rule: RuleAdmin, Write: true, Target: Leader, Upload: true}, s.restoreSnapshot)
 	s.handle(Route{Method: del, Path: ns + "/nodes/:name", Rule: RuleAdmin, Write: true, Target: Leader}, s.removeNode)
 	s.handle(Route{Method: post, Path: ns + "/nodes/:name/approve", Rule: RuleAdmin, Write: true, Target: Leader}, s.approveNode)
 

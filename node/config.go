@@ -38,6 +38,15 @@ type Config struct {
 	// JoinToken admits a host that is not a peer yet (svc cluster
 	// join-token create); a peer restarted with its data dir needs none.
 	JoinToken string
+	// Restore, with BootstrapExpect 1 on a host that is not a peer yet, is
+	// a snapshot file (svc cluster snapshot save) the new cluster is formed
+	// from: its records, CA and keys.
+	Restore string
+	// Recover makes this peer, which lost its cluster's majority for good,
+	// the one voter of its cluster, once no leader answered it for
+	// RecoverProbe (default raftstore.DefaultRecoverProbe).
+	Recover      bool
+	RecoverProbe time.Duration
 	// PlainPeers runs Raft, gossip and the peers' calls to each other
 	// without TLS or encryption, peers naming themselves in a header. It
 	// exists only so that benchmarks can state what the fabric costs; svc

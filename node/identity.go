@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/svc-project/svc/backup"
 	"github.com/svc-project/svc/node/fabric"
 	"github.com/svc-project/svc/node/membership"
 	"github.com/svc-project/svc/node/peerlink"
+	"github.com/svc-project/svc/node/snapshots"
 )
 
 // ErrNotAMember is returned by Start on a host that is not a peer of a
@@ -41,6 +43,8 @@ func (p *Peer) openIdentity() (restarted bool, seeds []string, err error) {
 	id, err := fabric.LoadIdentity(dir)
 	restarted = err == nil
 	switch {
+	case err == nil && p.cfg.Restore != "":
+		return false, nil, fmt.Errorf("--restore forms a new cluster, but data dir %s holds a peer of cluster %s already: use an empty data dir, or restore into the running cluster with 'svc cluster snapshot restore'", p.cfg.DataDir, id.ClusterID)
 	case err == nil:
 		if p.cfg.JoinToken != "" {
 			p.cfg.Log.Info("this peer is a member of its cluster already; the join token is not used", "cluster", id.ClusterID)
@@ -64,6 +68,15 @@ func (p *Peer) openIdentity() (restarted bool, seeds []string, err error) {
 		} else {
 			p.cfg.Log.Info("joined the cluster: admitted with the join token", "cluster", id.ClusterID)
 		}
+	case p.cfg.Restore != "" && p.cfg.BootstrapExpect != 1:
+		return false, nil, errors.New("--restore forms a new cluster: it needs --bootstrap-expect 1")
+	case p.cfg.Restore != "":
+		var h backup.Header
+		if id, h, err = snapshots.FormCluster(p.cfg.Restore, dir, p.netHost(), time.Now()); err != nil {
+			return false, nil, err
+		}
+		p.cfg.Log.Warn("forming a cluster from a snapshot", "cluster", id.ClusterID, "snapshot_index", h.Index, "snapshot_taken", h.CreatedAt,
+			"snapshot_svc", h.SVCVersion, "ca", id.CAFingerprint())
 	case p.cfg.BootstrapExpect == 1:
 		if id, err = membership.Form(dir, p.netHost(), time.Now()); err != nil {
 			return false, nil, err

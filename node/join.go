@@ -7,6 +7,7 @@ import (
 
 	"github.com/svc-project/svc/node/membership"
 	"github.com/svc-project/svc/node/peerbook"
+	"github.com/svc-project/svc/node/snapshots"
 	"github.com/svc-project/svc/raftstore"
 )
 
@@ -55,18 +56,22 @@ func (p *Peer) joinGossip() {
 // kept in its identity dir, still pending and no Raft state yet): a group of
 // one, which the others join with tokens.
 func bootstrap(ctx context.Context, store *raftstore.Store, name, identityDir string, log *slog.Logger) error {
-	if store.HadState() {
+	restore := snapshots.PendingRestore(identityDir)
+	_, pending := membership.PendingInit(identityDir)
+	if store.HadState() && !restore {
 		return nil
 	}
-	if _, pending := membership.PendingInit(identityDir); !pending {
+	if !pending && !restore {
 		return nil
 	}
-	if servers, err := store.Servers(ctx); err == nil && len(servers) > 0 {
-		return nil
+	if servers, err := store.Servers(ctx); err != nil || len(servers) == 0 {
+		if err := store.BootstrapCluster([]raftstore.Server{{ID: name, Address: store.Addr(), Voter: true}}); err != nil {
+			return err
+		}
+		log.Info("bootstrapped a new cluster")
 	}
-	if err := store.BootstrapCluster([]raftstore.Server{{ID: name, Address: store.Addr(), Voter: true}}); err != nil {
-		return err
+	if restore {
+		return snapshots.InstallPending(ctx, store, identityDir, log)
 	}
-	log.Info("bootstrapped a new cluster")
 	return nil
 }

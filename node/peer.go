@@ -39,6 +39,7 @@ import (
 	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/node/sharedstore"
 	"github.com/svc-project/svc/node/signin"
+	"github.com/svc-project/svc/node/snapshots"
 	"github.com/svc-project/svc/node/standing"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/node/templates"
@@ -218,12 +219,16 @@ func Start(cfg Config) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A restore's upload left by a peer stopped mid-way is never whole.
+	if err := os.RemoveAll(snapshots.UploadDir(cfg.DataDir)); err != nil {
+		return nil, err
+	}
 	p.disk = diskbudget.New(diskbudget.Config{Dir: cfg.DataDir, Floor: cfg.DiskFloor, Name: cfg.Name, Log: cfg.Log.With("part", "disk"), Registry: p.reg})
 	raftL := p.raftL
 	p.raftL = nil // the store owns it now
 	p.store, err = raftstore.OpenStore(raftstore.StoreConfig{
 		ID: cfg.Name, DataDir: cfg.DataDir, Listener: raftL, Advertise: raftL.Addr().String(), TLS: p.links.RaftTLS(),
-		Gate: cfg.Gate, Timing: cfg.RaftTiming, Log: cfg.Log.With("part", "raft"),
+		Gate: cfg.Gate, Timing: cfg.RaftTiming, Recover: cfg.Recover, RecoverProbe: cfg.RecoverProbe, Log: cfg.Log.With("part", "raft"),
 	}, fsm)
 	if err != nil {
 		return nil, err
@@ -323,9 +328,10 @@ func Start(cfg Config) (*Peer, error) {
 				cfg.Log.Error("cannot write the admin token", "err", err)
 			}
 		},
-		Init:     func() (raftfsm.Init, bool) { return membership.PendingInit(p.id.Dir) },
-		Remove:   func(ctx context.Context, name, by string) error { return p.member.RemoveNode(ctx, name, by) },
-		Interval: cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
+		Init:      func() (raftfsm.Init, bool) { return membership.PendingInit(p.id.Dir) },
+		Restoring: func() bool { return snapshots.PendingRestore(p.id.Dir) },
+		Remove:    func(ctx context.Context, name, by string) error { return p.member.RemoveNode(ctx, name, by) },
+		Interval:  cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
 		Log: cfg.Log.With("part", "leader"),
 	})
 	p.terms = term.New(term.Config{
@@ -356,6 +362,10 @@ func Start(cfg Config) (*Peer, error) {
 		Replica: p, Consensus: APIConsensus(p), Propagation: p.propagate, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit, Disk: p.disk, Pending: p.member.Pending,
 		RunnerPools: p.pools, Swarm: p.swarm,
+		Snapshots: snapshots.New(snapshots.Config{
+			Name: cfg.Name, Version: cfg.Version, Store: p.store, FSM: p.FSM(), Secret: p.id.Secret, ClusterID: p.id.ClusterID,
+			Dir: snapshots.UploadDir(cfg.DataDir), Disk: p.disk, Log: cfg.Log.With("part", "snapshots"),
+		}),
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
 		Log:    cfg.Log.With("part", "api"), Registry: p.reg,
 		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits,

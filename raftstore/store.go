@@ -69,7 +69,12 @@ type StoreConfig struct {
 	// SnapshotInterval is how often raft checks whether to snapshot (0:
 	// DefaultSnapshotInterval).
 	SnapshotInterval time.Duration
-	Log              *slog.Logger
+	// Recover makes this peer, which must hold Raft state, the one voter of
+	// its cluster once no leader has answered it for RecoverProbe: the way
+	// back for a cluster that lost its majority for good (recover.go).
+	Recover      bool
+	RecoverProbe time.Duration
+	Log          *slog.Logger
 }
 
 // Snapshot defaults: a snapshot at least every 2048 entries, checked every 30 s.
@@ -88,14 +93,17 @@ type Store struct {
 	FSM   *raftfsm.FSM
 	raft  *raft.Raft
 	bolt  *raftboltdb.BoltStore
-	trans *fencedTransport
-	log   *slog.Logger
-	id    string
-	addr  string
-	had   bool
-	m     *storeMetrics
-	obsCh chan raft.Observation
-	obs   *raft.Observer
+	snaps raft.SnapshotStore
+	// Recovered says what --recover found, when it ran.
+	Recovered *Recovery
+	trans     *fencedTransport
+	log       *slog.Logger
+	id        string
+	addr      string
+	had       bool
+	m         *storeMetrics
+	obsCh     chan raft.Observation
+	obs       *raft.Observer
 	// preVoteCh and preVoteObs carry the pre-vote requests this peer
 	// receives (prevote.go).
 	preVoteCh  chan raft.Observation
@@ -196,13 +204,21 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 		_ = bolt.Close()
 		return nil, fmt.Errorf("raft log cache: %w", err)
 	}
+	var recovered *Recovery
+	if cfg.Recover {
+		if recovered, err = recoverAlone(cfg, rc, fsm, logs, bolt, snaps, trans, had, log); err != nil {
+			_ = trans.Close()
+			_ = bolt.Close()
+			return nil, err
+		}
+	}
 	r, err := raft.NewRaft(rc, fsm, logs, bolt, snaps, trans)
 	if err != nil {
 		_ = trans.Close()
 		_ = bolt.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	s := &Store{FSM: fsm, raft: r, bolt: bolt, trans: trans, log: log, id: cfg.ID, addr: string(trans.LocalAddr()), had: had, m: newStoreMetrics(),
+	s := &Store{FSM: fsm, raft: r, bolt: bolt, snaps: snaps, Recovered: recovered, trans: trans, log: log, id: cfg.ID, addr: string(trans.LocalAddr()), had: had, m: newStoreMetrics(),
 		leaderChanged: make(chan struct{})}
 	s.obsCh = make(chan raft.Observation, 16)
 	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {

@@ -38,6 +38,8 @@ type agentFlags struct {
 	bootstrapExpect    int
 	join               []string
 	joinToken          string
+	restore            string
+	recover            bool
 	cpu                int
 	memory             string
 	gpu                int
@@ -98,7 +100,13 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
   svc agent --bind 10.0.0.12 --data-dir /var/lib/svc --join 10.0.0.11:7946 --join-token svcjt1....
 
   # a peer restarted with its data dir needs no token
-  svc agent --bind 10.0.0.12 --data-dir /var/lib/svc`,
+  svc agent --bind 10.0.0.12 --data-dir /var/lib/svc
+
+  # every host lost: a new cluster from a snapshot (svc cluster snapshot save)
+  svc agent --bind 10.0.0.21 --data-dir /var/lib/svc --bootstrap-expect 1 --restore cluster.snap
+
+  # the majority lost for good: the survivor becomes a cluster of one
+  svc agent --bind 10.0.0.11 --data-dir /var/lib/svc --recover`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyConfigFile(cmd.Flags(), a.config); err != nil {
@@ -119,6 +127,8 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.bootstrapExpect, "bootstrap-expect", 0, "1: form a new cluster on this host (its CA and keys; 1 with --dev); 0: join one with --join-token")
 	f.StringSliceVar(&a.join, "join", nil, "gossip addresses host:port of running peers, retried until one answers")
 	f.StringVar(&a.joinToken, "join-token", "", "the token that admits this host to a cluster (svc cluster join-token create); a peer restarted with its data dir needs none (default $SVC_JOIN_TOKEN)")
+	f.StringVar(&a.restore, "restore", "", "with --bootstrap-expect 1 on a host that is not a peer yet: form the cluster from this snapshot file (svc cluster snapshot save): its records, CA and keys; old tokens keep working, old peers rejoin with join tokens")
+	f.BoolVar(&a.recover, "recover", false, "the majority of this peer's cluster is lost for good: once no leader answers it for a few seconds, make this peer the one voter of its cluster, keeping every entry of its log (docs/operations.md); refused while a leader answers")
 	f.IntVar(&a.cpu, "cpu", 0, "CPUs offered to VMs (default: the host's minus 1)")
 	f.Float64Var(&a.cpuOvercommit, "cpu-overcommit", 1, "vCPUs offered per CPU (1 to 64; default 4 with --dev, so that a small machine runs the default 3-CPU VM)")
 	f.StringVar(&a.memory, "memory", "", "memory offered to VMs, e.g. 16G; a bare number is GiB (default: the host's minus 10% or 1 GiB)")
@@ -225,7 +235,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	cfg := node.Config{
 		Name: a.name, DataDir: a.dataDir, Bind: a.bind,
 		APIPort: a.apiPort, TLSPort: a.tlsPort, RaftPort: a.raftPort, GossipPort: a.gossipPort,
-		BootstrapExpect: a.bootstrapExpect, Join: a.join, JoinToken: a.joinToken, Version: version, ReapAfter: a.reapAfter,
+		BootstrapExpect: a.bootstrapExpect, Join: a.join, JoinToken: a.joinToken, Restore: a.restore, Recover: a.recover, Version: version, ReapAfter: a.reapAfter,
 		APILimits: httpapi.Limits{MaxConns: a.maxConns, MaxConnsPerClient: a.maxConnsClient},
 		ChunkMiB:  a.chunkMiB,
 		MaxJobs:   a.maxJobs, MaxUploadStreams: a.maxUploadStreams, RegistryAllow: a.registryAllow,
@@ -238,6 +248,12 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	}
 	if a.bootstrapExpect == 1 && cfg.JoinToken != "" {
 		return cfg, errors.New("give --bootstrap-expect 1 (form a cluster) or --join-token (join one), not both")
+	}
+	if a.restore != "" && a.bootstrapExpect != 1 && !a.dev {
+		return cfg, errors.New("--restore forms a new cluster from the snapshot: give it with --bootstrap-expect 1 (to restore into a running cluster, use 'svc cluster snapshot restore')")
+	}
+	if a.recover && (a.restore != "" || cfg.JoinToken != "" || a.bootstrapExpect == 1) {
+		return cfg, errors.New("--recover restarts a peer on its own data dir: give it alone, without --restore, --join-token or --bootstrap-expect")
 	}
 	if cfg.JoinToken != "" && len(cfg.Join) == 0 {
 		return cfg, errors.New("--join-token needs --join: the gossip address of a peer of the cluster")

@@ -57,7 +57,7 @@ func newClusterCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(info, openapi, metrics, explorer, newCertCmd(g), newJoinTokenCmd(g), newRotateGossipKeyCmd(g), newCACmd(g), newOIDCCmd(g))
+	cmd.AddCommand(info, openapi, metrics, explorer, newCertCmd(g), newJoinTokenCmd(g), newRotateGossipKeyCmd(g), newCACmd(g), newOIDCCmd(g), newSnapshotCmd(g))
 	return cmd
 }
 

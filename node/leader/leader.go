@@ -19,6 +19,9 @@ func (l *Leader) ensureInit(ctx context.Context) error {
 	if ok, _ := l.cfg.FSM.Initialized(); ok {
 		return nil
 	}
+	if l.cfg.Restoring != nil && l.cfg.Restoring() {
+		return nil
+	}
 	init, ok := l.cfg.Init()
 	if !ok {
 		return errors.New("the cluster is not initialised, and this peer did not form it")

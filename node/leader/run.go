@@ -49,6 +49,9 @@ type Config struct {
 	// leader has applied it: the peer hands out the first admin token.
 	Init   func() (raftfsm.Init, bool)
 	OnInit func()
+	// Restoring, when set, says the peer formed its cluster from a
+	// snapshot it has yet to install: the state comes from it, not an Init.
+	Restoring func() bool
 	// Remove removes a peer for good (the membership's RemoveNode): the
 	// leader calls it for a peer gone for ReapAfter.
 	Remove func(ctx context.Context, name, by string) error

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -74,6 +75,9 @@ type Options struct {
 	// Configure, when set, changes peer i's (0-based) configuration before
 	// it first starts.
 	Configure func(i int, cfg *node.Config)
+	// ForeignNodes: the state holds nodes of hosts that are no members (a
+	// cluster formed from a snapshot): readiness counts the members' only.
+	ForeignNodes bool
 	// Dir holds the peers' data dirs (default a temporary directory): a
 	// small file system of the test's own, say. With Libvirt, QEMU's user
 	// must be able to search it.
@@ -382,6 +386,22 @@ func (c *Cluster) Restart(m *Member) {
 	c.start(m)
 }
 
+// RestartWith starts a stopped peer again from its data dir, at its old
+// addresses, with its configuration changed by change first (svc agent
+// --recover, say). It returns Start's error instead of failing the test.
+func (c *Cluster) RestartWith(m *Member, change func(*node.Config)) error {
+	c.tb.Helper()
+	cfg := m.cfg
+	cfg.Join, cfg.BootstrapExpect, cfg.JoinToken = nil, 0, ""
+	change(&cfg)
+	p, err := node.Start(cfg)
+	if err != nil {
+		return err
+	}
+	m.cfg, m.Peer = cfg, p
+	return nil
+}
+
 // WaitCaughtUp waits until m's replica has caught up with the cluster since
 // its start (it serves authenticated calls from then on).
 func (c *Cluster) WaitCaughtUp(m *Member) {
@@ -491,6 +511,11 @@ func (c *Cluster) WaitFor(what string, timeout time.Duration, cond func() error)
 func (c *Cluster) allReady() error {
 	for _, r := range c.Running() {
 		nodes := r.Peer.FSM().Nodes()
+		if c.opts.ForeignNodes {
+			nodes = slices.DeleteFunc(nodes, func(n raftfsm.NodeView) bool {
+				return !slices.ContainsFunc(c.Members, func(m *Member) bool { return m.Name == n.Name })
+			})
+		}
 		if len(nodes) != len(c.Members) {
 			return fmt.Errorf("%s knows %d nodes", r.Name, len(nodes))
 		}

@@ -297,7 +297,7 @@ func TestRecover_after_the_majority_is_lost(t *testing.T) {
 
 	// A peer of a cluster with a leader may not recover.
 	c.Stop(survivor)
-	err := c.RestartWith(survivor, func(cfg *node.Config) { cfg.Recover, cfg.RecoverProbe = true, 3 * time.Second })
+	err := c.RestartWith(survivor, func(cfg *node.Config) { cfg.Recover, cfg.RecoverProbe = true, 3*time.Second })
 	if !errors.Is(err, raftstore.ErrLeaderAnswers) {
 		t.Fatalf("recover beside a leader: %v, want ErrLeaderAnswers", err)
 	}
@@ -329,7 +329,7 @@ func TestRecover_after_the_majority_is_lost(t *testing.T) {
 		}
 	}
 	c.Stop(survivor)
-	if err := c.RestartWith(survivor, func(cfg *node.Config) { cfg.Recover, cfg.RecoverProbe = true, 2 * time.Second }); err != nil {
+	if err := c.RestartWith(survivor, func(cfg *node.Config) { cfg.Recover, cfg.RecoverProbe = true, 2*time.Second }); err != nil {
 		t.Fatalf("recover: %v", err)
 	}
 	rec := survivor.Peer.Store().Recovered

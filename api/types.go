@@ -137,6 +137,10 @@ type ClusterPeer struct {
 	Name    string `json:"name"`
 	APIAddr string `json:"apiAddr"`
 	Raft    string `json:"raft"`
+	// Version is the svc the peer last reported running, and Level the
+	// command level it knows (docs/operations.md#upgrades).
+	Version string `json:"version,omitempty"`
+	Level   int    `json:"level,omitempty"`
 }
 
 // ClusterInfo is the body of GET /api/v1/cluster-info.
@@ -152,6 +156,11 @@ type ClusterInfo struct {
 	Leader                string        `json:"leader"`
 	Peers                 []ClusterPeer `json:"peers"`
 	CreatedAt             *time.Time    `json:"createdAt,omitempty"`
+	// Level is the command level of the answering peer's svc.
+	Level int `json:"level,omitempty"`
+	// Halted, when set, says the answering peer stopped applying the
+	// cluster's log (a command its svc does not know): upgrade it.
+	Halted string `json:"halted,omitempty"`
 }
 
 // ApplyRequest is the body of POST /api/v1/internal/apply: a command one peer

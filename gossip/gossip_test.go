@@ -68,7 +68,7 @@ func TestReport_encode_limit(t *testing.T) {
 		{"long problem is cut", Report{Problem: strings.Repeat("x", 2000)}, 512, false},
 		{"every field at its longest", Report{
 			Addr: strings.Repeat("f", 39), APIAddr: "[" + strings.Repeat("f", 39) + "]:65535", RaftAddr: "[" + strings.Repeat("f", 39) + "]:65535",
-			TLSPort: 65535, Arch: "arm64", Version: "v1.22.333-444-gabcdef0-dirty", CPU: 4096, Overcommit: 63.5, MemoryBytes: 1 << 50, GPU: 64,
+			TLSPort: 65535, Arch: "arm64", Version: "v1.22.333-444-gabcdef0-dirty", Level: 999, CPU: 4096, Overcommit: 63.5, MemoryBytes: 1 << 50, GPU: 64,
 			HasState: true, Problem: strings.Repeat("x", 2000), KeyEpoch: 1<<64 - 1, Hypervisor: "libvirt",
 			SharedStorageWhy: strings.Repeat("y", 2000),
 		}, 512, false},

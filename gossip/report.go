@@ -17,6 +17,8 @@ type Report struct {
 	// Hypervisor runs the peer's VMs (libvirt, vz, fake).
 	Hypervisor string `json:"hv,omitempty"`
 	Version    string `json:"ver"`
+	// Level is the command level the peer's svc knows (raftfsm.Level).
+	Level int `json:"lv,omitempty"`
 	// CPU is what the peer offers: its CPUs times Overcommit.
 	CPU         int     `json:"cpu"`
 	Overcommit  float64 `json:"oc,omitempty"`

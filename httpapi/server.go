@@ -371,6 +371,12 @@ func (s *Server) handle(rt Route, h handler) {
 				return
 			}
 		}
+		if rt.Rule != RuleOpen && rt.Rule != RulePeer {
+			if h, halted := s.replica.FSM().Halted(); halted {
+				writeError(w, s.log, unavailable("30", "peer %s stopped applying the cluster's log: %s; until then, call another peer", s.replica.Name(), h.Reason))
+				return
+			}
+		}
 		if rt.Rule != RuleOpen && !s.ready.CaughtUp() {
 			// A peer that has just started is usually a moment from caught up.
 			wctx, cancel := context.WithTimeout(r.Context(), catchUpWait)

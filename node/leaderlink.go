@@ -65,6 +65,7 @@ func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
 		APIEndpoint: "http://" + p.APIAddr(),
 		APIDomain:   p.cfg.Bind,
 		Version:     p.cfg.Version,
+		Level:       raftfsm.Level,
 		Leader:      leader,
 		Peers:       []api.ClusterPeer{},
 	}
@@ -73,6 +74,9 @@ func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
 	}
 	if c, ok := p.FSM().Cert(); ok {
 		info.CertData = c.CertPEM
+	}
+	if h, ok := p.FSM().Halted(); ok {
+		info.Halted = h.Reason
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -88,7 +92,11 @@ func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
 		case s.Voter:
 			role = api.RaftVoter
 		}
-		info.Peers = append(info.Peers, api.ClusterPeer{Name: s.ID, APIAddr: p.links.APIAddr(s.ID), Raft: role})
+		cp := api.ClusterPeer{Name: s.ID, APIAddr: p.links.APIAddr(s.ID), Raft: role}
+		if n, ok := p.FSM().Node(s.ID); ok {
+			cp.Version, cp.Level = n.Version, max(n.Level, 1)
+		}
+		info.Peers = append(info.Peers, cp)
 	}
 	return info
 }

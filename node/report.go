@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/gossip"
+	"github.com/svc-project/svc/raftfsm"
 )
 
 // IsPeer reports whether ip is the address of a node of the cluster.
@@ -26,6 +27,7 @@ func (p *Peer) report() gossip.Report {
 		Arch:        p.cfg.Arch,
 		Hypervisor:  p.cfg.Hypervisor,
 		Version:     p.cfg.Version,
+		Level:       raftfsm.Level,
 		CPU:         int(float64(p.cfg.Capacity.CPU) * p.cfg.CPUOvercommit),
 		Overcommit:  p.cfg.CPUOvercommit,
 		MemoryBytes: p.cfg.Capacity.MemoryBytes,

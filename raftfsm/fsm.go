@@ -32,6 +32,7 @@ type FSM struct {
 	changed chan struct{} // closed and replaced after every change
 	topics  waiters       // Watch's channels
 	journal nodeJournal   // the nodes each change touched (NodesSince)
+	halted  *Halt         // set once a command could not be applied (level.go)
 }
 
 // NewFSM returns a state machine over an empty state.
@@ -51,6 +52,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	if _, halted := f.Halted(); halted {
+		return Result{Err: ErrHalted}
+	}
 	c, err := Decode(l.Data)
 	if err != nil {
 		if errors.Is(err, ErrUnknownCommand) && c.Type&FlagIgnorable != 0 {
@@ -58,11 +62,16 @@ func (f *FSM) Apply(l *raft.Log) any {
 			f.setIndex(l.Index)
 			return nil
 		}
-		panic(fmt.Sprintf("raftfsm: cannot apply log entry %d: %v", l.Index, err))
+		f.halt(l.Index, c.Type, err)
+		return Result{Err: fmt.Errorf("%w: %w", ErrHalted, err)}
 	}
 	res := f.ApplyCommand(l.Index, c)
 	if errors.Is(res.Err, ErrBadBody) {
-		panic(fmt.Sprintf("raftfsm: cannot apply log entry %d: %v", l.Index, res.Err))
+		// A body this svc cannot read is a newer svc's, or a corrupt log:
+		// never applied in part. (ApplyCommand changed nothing: the body is
+		// decoded before any change.)
+		f.halt(l.Index, c.Type, res.Err)
+		return Result{Err: fmt.Errorf("%w: %w", ErrHalted, res.Err)}
 	}
 	return res
 }
@@ -75,7 +84,7 @@ func (f *FSM) ApplyCommand(index uint64, c Command) Result {
 	ns, name := vmOf(c)
 	before := f.state.vmNode(ns, name)
 	v, err := f.state.apply(index, c)
-	if index > f.index {
+	if index > f.index && !errors.Is(err, ErrBadBody) { // an unreadable entry was not applied
 		f.index = index
 	}
 	close(f.changed)
@@ -98,16 +107,22 @@ func (f *FSM) setIndex(i uint64) {
 }
 
 type snapshotFile struct {
-	Version int    `json:"version"`
-	Index   uint64 `json:"index"`
-	State   *State `json:"state"`
+	Version int `json:"version"`
+	// Level is the command level of the svc that wrote it (0: before
+	// levels, 1): a replica of a lower level cannot read its state whole.
+	Level int    `json:"level,omitempty"`
+	Index uint64 `json:"index"`
+	State *State `json:"state"`
 }
 
 // Snapshot serialises the state under the read lock; Persist then only writes.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	b, err := json.Marshal(snapshotFile{Version: snapshotVersion, Index: f.index, State: f.state})
+	if f.halted != nil {
+		return nil, fmt.Errorf("snapshot: %w at index %d: no snapshot may claim the entries after it", ErrHalted, f.halted.Index)
+	}
+	b, err := json.Marshal(snapshotFile{Version: snapshotVersion, Level: Level, Index: f.index, State: f.state})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -125,6 +140,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	if sf.Version > snapshotVersion {
 		return fmt.Errorf("restore: snapshot version %d is newer than this peer understands (%d)", sf.Version, snapshotVersion)
+	}
+	if sf.Level > Level {
+		// The state may hold what this svc would drop: stop, as for a
+		// command it does not know.
+		f.halt(sf.Index, 0, fmt.Errorf("a snapshot of command level %d", sf.Level))
+		return fmt.Errorf("restore: %w: the snapshot is of command level %d, this svc knows %d; upgrade this peer", ErrHalted, sf.Level, Level)
 	}
 	if sf.State == nil {
 		sf.State = NewState()

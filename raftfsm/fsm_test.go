@@ -570,28 +570,6 @@ func TestCommandTable_entries_complete(t *testing.T) {
 	}
 }
 
-func TestFSM_apply_panics_on_corrupt_entry(t *testing.T) {
-	cases := []struct {
-		name string
-		data []byte
-	}{
-		{"empty", nil},
-		{"unknown type", []byte{0x7e, '{', '}'}},
-		{"not json", []byte{byte(TypeNodeTag), 'x'}},
-		{"wrong field type", []byte(string(rune(TypeNodeTag)) + `{"tag":5}`)},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Fatal("no panic")
-				}
-			}()
-			NewFSM(nil).Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: c.data})
-		})
-	}
-}
-
 func TestFSM_changed_fires(t *testing.T) {
 	f := NewFSM(nil)
 	ch := f.Changed()

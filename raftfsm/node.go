@@ -33,9 +33,12 @@ type NodeFacts struct {
 	TLSPort    int    `json:"tlsPort,omitempty"`
 	Arch       string `json:"arch"`
 	// Hypervisor runs the node's VMs: libvirt, vz (Macs) or fake.
-	Hypervisor string   `json:"hypervisor,omitempty"`
-	Version    string   `json:"version"`
-	Capacity   Capacity `json:"capacity"`
+	Hypervisor string `json:"hypervisor,omitempty"`
+	Version    string `json:"version"`
+	// Level is the command level the node's svc knows (raftfsm.Level; 0
+	// from an svc before levels, which knew level 1).
+	Level    int      `json:"level,omitempty"`
+	Capacity Capacity `json:"capacity"`
 	// CPUOvercommit is how many vCPUs the node offers per CPU (0: 1).
 	CPUOvercommit float64 `json:"cpuOvercommit,omitempty"`
 	// SharedStorage says the node offers namespaces' shared storage; when

@@ -19,8 +19,8 @@ func decodeSnapshot(r io.Reader) (snapshotFile, error) {
 	if err := json.NewDecoder(r).Decode(&sf); err != nil {
 		return sf, fmt.Errorf("read the snapshot's state: %w", err)
 	}
-	if sf.Version > snapshotVersion {
-		return sf, fmt.Errorf("the snapshot's state is version %d, newer than this peer understands (%d)", sf.Version, snapshotVersion)
+	if sf.Version > snapshotVersion || sf.Level > Level {
+		return sf, fmt.Errorf("the snapshot's state is version %d of command level %d, newer than this svc understands (%d, level %d): restore it with the svc that saved it or a newer one", sf.Version, sf.Level, snapshotVersion, Level)
 	}
 	if sf.State == nil || !sf.State.Initialized || sf.State.Fabric == nil {
 		return sf, errors.New("the snapshot holds no initialised cluster")
@@ -128,7 +128,7 @@ func SnapshotIndex(b []byte) uint64 {
 }
 
 func encodeSnapshot(sf snapshotFile) ([]byte, error) {
-	sf.Version = snapshotVersion
+	sf.Version, sf.Level = snapshotVersion, Level
 	b, err := json.Marshal(sf)
 	if err != nil {
 		return nil, fmt.Errorf("encode the restored state: %w", err)

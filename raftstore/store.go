@@ -303,6 +303,9 @@ func (s *Store) Apply(ctx context.Context, cmd []byte) (any, error) {
 	if len(cmd) > raftfsm.MaxCommandBytes {
 		return nil, fmt.Errorf("apply %d bytes: %w (at most %d)", len(cmd), raftfsm.ErrTooLarge, raftfsm.MaxCommandBytes)
 	}
+	if err := s.writeLevel(ctx, cmd); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
@@ -332,6 +335,25 @@ func (s *Store) Apply(ctx context.Context, cmd []byte) (any, error) {
 		return nil, nil
 	}
 	return res.Value, res.Err
+}
+
+// writeLevel refuses a command some voter's svc does not know yet (a
+// cluster upgraded one host at a time): raftfsm.FSM.WriteLevel.
+func (s *Store) writeLevel(ctx context.Context, cmd []byte) error {
+	if len(cmd) == 0 || raftfsm.LevelOf(raftfsm.Type(cmd[0])) <= 1 {
+		return nil
+	}
+	servers, err := s.Servers(ctx)
+	if err != nil {
+		return err
+	}
+	var voters []string
+	for _, sv := range servers {
+		if sv.Voter {
+			voters = append(voters, sv.ID)
+		}
+	}
+	return s.FSM.WriteLevel(raftfsm.Type(cmd[0]), voters)
 }
 
 func mapRaftErr(err error) error {

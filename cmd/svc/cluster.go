@@ -33,12 +33,17 @@ func newClusterCmd(g *globals) *cobra.Command {
 				leader = "(none: the cluster has no quorum)"
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "cluster:  %s\nversion:  %s\nendpoint: %s\nleader:   %s\n\n", ci.ClusterID, ci.Version, ci.APIEndpoint, leader)
+			fmt.Fprintf(w, "cluster:  %s\nversion:  %s (command level %d)\nendpoint: %s\nleader:   %s\n", ci.ClusterID, ci.Version, max(ci.Level, 1), ci.APIEndpoint, leader)
+			if ci.Halted != "" {
+				fmt.Fprintf(w, "HALTED:   %s\n", ci.Halted)
+			}
+			fmt.Fprintln(w)
 			rows := make([][]string, 0, len(ci.Peers))
 			for _, p := range ci.Peers {
-				rows = append(rows, []string{p.Name, p.Raft, p.APIAddr})
+				ver, level := peerVersion(p)
+				rows = append(rows, []string{p.Name, p.Raft, p.APIAddr, ver, level})
 			}
-			return printTable(w, []string{"PEER", "RAFT", "API"}, rows)
+			return printTable(w, []string{"PEER", "RAFT", "API", "VERSION", "LEVEL"}, rows)
 		},
 	}
 	addOutputFlag(info, g, "table")

@@ -29,7 +29,7 @@ func newRootCmd() *cobra.Command {
 	pf.StringVar(&g.apiURL, "api-url", "", "API address (overrides $SVC_API_URL and the config file)")
 	pf.StringVar(&g.token, "token", "", "bearer token (overrides $SVC_TOKEN and the config file)")
 	pf.StringVarP(&g.namespace, "namespace", "n", first(os.Getenv("SVC_NAMESPACE"), api.DefaultNamespace), "namespace (also $SVC_NAMESPACE)")
-	root.AddCommand(newAuditCmd(g), newAgentCmd(), newVZRunnerCmd(), newConfigCmd(g), newNodeCmd(g), newClusterCmd(g), newVMCmd(g), newVMConfigCmd(g), newImageCmd(g), newISOCmd(g),
+	root.AddCommand(newVersionCmd(g), newAuditCmd(g), newAgentCmd(), newVZRunnerCmd(), newConfigCmd(g), newNodeCmd(g), newClusterCmd(g), newVMCmd(g), newVMConfigCmd(g), newImageCmd(g), newISOCmd(g),
 		newAdminCmd(), newUserCmd(g), newLoginCmd(g), newNamespaceCmd(g), newRoleBindingCmd(g), newServiceAccountCmd(g),
 		newRegCredCmd(g), newJobCmd(g), newRemoteCmd(g), newGitLabExecutorCmd(g), newRunnerPoolCmd(g))
 	markUsageErrors(root)

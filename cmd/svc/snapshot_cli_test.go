@@ -46,3 +46,10 @@ func TestCLI_snapshot_save_inspect_restore(t *testing.T) {
 		t.Errorf("inspect prints the secret:\n%s", out)
 	}
 }
+
+func TestCLI_version_and_cluster_info_show_each_peer(t *testing.T) {
+	c, url, token := clusterWithVM(t, testcluster.Options{Prefix: "cliver"})
+	name := c.Members[0].Name
+	checkCLI(t, url, token, "", []string{"version"}, 0, "(command level 1)", "PEER", "VERSION", "LEVEL", name, "test")
+	checkCLI(t, url, token, "", []string{"cluster", "info"}, 0, "command level 1", "VERSION", name, "test")
+}

@@ -208,7 +208,7 @@ func facts(m gossip.Member) raftfsm.NodeFacts {
 	}
 	return raftfsm.NodeFacts{
 		Addr: r.Addr, APIAddr: r.APIAddr, RaftAddr: r.RaftAddr, GossipAddr: m.GossipAddr, TLSPort: r.TLSPort,
-		Arch: r.Arch, Hypervisor: r.Hypervisor, Version: r.Version, Capacity: raftfsm.Capacity{CPU: r.CPU, MemoryBytes: r.MemoryBytes, GPU: r.GPU},
+		Arch: r.Arch, Hypervisor: r.Hypervisor, Version: r.Version, Level: r.Level, Capacity: raftfsm.Capacity{CPU: r.CPU, MemoryBytes: r.MemoryBytes, GPU: r.GPU},
 		CPUOvercommit: r.Overcommit, SharedStorage: r.SharedStorage, SharedStorageWhy: r.SharedStorageWhy,
 		DiskRoom: r.DiskRoom, DiskRoomKnown: r.DiskKnown,
 	}

@@ -78,12 +78,14 @@ lint-js:
 test-js-deps:
 	cd testkit/oidcnode/_js && npm ci --no-audit --no-fund --loglevel=error
 
-## darwin-check: type-check the macOS build (the vz driver's calls into Apple's framework) for arm64 and amd64, and build the darwin binaries without cgo
+## darwin-check: type-check the macOS build (the vz driver's calls into Apple's framework) for arm64 and amd64, and build the darwin binaries and every package of the tree for darwin without cgo
 darwin-check:
 	$(GO) run ./cmd/svc-darwin-check -arch arm64,amd64 ./...
 	@GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 $(GO) list -deps ./cmd/svc | grep -qx github.com/Code-Hex/vz/v3 || { echo "the darwin/arm64 build of cmd/svc does not import github.com/Code-Hex/vz/v3"; exit 1; }
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build ./...
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
+	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./...
 
 ## unit: every package's tests; the node package's real-VM tests (clusters,
 ## runner pools) and browser tests

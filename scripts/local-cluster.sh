@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Runs an svc cluster of N peers on this one machine, each peer in its own
 # network namespace with its own address on a bridge, as if each were a host.
-#   scripts/local-cluster.sh up N     # start N peers (default 3) and join them
-#   scripts/local-cluster.sh start I  # start peer I again (after it was stopped or killed)
+#   scripts/local-cluster.sh up N [M] # make N hosts, start the first M (default N) and join them
+#   scripts/local-cluster.sh start I [FLAG...]  # start peer I (again, after it was stopped
+#                                     # or killed, or for the first time), with more agent flags
 #   scripts/local-cluster.sh down     # stop them and remove the namespaces
 # Needs root and iproute2. Peers get 10.213.0.11, .12, ...; the bridge (this
 # machine) is 10.213.0.1, so the API of peer i is http://10.213.0.(10+i):8080.
 # Settings: SVC_LOCAL_DIR (state and logs, default /tmp/svc-local-cluster),
 # SVC_BIN (default bin/svc), SVC_AGENT_ARGS (more agent flags, e.g.
-# "--hypervisor fake" for runs that only pretend VMs). Peer i's process id is
-# in $SVC_LOCAL_DIR/peer-i.pid.
+# "--hypervisor fake" for runs that only pretend VMs), SVC_FORM_PEER (the
+# peer that forms the cluster, which the others join; default 1). Peer i's
+# process id is in $SVC_LOCAL_DIR/peer-i.pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "${SVC_BIN:-bin/svc}")
@@ -46,33 +48,37 @@ down() {
   return 0
 }
 
-# start_peer I: launch peer I in its namespace. Peer 1 forms the cluster;
-# every other peer joins it with the join token in $dir/join.token the first
-# time. Its data dir is kept across starts, so a restart rejoins as itself,
-# with no token.
+# start_peer I [FLAG...]: launch peer I in its namespace. Peer SVC_FORM_PEER
+# (1) forms the cluster; every other peer joins it with the join token in
+# $dir/join.token the first time. Its data dir is kept across starts, so a
+# restart rejoins as itself, with no token and no --bootstrap-expect.
 start_peer() {
-  local i=$1 ip
+  local i=$1 ip form=${SVC_FORM_PEER:-1}
+  shift
   ip=$(addr "$i")
   local args=(agent --name "peer-$i" --bind "$ip" --data-dir "$dir/peer-$i/data" --cpu 2 --memory 4 --gpu 0) token=""
-  if [ "$i" -eq 1 ]; then
+  if [ -f "$dir/peer-$i/data/fabric/cluster.json" ]; then
+    : # a peer already: it finds its cluster from its data dir
+  elif [ "$i" -eq "$form" ]; then
     args+=(--bootstrap-expect 1)
   else
-    args+=(--join "$(addr 1):7946")
+    args+=(--join "$(addr "$form"):7946")
     # The token goes in the environment, not on the command line (ps shows that).
-    if [ ! -f "$dir/peer-$i/data/fabric/cluster.json" ]; then token=$(cat "$dir/join.token"); fi
+    token=$(cat "$dir/join.token")
   fi
   # shellcheck disable=SC2206 # SVC_AGENT_ARGS is split into flags on purpose
-  args+=(${SVC_AGENT_ARGS:-})
+  args+=(${SVC_AGENT_ARGS:-} "$@")
   mkdir -p "$dir/peer-$i"
   SVC_JOIN_TOKEN=$token ip netns exec "svc-peer-$i" setsid "$bin" "${args[@]}" >>"$dir/peer-$i.log" 2>&1 </dev/null &
   echo $! >"$dir/peer-$i.pid"
 }
 
 up() {
-  local n=$1
+  local n=$1 m=${2:-$1}
   [ -x "$bin" ] || { echo "no svc binary at $bin: run 'make build'" >&2; exit 1; }
   [ "$n" -ge 1 ] 2>/dev/null || { echo "N must be a positive number" >&2; exit 2; }
   [ "$n" -le 200 ] || { echo "at most 200 peers" >&2; exit 2; }
+  [ "$m" -ge 1 ] 2>/dev/null && [ "$m" -le "$n" ] || { echo "M must be between 1 and N" >&2; exit 2; }
   down
   mkdir -p "$dir"
   ip link add "$bridge" type bridge
@@ -99,28 +105,28 @@ up() {
       export SVC_TOKEN
       echo "$SVC_TOKEN" >"$dir/admin.token"
     fi
-    if [ -n "$SVC_TOKEN" ] && "$bin" --api-url "$api" cluster join-token create --uses "$n" --ttl 1h --auto-approve >"$dir/join.token" 2>/dev/null; then
+    if [ -n "$SVC_TOKEN" ] && "$bin" --api-url "$api" cluster join-token create --uses "$m" --ttl 1h --auto-approve >"$dir/join.token" 2>/dev/null; then
       break
     fi
     sleep 0.5
   done
   [ -s "$dir/join.token" ] || { echo "peer 1 formed no cluster in 120 s; logs are in $dir" >&2; exit 1; }
   chmod 600 "$dir/join.token"
-  for i in $(seq 2 "$n"); do start_peer "$i"; done
+  for i in $(seq 2 "$m"); do start_peer "$i"; done
   for _ in $(seq 1 240); do
     out=$("$bin" --api-url "$api" node list 2>/dev/null || true)
-    if [ "$(ready_count <<<"$out")" -eq "$n" ]; then
+    if [ "$(ready_count <<<"$out")" -eq "$m" ]; then
       break
     fi
     sleep 0.5
   done
-  if [ "$(ready_count <<<"$out")" -ne "$n" ]; then
+  if [ "$(ready_count <<<"$out")" -ne "$m" ]; then
     echo "the cluster did not form in 120 s; logs are in $dir" >&2
     exit 1
   fi
   echo "$out"
   echo
-  echo "$n peers are up. API of peer i: http://$net.(10+i):8080, e.g."
+  echo "$m peers are up. API of peer i: http://$net.(10+i):8080, e.g."
   echo "  export SVC_API_URL=$api"
   echo "  export SVC_TOKEN=\$(cat $dir/admin.token)   # an admin token, valid 24 h"
   echo "  $bin cluster info"
@@ -129,11 +135,12 @@ up() {
 
 [ "$(id -u)" -eq 0 ] || { echo "$0 needs root (network namespaces)" >&2; exit 1; }
 case ${1:-} in
-up) up "${2:-3}" ;;
+up) up "${2:-3}" "${3:-${2:-3}}" ;;
 start)
   [ -f "$dir/size" ] || { echo "no local cluster is up" >&2; exit 1; }
-  [ "${2:-0}" -ge 1 ] 2>/dev/null && [ "$2" -le "$(cat "$dir/size")" ] || { echo "usage: $0 start I (1..$(cat "$dir/size"))" >&2; exit 2; }
-  start_peer "$2"
+  [ "${2:-0}" -ge 1 ] 2>/dev/null && [ "$2" -le "$(cat "$dir/size")" ] || { echo "usage: $0 start I [FLAG...] (I in 1..$(cat "$dir/size"))" >&2; exit 2; }
+  shift
+  start_peer "$@"
   ;;
 down) down; echo "local cluster removed" ;;
 *) echo "usage: $0 up [N] | start I | down" >&2; exit 2 ;;

@@ -204,6 +204,11 @@ func TestBinary_three_agents_survive_leader_kill(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Running") || !strings.Contains(out, "ssh admin@"+ip+" -p ") || !strings.Contains(out, "vnc:") {
 		t.Fatalf("vm deploy: %v\n%s", err, out)
 	}
+	// Running comes seconds before the guest's agent answers: the deploy says
+	// the guest boots, not that its image has no agent.
+	if !strings.Contains(out, "guest:        booting: its agent has not answered yet") {
+		t.Fatalf("vm deploy's guest line, as the guest boots:\n%s", out)
+	}
 	if out, err := cli(t, bin, leaderProc.api, "vm", "list"); err != nil || !strings.Contains(out, "cli-vm") {
 		t.Fatalf("vm list: %v\n%s", err, out)
 	}

@@ -133,6 +133,20 @@ func ifChanged[T any](f *pflag.FlagSet, name string, v *T) *T {
 	return nil
 }
 
+// guestAgentDue says a VM's guest agent has not answered yet since the VM
+// started, which is no sign that the image has none: its identity step still
+// waits for it (pending, or none only for want of an answer so far).
+func guestAgentDue(vm api.VM) bool {
+	id := vm.Identity
+	switch {
+	case id == nil, id.State == api.IdentityPending:
+		return true
+	case id.State == api.IdentityNone:
+		return strings.HasPrefix(id.Message, api.IdentityNoAgentYet)
+	}
+	return false
+}
+
 // printVM prints a VM and how to connect to it.
 func printVM(w io.Writer, vm api.VM) error {
 	if err := printVMs(w, []api.VM{vm}); err != nil {
@@ -147,9 +161,14 @@ func printVM(w io.Writer, vm api.VM) error {
 	if vm.DiskBytes > 0 {
 		fmt.Fprintf(w, "disk:         %s\n", api.FormatSize(vm.DiskBytes))
 	}
-	if vm.GuestAgent {
+	switch {
+	case vm.GuestAgent:
 		fmt.Fprintf(w, "guest:        %s, %s (from its agent; svc vm run works)\n", first(vm.GuestOS, "-"), strings.Join(vm.GuestIPs, " "))
-	} else {
+	case vm.Status != api.StatusRunning:
+		fmt.Fprintf(w, "guest:        %s\n", strings.ToLower(first(vm.Status, "not running")))
+	case guestAgentDue(vm):
+		fmt.Fprintln(w, "guest:        booting: its agent has not answered yet (svc vm run works once it does)")
+	default:
 		fmt.Fprintln(w, "guest:        no agent answers (svc vm run needs QEMU's guest agent in the image)")
 	}
 	switch vm.StartedFrom {

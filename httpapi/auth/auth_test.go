@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/ed25519"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,21 @@ func FuzzAuthenticate(f *testing.F) {
 			t.Fatalf("accepted a token the cluster did not sign: %q: %v", header, err)
 		}
 	})
+}
+
+// TestAuthenticate_malformed_says_it_once: a string that is no token is
+// refused with one "malformed" and what a token looks like.
+func TestAuthenticate_malformed_says_it_once(t *testing.T) {
+	st := newState()
+	a := NewAuthenticator(st, st)
+	for _, header := range []string{"Bearer abc", "Bearer not.a.jwt", "Bearer a.b.c.d"} {
+		_, err := a.Authenticate(header, t0)
+		if !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%q: %v", header, err)
+		}
+		msg := err.Error()
+		if strings.Count(strings.ToLower(msg), "malformed") != 1 || !strings.Contains(msg, "three base64url parts") {
+			t.Errorf("%q: %s", header, msg)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +61,7 @@ func (a *Authenticator) Authenticate(header string, now time.Time) (Principal, e
 	if len(a.others) > 0 {
 		var c Claims
 		if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil {
-			return Principal{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+			return Principal{}, malformed(err)
 		}
 		if v, ok := a.others[c.Issuer]; ok {
 			return v.Verify(tok, now)
@@ -133,6 +134,14 @@ func (v *ClusterVerifier) remember(tok string, c Claims) {
 	v.verified[tok] = c
 }
 
+// malformed says what is wrong with a token the JWT parser could not read,
+// once (the parser's own words repeat "token is malformed"), and what a
+// token looks like.
+func malformed(err error) error {
+	msg := strings.TrimPrefix(err.Error(), jwt.ErrTokenMalformed.Error()+": ")
+	return fmt.Errorf("%w: %s; a token is three base64url parts joined by dots (eyJ...), as 'svc login' or 'svc admin token' prints it", ErrMalformed, msg)
+}
+
 // checkSignature returns the claims of a token whose signature is the cluster's.
 func (v *ClusterVerifier) checkSignature(tok string, pub ed25519.PublicKey) (Claims, error) {
 	if c, ok := v.cached(tok); ok {
@@ -145,7 +154,7 @@ func (v *ClusterVerifier) checkSignature(tok string, pub ed25519.PublicKey) (Cla
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
 		return c, ErrBadSignature
 	case err != nil:
-		return c, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return c, malformed(err)
 	}
 	v.remember(tok, c)
 	return c, nil

@@ -127,9 +127,9 @@ fuzz:
 bench-once:
 	SVC_SWARM_MIB=64 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./...
 
-## netns-test: 3 peers in network namespaces (needs root; skipped otherwise)
+## netns-test: 3 peers in network namespaces, then the operators' worst days on them (backup and restore, every host lost, the majority lost, an upgrade from the previous tree: scripts/test-operations.sh); needs root, skipped otherwise
 netns-test: build
-	@if [ "$$(id -u)" -ne 0 ]; then echo "netns-test: skipped (needs root)"; else scripts/test-local-cluster.sh; fi
+	@if [ "$$(id -u)" -ne 0 ]; then echo "netns-test: skipped (needs root)"; else scripts/test-local-cluster.sh && scripts/test-operations.sh; fi
 
 ## chaos: a chaos run of 5 peers for CHAOS_DURATION (default 10m) with SEED (default: the clock); needs root
 CHAOS_DURATION ?= 10m

@@ -290,7 +290,7 @@ func Start(cfg Config) (*Peer, error) {
 		Disk: p.disk, Proposer: p, Log: cfg.Log.With("part", "blobs"),
 	})
 	hc := host.Config{
-		Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images,
+		Name: cfg.Name, Bind: cfg.Bind, Graceful: func() bool { return !p.halt }, FSM: p.FSM(), Driver: p.driver, Images: p.images,
 		Proposer: p, Blobs: p.blobs, Ready: p.caught, Healthy: p.health.OK, Interval: cfg.VMInterval,
 		Disk: p.disk, Registerer: p.reg, Log: cfg.Log.With("part", "host"),
 	}

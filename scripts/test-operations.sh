@@ -47,8 +47,10 @@ stop_peer() {
   for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
 }
-has_ns() { svc "$1" namespace list -o json | grep -q "\"name\": \"$2\""; }
-no_ns() { ! svc "$1" namespace list -o json | grep -q "\"name\": \"$2\""; }
+# names I: the namespaces peer I lists (fails when it answers no list).
+names() { local out; out=$(svc "$1" namespace list) && awk 'NR > 1 {print $1}' <<<"$out"; }
+has_ns() { local n; n=$(names "$1") && grep -qx "$2" <<<"$n"; }
+no_ns() { local n; n=$(names "$1") && ! grep -qx "$2" <<<"$n"; }
 ready() { [ "$(svc "$1" node list | awk 'NR > 1 && $2 == "READY"' | wc -l)" -ge "$2" ]; }
 # writer I FILE: make namespaces through peer I until FILE.stop exists,
 # naming each acknowledged one in FILE.
@@ -64,8 +66,8 @@ writer() {
 # all_there I FILE: every namespace named in FILE exists on peer I.
 all_there() {
   local have
-  have=$(svc "$1" namespace list -o json)
-  while read -r n; do grep -q "\"name\": \"$n\"" <<<"$have" || { echo "  $n missing on peer $1"; return 1; }; done <"$2"
+  have=$(names "$1") || return 1
+  while read -r n; do grep -qx "$n" <<<"$have" || { echo "  $n missing on peer $1"; return 1; }; done <"$2"
 }
 
 echo "== 1. backup and restore"

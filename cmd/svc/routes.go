@@ -16,6 +16,8 @@ func routeCommands() map[string]string {
 		"POST /api/v1/cluster/join-tokens":                               "cluster join-token create",
 		"DELETE /api/v1/cluster/join-tokens/{id}":                        "cluster join-token revoke",
 		"POST /api/v1/cluster/rotate-gossip-key":                         "cluster rotate-gossip-key",
+		"GET /api/v1/cluster/snapshot":                                   "cluster snapshot save",
+		"POST /api/v1/cluster/snapshot":                                  "cluster snapshot restore",
 		"DELETE /api/v1/namespaces/{namespace}/nodes/{name}":             "node remove",
 		"POST /api/v1/namespaces/{namespace}/nodes/{name}/approve":       "node approve",
 		"GET /api/v1/remotecatalogs":                                     "remote catalogs",

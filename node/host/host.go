@@ -57,6 +57,10 @@ type Config struct {
 	// Name is this node's name; Bind its address (VNC and the forwards
 	// listen on it).
 	Name, Bind string
+	// Graceful, when set, says whether the peer stops cleanly (not as a
+	// crash would): the host then finishes the removals of deleted VMs'
+	// domains before it returns (finishRemovals).
+	Graceful func() bool
 	FSM        *raftfsm.FSM
 	Driver     hypervisor.Driver
 	// Disk is the budget of the data dir's disk: a VM's disk, a resize and

@@ -51,6 +51,9 @@ func (h *Host) Run(ctx context.Context) {
 		}
 		select {
 		case <-h.ctx.Done():
+			if h.cfg.Graceful != nil && h.cfg.Graceful() {
+				h.finishRemovals()
+			}
 			return
 		case <-changed:
 		case <-tick.C:
@@ -162,8 +165,40 @@ func (h *Host) pass(ctx context.Context) error {
 // removeTimeout bounds the removal of one domain.
 const removeTimeout = 2 * time.Minute
 
+// finishWait bounds the listing of finishRemovals.
+const finishWait = 30 * time.Second
+
+// finishRemovals, as the peer stops cleanly, removes the domains of the VMs
+// deleted since its last pass: a delete the cluster acknowledged is not left
+// half done (a domain defined, shut off) until the peer's next start. The
+// removals under way, and these, run to their end (each bounded by
+// removeTimeout; Run waits for them).
+func (h *Host) finishRemovals() {
+	if !h.cfg.Ready.CaughtUp() {
+		return
+	}
+	want := map[string]bool{}
+	for _, vm := range h.cfg.FSM.VMsOnNode(h.cfg.Name) {
+		want[hypervisor.DomainFor(h.cfg.Name, vm.Namespace, vm.Name, vm.Domain)] = true
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), finishWait)
+	defer cancel()
+	doms, err := h.cfg.Driver.List(ctx)
+	if err != nil {
+		h.cfg.Log.Warn("list domains before stopping", "err", err)
+		return
+	}
+	for _, d := range doms {
+		if want[d.Name] || strings.HasPrefix(d.Name, hypervisor.TemplatePrefix(h.cfg.Name)) || strings.HasPrefix(d.Name, hypervisor.HotPrefix(h.cfg.Name)) {
+			continue // a VM's, or the template manager's or the hot pool's
+		}
+		h.remove(d.Name)
+	}
+}
+
 // remove takes a domain nobody wants down and away, on a goroutine of its
-// own; a removal under way is not started again.
+// own; a removal under way is not started again. It runs to its end even
+// when the peer stops meanwhile (bounded by removeTimeout).
 func (h *Host) remove(domain string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -173,9 +208,9 @@ func (h *Host) remove(domain string) {
 	h.removing[domain] = true
 	h.cfg.Log.Info("removing a domain nobody wants", "domain", domain)
 	h.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(h.ctx, removeTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), removeTimeout)
 		defer cancel()
-		if err := h.cfg.Driver.Delete(ctx, domain); err != nil && h.ctx.Err() == nil {
+		if err := h.cfg.Driver.Delete(ctx, domain); err != nil {
 			h.cfg.Log.Warn("remove domain", "domain", domain, "err", err)
 		}
 		h.mu.Lock()

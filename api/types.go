@@ -39,6 +39,10 @@ const HeaderNotLeader = "X-Svc-Not-Leader"
 // fabric's TLS (benchmarks only); peers ignore it otherwise.
 const HeaderPlainPeer = "X-Svc-Plain-Peer"
 
+// HeaderPeerLevel carries, on every call of one peer to another, the
+// command level of the caller's svc (its version is in User-Agent).
+const HeaderPeerLevel = "X-Svc-Peer-Level"
+
 // HeaderIndex carries the leader's applied Raft index on the answer to a
 // forwarded write; the forwarding peer waits until its replica has applied
 // it, so a read through the same peer sees the write.

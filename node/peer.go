@@ -177,7 +177,7 @@ func Start(cfg Config) (*Peer, error) {
 	// can read peers' addresses from it.
 	fsm := raftfsm.NewFSM(cfg.Log.With("part", "fsm"))
 	p.links = peerlink.New(peerlink.Config{
-		Name: cfg.Name, TLSAddr: p.TLSAddr(), APIAddr: p.APIAddr(), Plain: cfg.PlainPeers, Gate: cfg.Gate,
+		Name: cfg.Name, TLSAddr: p.TLSAddr(), APIAddr: p.APIAddr(), Version: cfg.Version, Plain: cfg.PlainPeers, Gate: cfg.Gate,
 		Identity: p.id, Trust: p.trust, State: fsm,
 		Member: func(name string) (gossip.Member, bool) {
 			if p.gossip == nil {

@@ -32,6 +32,9 @@ type Config struct {
 	// Name is this peer's; TLSAddr and APIAddr are where this peer
 	// listens on its HTTPS and API ports.
 	Name, TLSAddr, APIAddr string
+	// Version is the svc this peer runs: its calls to other peers carry it
+	// (User-Agent) and its command level (api.HeaderPeerLevel).
+	Version string
 	// Plain: peers call each other over plain HTTP (benchmarks only).
 	Plain bool
 	// Gate optionally refuses traffic to some addresses (tests).
@@ -93,10 +96,24 @@ func (l *Links) PeerTransport() http.RoundTripper {
 		TLSHandshakeTimeout: 10 * time.Second,
 	}
 	if l.cfg.Plain {
-		return plainPeer{name: l.cfg.Name, next: tr}
+		return versioned{version: l.cfg.Version, next: plainPeer{name: l.cfg.Name, next: tr}}
 	}
 	tr.TLSClientConfig = l.cfg.Identity.PeerClientConfig(l.cfg.Trust)
-	return tr
+	return versioned{version: l.cfg.Version, next: tr}
+}
+
+// versioned says which svc calls: its version and command level, so that
+// a peer of another release can tell (docs/operations.md#upgrades-one-host-at-a-time).
+type versioned struct {
+	version string
+	next    http.RoundTripper
+}
+
+func (t versioned) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("User-Agent", "svc/"+t.version)
+	r.Header.Set(api.HeaderPeerLevel, strconv.Itoa(raftfsm.Level))
+	return t.next.RoundTrip(r)
 }
 
 // plainPeer names the calling peer in a header, on a cluster running with

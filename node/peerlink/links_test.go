@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -192,5 +193,23 @@ func TestLinks_https_port(t *testing.T) {
 	user.CloseIdleConnections()
 	if _, err := user.Get("https://" + l.PeerAddr("a") + "/"); err == nil {
 		t.Fatal("a broken uploaded certificate was served")
+	}
+}
+
+// TestLinks_calls_carry_the_version: every call of a peer to another says
+// which svc makes it, and its command level.
+func TestLinks_calls_carry_the_version(t *testing.T) {
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+	defer srv.Close()
+	l := New(Config{Name: "a", Version: "v9.8.7", Plain: true, State: fakeState{}, Member: members})
+	resp, err := (&http.Client{Transport: l.PeerTransport()}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := <-got
+	if h.Get("User-Agent") != "svc/v9.8.7" || h.Get(api.HeaderPeerLevel) != strconv.Itoa(raftfsm.Level) || h.Get(api.HeaderPlainPeer) != "a" {
+		t.Fatalf("headers %v", h)
 	}
 }

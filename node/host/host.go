@@ -61,8 +61,8 @@ type Config struct {
 	// crash would): the host then finishes the removals of deleted VMs'
 	// domains before it returns (finishRemovals).
 	Graceful func() bool
-	FSM        *raftfsm.FSM
-	Driver     hypervisor.Driver
+	FSM      *raftfsm.FSM
+	Driver   hypervisor.Driver
 	// Disk is the budget of the data dir's disk: a VM's disk, a resize and
 	// a commit or save take room in it before they write, or are refused;
 	// nil sets no bound.

@@ -240,6 +240,8 @@ func TestSnapshot_new_cluster_after_every_host_was_lost(t *testing.T) {
 	if _, err := cl.CreateNamespace(ctx(t), "team-b"); err != nil {
 		t.Fatal(err)
 	}
+	// An image whose blobs only the lost hosts hold.
+	upload(t, cl, "tiny", tinyImage(t))
 	file, hdr := saveSnapshot(t, cl)
 	path := filepath.Join(t.TempDir(), "cluster.snap")
 	if err := os.WriteFile(path, file, 0o600); err != nil {
@@ -286,6 +288,15 @@ func TestSnapshot_new_cluster_after_every_host_was_lost(t *testing.T) {
 	servers, err := first.Peer.Store().Servers(ctx(t))
 	if err != nil || len(servers) != 3 {
 		t.Fatalf("raft servers %v %v", servers, err)
+	}
+	// The image's record is there; its blobs are not: a deploy of it is
+	// refused saying so (409), never a 5xx or a VM left waiting.
+	if _, err := restored.GetImage(ctx(t), ns, "tiny"); err != nil {
+		t.Fatalf("the image's record: %v", err)
+	}
+	_, err = restored.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "orphan", CPU: intp(1)})
+	if se := statusErr(err); se == nil || se.Status.Code != http.StatusConflict || !strings.Contains(se.Status.Message, "no running peer holds its disk") {
+		t.Fatalf("a deploy of an image no running host holds: %v", err)
 	}
 }
 

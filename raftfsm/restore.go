@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/svc-project/svc/api"
 )
 
 // ErrOtherCluster refuses a snapshot of another cluster where only one of
@@ -103,6 +105,9 @@ func RestoreAsNewCluster(r io.Reader, self PeerIdentity, now time.Time) (cluster
 	fb.TrustIndex = sf.Index
 	for _, n := range st.Nodes {
 		n.Templates, n.Hot, n.HotSpent = nil, nil, nil
+		if n.Name != self.Name {
+			n.Phase, n.PhaseReason, n.PhaseSince = api.PhaseNotReady, "its host has not reported since the cluster was formed from a snapshot", now.UTC()
+		}
 	}
 	out, err = encodeSnapshot(sf)
 	return st.ClusterID, out, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,13 +99,37 @@ func (l *Leader) schedule(vm raftfsm.VM, req scheduler.Request) (string, error) 
 	l.refreshView()
 	// A registry's claim of a digest its namespace cannot read places the
 	// VM as if no peer held it (its host pulls it whole).
-	if b, ok := l.cfg.FSM.Blob(vm.ImageDigest); ok && (vm.ImageSource == "" || l.cfg.FSM.NamespaceHolds(vm.Namespace, vm.ImageDigest)) {
+	b, held := l.cfg.FSM.Blob(vm.ImageDigest)
+	if held && (vm.ImageSource == "" || l.cfg.FSM.NamespaceHolds(vm.Namespace, vm.ImageDigest)) {
 		req.ImageHolders = b.Holders
+	}
+	// An image only hosts that are no peers any more hold (a cluster formed
+	// from a snapshot after its hosts were lost, or peers removed) cannot be
+	// fetched: say so now, rather than let the VM wait out its deploy for a
+	// peer that never comes. A holder that is a peer but down may come back.
+	if held && vm.ImageSource == "" && len(b.Holders) > 0 && !l.anyMayServe(b.Holders) {
+		return "", raftfsm.NewRuleError(raftfsm.ErrConflict, fmt.Sprintf(
+			"image %s: no running peer holds its disk (%s held it and are no peers of this cluster now); upload the image again or pull it from a registry",
+			vm.Image, strings.Join(b.Holders, ", ")))
 	}
 	if sh, ok := vm.Shape(); ok {
 		req.Template = sh.Key()
 	}
 	return l.placer.view.Place(req, placeFacts{l})
+}
+
+// anyMayServe says whether one of the nodes named is READY or an admitted
+// peer (one that is down may come back).
+func (l *Leader) anyMayServe(names []string) bool {
+	for _, n := range names {
+		if nv, ok := l.cfg.FSM.Node(n); ok && nv.Ready() {
+			return true
+		}
+		if _, ok := l.cfg.FSM.PeerIdentity(n); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // refreshView brings the view up to date with the replica: the nodes

@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps libvirt image run stop test lint lint-js test-js-deps darwin-check unit fuzz bench-once netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all build sign deps deps-run libvirt image run stop test lint lint-js test-js-deps darwin-check unit fuzz bench-once netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -30,19 +30,23 @@ sign:
 	codesign --display --entitlements - bin/svc | grep -q com.apple.security.virtualization
 	cp bin/svc bin/svc-darwin
 
-## deps: install the Debian packages svc needs (libvirt, QEMU, the image build's tools) where missing
+## deps: install the Debian packages svc and its tests need (libvirt, QEMU, the image build's tools, the registry server and Chromium the tests use) where missing
 deps:
 	scripts/install-deps.sh
 
+## deps-run: only what running a peer and building its image need (make run)
+deps-run:
+	scripts/install-deps.sh run
+
 ## libvirt: start libvirtd and virtlogd where they do not run
-libvirt: deps
+libvirt: deps-run
 	scripts/libvirt-up.sh
 
 ## image: build the default guest image and its installer ISO (rebuilt only when their sources change)
 image: $(IMAGE) $(ISO)
 
 $(IMAGE) $(ISO) &: $(IMAGE_SRC)
-	scripts/install-deps.sh
+	scripts/install-deps.sh run
 	GO=$(GO) scripts/mini-linux/build.sh $(IMAGE) $(ISO)
 
 ## run: start a single-peer dev cluster in the background with the mini-linux image, and say how to reach it
@@ -57,7 +61,7 @@ stop:
 test: export SVC_REQUIRE_LIBVIRT=1
 test: export SVC_REQUIRE_REGISTRY=1
 test: export SVC_REQUIRE_BROWSER=1
-test: libvirt image lint unit fuzz bench-once netns-test chaos-short
+test: deps libvirt image lint unit fuzz bench-once netns-test chaos-short
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

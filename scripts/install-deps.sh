@@ -10,13 +10,21 @@
 # compiles the 9p modules Debian's cloud kernel leaves out (binutils strips
 # them), and zstd, which packs the initramfs.
 # Idempotent; needs root.
+#   scripts/install-deps.sh       # everything, the tests' too (make test)
+#   scripts/install-deps.sh run   # what running a peer and building its image need (make run):
+#                                 # not the registry server or Chromium, which only tests use
 set -euo pipefail
 pkgs=(
   qemu-system-x86 qemu-utils libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
   busybox-static dropbear-bin qemu-guest-agent syslinux syslinux-common isolinux mtools dosfstools cpio zstd kmod openssl file genisoimage
-  iproute2 nftables docker-registry chromium
+  iproute2 nftables
   e2fsprogs mount gcc make xz-utils binutils
 )
+case ${1:-all} in
+run) ;;
+all) pkgs+=(docker-registry chromium) ;;
+*) echo "usage: $0 [run|all]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

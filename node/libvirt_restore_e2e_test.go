@@ -28,6 +28,10 @@ func TestLibvirtCluster_restore_recreates_a_vm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Named by the image's identity step, which runs once the guest's agent answers.
+	if err := cl.WaitGuestReady(context.Background(), ns, vm.Name, guestBootWait); err != nil {
+		t.Fatal(err)
+	}
 	if got := strings.TrimSpace(guestRun(t, c, vm, "uname -n")); got != "keep" {
 		t.Fatalf("uname -n: %q", got)
 	}
@@ -80,6 +84,9 @@ func TestLibvirtCluster_restore_recreates_a_vm(t *testing.T) {
 		}
 		return nil
 	})
+	if err := cl.WaitGuestReady(context.Background(), ns, vm.Name, guestBootWait); err != nil {
+		t.Fatal(err)
+	}
 	if got := strings.TrimSpace(guestRun(t, c, vm, "uname -n")); got != "keep" {
 		t.Fatalf("uname -n of the VM made again: %q", got)
 	}

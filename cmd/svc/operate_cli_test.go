@@ -27,19 +27,29 @@ func TestCLI_drain_quota_ttl(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	var out syncbuf.Buffer // what the drain has printed so far
 	go func() {
-		out, err := runSvc(t, url, token, "", "node", "drain", node, "--wait", "--timeout", "1m")
-		done <- result{out, err}
+		root := newRootCmd()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"--api-url", url, "--token", token, "node", "drain", node, "--wait", "--timeout", "1m"})
+		err := root.ExecuteContext(context.Background())
+		done <- result{out.String(), err}
 	}()
-	// The drain has cordoned the node before it waits.
+	// The drain has cordoned the node and listed its VMs before it waits:
+	// only then is web-1 deleted (deleted sooner, the drain rightly finds
+	// no VM to list).
 	if err := poll.Until(context.Background(), 30*time.Second, func() error {
 		nodes, err := cl.ListNodes(context.Background(), api.DefaultNamespace, false)
 		if err != nil || len(nodes) != 1 || nodes[0].Schedulable {
 			return errors.New("not cordoned yet")
 		}
+		if !strings.Contains(out.String(), "web-1") {
+			return errors.New("the drain has not listed the node's VMs yet")
+		}
 		return nil
 	}); err != nil {
-		t.Fatal("the drain did not cordon the node")
+		t.Fatalf("the drain did not cordon the node and list its VMs: %v\n%s", err, out.String())
 	}
 	select {
 	case r := <-done:

@@ -24,11 +24,10 @@ isolinux=/usr/lib/ISOLINUX/isolinux.bin
 ldlinux=/usr/lib/syslinux/modules/bios/ldlinux.c32
 cache=${SVC_IMAGE_CACHE:-build/cache}
 disk_mib=${MINI_LINUX_DISK_MIB:-64}
-# The kernel modules, in the groups rcS loads them by (each with what it
-# depends on, a module in the first group that needs it): early, before the
-# disk is mounted; ide when the disk is on IDE (legacyIO), else after the SSH
-# server starts; 9p when the VM has a shared folder; late (ACPI's power
-# button, for acpid) after the SSH server starts.
+# The kernel modules, in the groups rcS loads them by, in order (each with
+# what it depends on, a module in the first group that needs it): early
+# (virtio, the disk's file system), ide (IDE and CD-ROM), 9p only when the VM
+# has a shared folder, late (ACPI's power button, for acpid).
 mod_groups="early ide 9p late"
 mods_early="virtio_pci virtio_blk virtio_net virtio_console virtio_rng vfat nls_cp437 nls_ascii nls_iso8859-1"
 mods_ide="ata_piix sd_mod sr_mod isofs"

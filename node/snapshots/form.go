@@ -42,26 +42,11 @@ func FormCluster(path, dir string, h membership.Host, now time.Time) (*fabric.Id
 	if len(hdr.Secret) == 0 {
 		return nil, hdr, fmt.Errorf("restore from %s: the file holds no cluster secret", path)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, hdr, fmt.Errorf("restore: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "snapshot-*.tmp")
+	tmp, err := spool(rd, dir)
 	if err != nil {
-		return nil, hdr, fmt.Errorf("restore: %w", err)
-	}
-	defer func() {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-	}()
-	if _, err := io.Copy(tmp, rd.Body()); err != nil {
 		return nil, hdr, fmt.Errorf("restore from %s: %w", path, err)
 	}
-	if err := rd.Verify(); err != nil {
-		return nil, hdr, fmt.Errorf("restore from %s: %w", path, err)
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return nil, hdr, err
-	}
+	defer discard(tmp)
 	clusterID, fb, err := raftfsm.SnapshotFabric(tmp)
 	if err != nil {
 		return nil, hdr, fmt.Errorf("restore from %s: %w", path, err)

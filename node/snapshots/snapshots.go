@@ -102,31 +102,16 @@ func (s *Service) Restore(ctx context.Context, r io.Reader) (Restored, error) {
 	if h.ClusterID != s.cfg.ClusterID {
 		return Restored{}, fmt.Errorf("%w: it is of cluster %s, this is %s (svc agent --restore forms a new cluster from it)", raftfsm.ErrOtherCluster, h.ClusterID, s.cfg.ClusterID)
 	}
-	if err := os.MkdirAll(s.cfg.Dir, 0o700); err != nil {
-		return Restored{}, fmt.Errorf("restore: %w", err)
-	}
-	f, err := os.CreateTemp(s.cfg.Dir, "upload-*.state")
-	if err != nil {
-		return Restored{}, fmt.Errorf("restore: %w", err)
-	}
-	defer func() {
-		_ = f.Close()
-		_ = os.Remove(f.Name())
-	}()
-	hold, err := s.cfg.Disk.Reserve("a snapshot upload", h.Size, f.Name())
+	hold, err := s.cfg.Disk.Reserve("a snapshot upload", h.Size, "")
 	if err != nil {
 		return Restored{}, err
 	}
 	defer hold.Release()
-	if _, err := io.Copy(f, rd.Body()); err != nil {
-		return Restored{}, fmt.Errorf("%w: %w", backup.ErrCorrupt, err)
-	}
-	if err := rd.Verify(); err != nil {
+	f, err := spool(rd, s.cfg.Dir)
+	if err != nil {
 		return Restored{}, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return Restored{}, fmt.Errorf("restore: %w", err)
-	}
+	defer discard(f)
 	state, err := s.cfg.FSM.RestoreInPlace(f)
 	if err != nil {
 		return Restored{}, err
@@ -136,6 +121,38 @@ func (s *Service) Restore(ctx context.Context, r io.Reader) (Restored, error) {
 	}
 	s.cfg.Log.Warn("restored the cluster's state from a snapshot", "index", h.Index, "term", h.Term, "taken", h.CreatedAt, "by_peer", h.Peer, "svc", h.SVCVersion)
 	return Restored{ClusterID: h.ClusterID, Index: h.Index, Term: h.Term, TakenAt: h.CreatedAt, Size: int64(len(state))}, nil
+}
+
+// spool writes a snapshot's state to a temporary file in dir and checks the
+// whole file (backup.Reader.Verify): nothing is read from the state before
+// it is known whole. The file is returned at its start; discard removes it.
+func spool(rd *backup.Reader, dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "snapshot-*.state")
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if _, err := io.Copy(f, rd.Body()); err != nil {
+		discard(f)
+		return nil, fmt.Errorf("%w: %w", backup.ErrCorrupt, err)
+	}
+	if err := rd.Verify(); err != nil {
+		discard(f)
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		discard(f)
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return f, nil
+}
+
+// discard closes and removes a spooled state.
+func discard(f *os.File) {
+	_ = f.Close()
+	_ = os.Remove(f.Name())
 }
 
 // UploadDir is where a peer keeps uploads under its data dir.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -203,4 +206,45 @@ func otherNamespaceClient(t *testing.T, c *testcluster.Cluster, admin *api.Clien
 		t.Fatal(err)
 	}
 	return api.NewClient("http://"+m.Peer.APIAddr(), tok.Token)
+}
+
+// TestGuest_remade_domain_is_not_ready_until_its_agent_answers: a VM whose
+// domain went (as after a restore of a snapshot taken before its delete)
+// loses its identity and guest facts before its domain is made again, and
+// gets them back from the new guest's agent.
+func TestGuest_remade_domain_is_not_ready_until_its_agent_answers(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{GuestAgent: true})
+	c.WaitLeader()
+	m := c.Members[0]
+	cl := c.Client(m)
+	tinyVM(t, cl, "again", m.Name)
+	settled := func(want string) func() error {
+		return func() error {
+			got, err := cl.GetVM(ctx(t), ns, "again")
+			switch {
+			case err != nil:
+				return err
+			case got.Identity == nil || got.Identity.State != want:
+				return fmt.Errorf("identity %+v, want %s", got.Identity, want)
+			case want == api.IdentitySet && !got.GuestAgent:
+				return errors.New("no guest agent reported")
+			case want == api.IdentityPending && (got.GuestAgent || got.GuestOS != ""):
+				return fmt.Errorf("the gone guest's facts are still reported: agent %v, OS %q", got.GuestAgent, got.GuestOS)
+			}
+			return nil
+		}
+	}
+	c.WaitFor("the identity step ran", 30*time.Second, settled(api.IdentitySet))
+	release := make(chan struct{})
+	m.Fake.HoldCreatesUntil(release)
+	m.Fake.Vanish(hypervisor.DomainName(m.Name, ns, "again"))
+	c.WaitFor("the record cleared while the domain is made again", 30*time.Second, settled(api.IdentityPending))
+	if err := cl.WaitGuestReady(ctx(t), ns, "again", 200*time.Millisecond); err == nil {
+		t.Fatal("a guest whose domain is still being made was called ready")
+	}
+	close(release)
+	c.WaitFor("the new guest's identity step ran", 30*time.Second, settled(api.IdentitySet))
+	if err := cl.WaitGuestReady(ctx(t), ns, "again", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -208,6 +208,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		case makeRecreate:
 			note = "the domain was missing and has been recreated"
 			p.cfg.Log.Warn("recreating a vanished domain", "vm", key)
+			w.reportRemaking(ctx, vm)
 			fallthrough
 		case makeNew:
 			restored := false
@@ -335,6 +336,22 @@ func (w *vmWorker) retryOrFail(vm raftfsm.VM, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %v", errRetry, err)
+}
+
+// reportRemaking clears what the record says of a guest that is gone
+// before its domain is made again (a state restored from a snapshot says
+// so of a VM deleted since): until the new guest's agent answers, no one
+// may take the record's identity and guest facts for the new guest's.
+func (w *vmWorker) reportRemaking(ctx context.Context, vm raftfsm.VM) {
+	identity := pendingIdentity()
+	if !w.hasAgent() {
+		identity = noAgentIdentity()
+	}
+	w.apply(ctx, raftfsm.VMStatus{
+		Namespace: vm.Namespace, Name: vm.Name, Node: w.h.cfg.Name, Status: vm.Status,
+		ErrorMessage: "the domain was missing and is being made again", ObservedRevertGen: vm.ObservedRevertGen,
+		Guest: &raftfsm.GuestReport{}, Identity: identity,
+	})
 }
 
 // reportFailed records that the VM failed, and why (reason: see

@@ -230,6 +230,10 @@ type Namespace struct {
 	// SharedStorage, when the namespace's is on (shown in answers,
 	// ignored in a create: PUT .../shared-storage turns it on).
 	SharedStorage *SharedStorage `json:"sharedStorage,omitempty"`
+	// Aliases are other names every path takes for this namespace (the
+	// agents' --namespace-alias: orka-default for svc-default, so that
+	// clients that hard-code Orka's default namespace work unchanged).
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // Subjects are the users, service accounts ("namespace:name") and

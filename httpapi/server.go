@@ -84,6 +84,9 @@ type Config struct {
 	Gate netgate.Gate
 	// Limits bound connections and body reads.
 	Limits Limits
+	// NamespaceAlias, when set, is another name of the default namespace
+	// in every path (orka-default: see ValidNamespaceAlias).
+	NamespaceAlias string
 }
 
 // Server is the HTTP API of one peer.
@@ -321,6 +324,7 @@ func (s *Server) handle(rt Route, h handler) {
 		mode = bodyProgress
 	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		s.unalias(r, p)
 		if rt.Stream {
 			tokenFromSubprotocol(r)
 		}

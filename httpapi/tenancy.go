@@ -40,6 +40,9 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request, _ httpr
 	if err := api.ValidateName("name", req.Name, api.MaxNameLen); err != nil {
 		return badRequest("field \"name\": %s", err)
 	}
+	if s.isAlias(req.Name) {
+		return errorf(http.StatusConflict, api.ReasonAlreadyExists, "namespace %q is another name of %s (the agents' --namespace-alias)", req.Name, api.DefaultNamespace)
+	}
 	now := time.Now().UTC().Truncate(time.Second)
 	if _, err := s.apply(r.Context(), raftfsm.TypeNamespaceCreate, raftfsm.NamespaceCreate{Name: req.Name, Time: now}); err != nil {
 		return err

@@ -126,6 +126,9 @@ type Config struct {
 	// (hot pools of warm configs): 0 for an eighth of the node's memory,
 	// negative for none.
 	HotMaxMemory int64
+	// NamespaceAlias, when set, is another name of the default namespace
+	// in every API path (the agent's default: orka-default).
+	NamespaceAlias string
 	// AuditEntries is how many API writes the audit log keeps (default
 	// 10000; the leader's is the one applied).
 	AuditEntries int

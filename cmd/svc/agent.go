@@ -58,6 +58,7 @@ type agentFlags struct {
 	templates          int
 	templatesMaxBytes  string
 	hotMaxMemory       string
+	namespaceAlias     string
 	auditEntries       int
 	diskFloor          string
 	registryAllow      []string
@@ -150,6 +151,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.templates, "templates", 4, "booted templates this node keeps for warm VM configs, whose VMs then start without a boot (0 to 32; 0: none)")
 	f.StringVar(&a.templatesMaxBytes, "templates-max-bytes", "16G", "disk the booted templates may take (memory files and disks), e.g. 16G")
 	f.StringVar(&a.hotMaxMemory, "hot-max-memory", "auto", "memory this node's hot guests (the hot pools of warm VM configs) may take together, e.g. 4G; auto: an eighth of the node's memory; 0: no hot guests")
+	f.StringVar(&a.namespaceAlias, "namespace-alias", "orka-default", "another name of the default namespace (svc-default) in every API path, for clients that hard-code Orka's default namespace (the Jenkins and TeamCity plugins, Packer); set the same on every peer; \"\": none")
 	f.StringVar(&a.diskFloor, "disk-floor", "1G", "free space of the data dir's disk that no work may take (Raft's log and snapshots, the peer's logs): uploads, pulls, VM disks, resizes, shared folders, templates and saves that would take the disk below it are refused")
 	f.StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&a.logFormat, "log-format", "text", "text or json")
@@ -289,6 +291,10 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 	default:
 		cfg.HotMaxMemory = b
 	}
+	if err := httpapi.ValidNamespaceAlias(a.namespaceAlias); err != nil {
+		return cfg, fmt.Errorf("--namespace-alias: %w", err)
+	}
+	cfg.NamespaceAlias = a.namespaceAlias
 	if b, err := api.ParseSize(a.diskFloor); err != nil || b < 64<<20 {
 		return cfg, fmt.Errorf("--disk-floor %q: a size of 64M or more, such as 1G", a.diskFloor)
 	} else {

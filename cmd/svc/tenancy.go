@@ -44,9 +44,13 @@ func newNamespaceCmd(g *globals) *cobra.Command {
 				if n.CreatedAt != nil {
 					created = n.CreatedAt.Format(time.RFC3339)
 				}
-				rows = append(rows, []string{n.Name, created})
+				aliases := "-"
+				if len(n.Aliases) > 0 {
+					aliases = strings.Join(n.Aliases, ",")
+				}
+				rows = append(rows, []string{n.Name, created, aliases})
 			}
-			return printTable(cmd.OutOrStdout(), []string{"NAME", "CREATED"}, rows)
+			return printTable(cmd.OutOrStdout(), []string{"NAME", "CREATED", "ALIASES"}, rows)
 		},
 	}, newGetCmd(g, "Show a namespace", func(ctx context.Context, cl *api.Client, name string) (any, error) {
 		return cl.GetNamespace(ctx, name)

@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/svc-project/svc/api"
+)
+
+// ValidNamespaceAlias checks an alias of the default namespace: a name a
+// namespace could have, other than the default's own.
+func ValidNamespaceAlias(alias string) error {
+	if alias == "" {
+		return nil
+	}
+	if err := api.ValidateName("namespace alias", alias, api.MaxNameLen); err != nil {
+		return err
+	}
+	if alias == api.DefaultNamespace {
+		return fmt.Errorf("namespace alias %q is the default namespace's own name", alias)
+	}
+	return nil
+}
+
+// unalias makes a path that names the default namespace by its alias name
+// it by its own, in the route's parameters and in the URL a forwarded
+// request carries: rules, records and the leader see one namespace.
+func (s *Server) unalias(r *http.Request, p httprouter.Params) {
+	alias := s.cfg.NamespaceAlias
+	if alias == "" {
+		return
+	}
+	for i := range p {
+		if p[i].Key != "namespace" || p[i].Value != alias {
+			continue
+		}
+		p[i].Value = api.DefaultNamespace
+		r.URL.Path = strings.Replace(r.URL.Path, "/namespaces/"+alias, "/namespaces/"+api.DefaultNamespace, 1)
+		r.URL.RawPath = ""
+	}
+}
+
+// isAlias reports whether name is the default namespace's alias.
+func (s *Server) isAlias(name string) bool {
+	return s.cfg.NamespaceAlias != "" && name == s.cfg.NamespaceAlias
+}

@@ -1,0 +1,77 @@
+package node_test
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// TestNamespaceAlias_orka_default: with the agent's default alias, every
+// call of Orka's plugins on orka-default (their hard-coded namespace)
+// answers as on svc-default, with no admin step: the same images, VM
+// configs, nodes and VMs; a deploy there is svc-default's VM. The alias
+// shows in the namespace list and cannot be made a namespace of its own.
+func TestNamespaceAlias_orka_default(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
+	c.WaitLeader()
+	cl := c.Client(c.Members[0])
+	const alias = "orka-default"
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.CreateVMConfig(ctx(t), api.DefaultNamespace, api.VMConfig{Name: "cfg", Image: "tiny", CPU: 1}); err != nil {
+		t.Fatal(err)
+	}
+	images, err := cl.ListImages(ctx(t), alias)
+	if err != nil || len(images) != 1 || images[0].Name != "tiny" {
+		t.Fatalf("images of %s: %+v %v", alias, images, err)
+	}
+	configs, err := cl.ListVMConfigs(ctx(t), alias)
+	if err != nil || len(configs) != 1 || configs[0].Name != "cfg" {
+		t.Fatalf("vm configs of %s: %+v %v", alias, configs, err)
+	}
+	nodes, err := cl.ListNodes(ctx(t), alias, false)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("nodes of %s: %+v %v", alias, nodes, err)
+	}
+	vm, err := cl.DeployVM(ctx(t), alias, api.DeployRequest{VMConfig: "cfg", Name: "built"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.Namespace != api.DefaultNamespace {
+		t.Fatalf("deployed in %q, want %s", vm.Namespace, api.DefaultNamespace)
+	}
+	if got, err := cl.GetVM(ctx(t), api.DefaultNamespace, "built"); err != nil || got.Status != api.StatusRunning {
+		t.Fatalf("the VM in %s: %+v %v", api.DefaultNamespace, got, err)
+	}
+	nss, err := cl.ListNamespaces(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(nss, func(n api.Namespace) bool { return n.Name == api.DefaultNamespace })
+	if i < 0 || !slices.Equal(nss[i].Aliases, []string{alias}) || slices.ContainsFunc(nss, func(n api.Namespace) bool { return n.Name == alias }) {
+		t.Fatalf("namespaces: %+v", nss)
+	}
+	if _, err := cl.CreateNamespace(ctx(t), alias); api.CodeOf(err) != http.StatusConflict {
+		t.Fatalf("creating namespace %s: %v, want 409", alias, err)
+	}
+	if err := cl.DeleteVM(ctx(t), alias, "built"); err != nil {
+		t.Fatal(err)
+	}
+	if vms, err := cl.ListVMs(ctx(t), api.DefaultNamespace); err != nil || len(vms) != 0 {
+		t.Fatalf("after the delete through %s: %+v %v", alias, vms, err)
+	}
+}
+
+// TestNamespaceAlias_off: without the alias, orka-default is a namespace
+// name like any other (404 until an admin makes it).
+func TestNamespaceAlias_off(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	c.WaitLeader()
+	cl := c.Client(c.Members[0])
+	if _, err := cl.ListImages(ctx(t), "orka-default"); api.CodeOf(err) != http.StatusNotFound {
+		t.Fatalf("images of orka-default: %v, want 404", err)
+	}
+}

@@ -52,7 +52,9 @@ const (
 
 // VM is the record of a deployed VM (spec 2.2 plus the fields of API.md).
 type VM struct {
-	Name   string `json:"name"`
+	Name string `json:"name"`
+	// UID tells this VM from an earlier or later one of the same name.
+	UID    uint64 `json:"uid,omitempty"`
 	Node   string `json:"node"`
 	Memory string `json:"memory"`
 	IP     string `json:"ip"`

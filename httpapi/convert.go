@@ -87,7 +87,7 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 		meta = map[string]string{}
 	}
 	out := api.VM{
-		Name: vm.Name, Node: vm.Node, Memory: api.FormatGi(vm.MemoryBytes), IP: vm.IP,
+		Name: vm.Name, UID: vm.UID, Node: vm.Node, Memory: api.FormatGi(vm.MemoryBytes), IP: vm.IP,
 		SSH: vm.SSHPort, VNC: vm.VNCPort, VNCPassword: vm.VNCPassword, Screenshare: vm.ScreensharePort, Status: status,
 		CPU: vm.CPU, DeployDate: vm.CreatedAt, Image: vm.Image, GPUPassthrough: vm.GPUPassthrough,
 		VMConfig: vm.VMConfig, CustomMetadata: meta, Type: vm.Arch, Namespace: vm.Namespace,

@@ -68,9 +68,19 @@ func (s *Server) deployHere(w http.ResponseWriter, r *http.Request, p httprouter
 		})
 		return nil
 	}
+	if !waitsForRunning(r) {
+		vm, err := run.Place(r.Context(), plan)
+		return s.answerDeploy(w, vm, plan.Warnings, err)
+	}
 	got, err := run.Run(r.Context(), plan)
 	return s.answerDeploy(w, got, plan.Warnings, err)
 }
+
+// waitsForRunning reports whether a deploy answers once its VM runs (the
+// default) or, with ?wait=false, once it is placed (its status Pending; a
+// VM that then fails stays, Failed, for its caller to delete), as a
+// Kubernetes-style create does.
+func waitsForRunning(r *http.Request) bool { return r.URL.Query().Get("wait") != "false" }
 
 // deployThroughLeader has the leader resolve and place a deploy, then waits
 // on this peer's replica until the VM runs. A refusal of the leader's
@@ -96,6 +106,13 @@ func (s *Server) deployThroughLeader(w http.ResponseWriter, r *http.Request, p h
 	start := time.Now()
 	if err := s.waitPlaced(r.Context(), ans.header, timeout); err != nil {
 		return s.answerDeploy(w, vm, nil, run.Abandon(r.Context(), vm, err))
+	}
+	if !waitsForRunning(r) {
+		got, ok := s.replica.FSM().VM(vm.Namespace, vm.Name)
+		if !ok || got.UID != vm.UID {
+			return notFound("vm %q was deleted as soon as it was placed", vm.Name)
+		}
+		return s.answerDeploy(w, got, placed.PortWarnings, nil)
 	}
 	got, err := run.Await(r.Context(), vm, timeout-time.Since(start))
 	return s.answerDeploy(w, got, placed.PortWarnings, err)

@@ -46,6 +46,21 @@ func routeDocs() map[string]routeDoc {
 		{"resourceVersion", "with watch: the changes after this version (410 when this peer no longer has them); without: an ADDED event per record first"},
 		{"timeoutSeconds", "with watch: end the stream after this long (default 1800, at most 21600)"}}
 	return map[string]routeDoc{
+		// The Kubernetes-shaped door (docs/kubernetes.md): Kubernetes' own shapes, not described here.
+		get + "/version":                {Summary: "The Kubernetes-style version (no token needed)", Tag: "kubernetes", Stream: "application/json"},
+		get + "/api":                    {Summary: "Kubernetes discovery: the core group's versions", Tag: "kubernetes", Stream: "application/json"},
+		get + "/api/v1":                 {Summary: "Kubernetes discovery: the core group's resources served (pods: registry jobs)", Tag: "kubernetes", Stream: "application/json"},
+		get + "/apis":                   {Summary: "Kubernetes discovery: the API groups (orka.macstadium.com, svc-project.io)", Tag: "kubernetes", Stream: "application/json"},
+		get + "/apis/{group}":           {Summary: "Kubernetes discovery: a group", Tag: "kubernetes", Stream: "application/json"},
+		get + "/apis/{group}/{version}": {Summary: "Kubernetes discovery: a group's resources and verbs", Tag: "kubernetes", Stream: "application/json"},
+		get + "/apis/{group}/{version}/namespaces/{namespace}/{resource}": {Summary: "List (or with watch=true, watch) a namespace's virtualmachineinstances, images, virtualmachineconfigs or orkanodes", Tag: "kubernetes", Stream: "application/json",
+			Query: []queryParam{{"watch", "true: stream watch events"}, {"resourceVersion", "with watch: the changes after it (410 when too old)"}, {"fieldSelector", "metadata.name, metadata.namespace"}, {"labelSelector", "labels"}, {"allowWatchBookmarks", "true: BOOKMARK events"}, {"sendInitialEvents", "true: ADDED events first, then a BOOKMARK marked k8s.io/initial-events-end"}, {"timeoutSeconds", "with watch: end the stream after this long"}}},
+		post + "/apis/{group}/{version}/namespaces/{namespace}/{resource}": {Summary: "Create a virtualmachineinstance (a deploy, answered once placed), image (a save, copy or empty disk) or virtualmachineconfig", Tag: "kubernetes", Stream: "application/json", Code: 201,
+			Query: []queryParam{{"fieldValidation", "Strict (the default: unknown fields are refused), Warn or Ignore"}}},
+		get + "/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}": {Summary: "Get an object", Tag: "kubernetes", Stream: "application/json"},
+		del + "/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}": {Summary: "Delete an object (DeleteOptions: a UID precondition is checked)", Tag: "kubernetes", Stream: "application/json"},
+		get + ns + "/pods":                                    {Summary: "List (or watch) the namespace's registry jobs as Kubernetes pods, labelled orka.macstadium.com/job.type and batch.kubernetes.io/job-name", Tag: "kubernetes", Stream: "application/json"},
+		get + ns + "/pods/{name}":                             {Summary: "Get a registry job as a Kubernetes pod", Tag: "kubernetes", Stream: "application/json"},
 		get + "/api/v1/cluster-info":                          {Summary: "The cluster's name, version, leader and peers (no token needed)", Tag: "cluster", Resp: api.ClusterInfo{}},
 		get + "/api/v1/namespaces":                            {Summary: "List namespaces", Tag: "namespaces", Resp: api.List[api.Namespace]{}, Query: read},
 		post + "/api/v1/namespaces":                           {Summary: "Create a namespace", Tag: "namespaces", Req: api.Namespace{}, Resp: api.Namespace{}, Code: 201},

@@ -84,6 +84,8 @@ type Config struct {
 	Gate netgate.Gate
 	// Limits bound connections and body reads.
 	Limits Limits
+	// Version is svc's version (the Kubernetes-style /version).
+	Version string
 	// NamespaceAlias, when set, is another name of the default namespace
 	// in every path (orka-default: see ValidNamespaceAlias).
 	NamespaceAlias string
@@ -186,6 +188,7 @@ func New(cfg Config) *Server {
 		writeError(w, s.log, errorf(http.StatusInternalServerError, api.ReasonInternalError, "internal error"))
 	}
 	s.routesV1()
+	s.kubeRoutes()
 	s.oidcRoutes()
 	s.runnerPoolRoutes()
 	s.router.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))

@@ -368,7 +368,7 @@ func Start(cfg Config) (*Peer, error) {
 		}),
 		SignIn: signin.New(signin.Config{State: p.FSM(), Keys: p.member, Egress: p.egress, Log: cfg.Log.With("part", "signin")}),
 		Log:    cfg.Log.With("part", "api"), Registry: p.reg,
-		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits, NamespaceAlias: cfg.NamespaceAlias,
+		LeaderWait: cfg.LeaderWait, Gate: cfg.Gate, Limits: cfg.APILimits, NamespaceAlias: cfg.NamespaceAlias, Version: cfg.Version,
 	})
 	p.wg.Go(func() {
 		if err := p.api.Serve(p.ctx, p.apiL, nil); err != nil && !errors.Is(err, net.ErrClosed) {

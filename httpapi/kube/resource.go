@@ -1,0 +1,252 @@
+package kube
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/svc-project/svc/api"
+)
+
+// maxBody bounds a create's body.
+const maxBody = 1 << 20
+
+// object is one of the door's objects.
+type object interface {
+	meta() *metav1.ObjectMeta
+	typeMeta() *metav1.TypeMeta
+}
+
+// resource is one kind of object the door serves, and the /api/v1
+// collection it is made from.
+type resource struct {
+	plural, singular, kind string
+	shortNames             []string
+	// svc is the /api/v1 collection under a namespace (vms, images, ...).
+	svc string
+	// watches: the collection can be watched, and lists come from a
+	// watch's first list (its version exact); else from a list, at the
+	// replica's index.
+	watches bool
+	deletes bool
+	// convert makes an /api/v1 record the door's object; skip: the record
+	// is no object of this resource (a job that is no push).
+	convert func(raw json.RawMessage) (obj object, skip bool, err error)
+	// create makes an object from a decoded create body (nil: no creates).
+	create func(c *call, body []byte)
+	// newObject is an empty object, for checking a create's fields.
+	newObject func() object
+}
+
+// call is one request on a resource in a namespace.
+type call struct {
+	d   *Door
+	w   http.ResponseWriter
+	r   *http.Request
+	res *resource
+	gv  string
+	ns  string
+}
+
+// path is the /api/v1 path of the collection, or of its object name.
+func (c *call) path(name ...string) string {
+	p := "/api/v1/namespaces/" + url.PathEscape(c.ns) + "/" + c.res.svc
+	for _, n := range name {
+		p += "/" + url.PathEscape(n)
+	}
+	return p
+}
+
+// finish sets what every answered object carries: its kind, namespace and
+// version.
+func (c *call) finish(o object, version string) {
+	*o.typeMeta() = metav1.TypeMeta{APIVersion: c.gv, Kind: c.res.kind}
+	m := o.meta()
+	m.Namespace, m.ResourceVersion = c.ns, version
+}
+
+// selector is a list's or watch's fieldSelector and labelSelector.
+type selector struct {
+	fields fields.Selector
+	labels labels.Selector
+}
+
+// selectorOf parses the query's selectors: fields metadata.name and
+// metadata.namespace, labels any.
+func selectorOf(q url.Values) (selector, error) {
+	s := selector{fields: fields.Everything(), labels: labels.Everything()}
+	if v := q.Get("fieldSelector"); v != "" {
+		f, err := fields.ParseSelector(v)
+		if err != nil {
+			return s, err
+		}
+		for _, req := range f.Requirements() {
+			if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
+				return s, errors.New("field label not supported: " + req.Field + " (a fieldSelector may name metadata.name and metadata.namespace)")
+			}
+		}
+		s.fields = f
+	}
+	if v := q.Get("labelSelector"); v != "" {
+		l, err := labels.Parse(v)
+		if err != nil {
+			return s, err
+		}
+		s.labels = l
+	}
+	return s, nil
+}
+
+func (s selector) matches(o object) bool {
+	m := o.meta()
+	return s.fields.Matches(fields.Set{"metadata.name": m.Name, "metadata.namespace": m.Namespace}) && s.labels.Matches(labels.Set(m.Labels))
+}
+
+func (c *call) list() {
+	q := c.r.URL.Query()
+	sel, err := selectorOf(q)
+	if err != nil {
+		writeStatus(c.w, badRequest("%s", err))
+		return
+	}
+	if v := q.Get("watch"); v == "true" || v == "1" {
+		c.serveWatch(sel)
+		return
+	}
+	var (
+		raws    []json.RawMessage
+		version string
+	)
+	if c.res.watches {
+		events, stop, refused := c.d.watch(c.r, c.path(), url.Values{})
+		if refused != nil {
+			refused.passOn(c.w)
+			return
+		}
+		raws, version, err = firstList(events)
+		stop()
+	} else {
+		version = rv(c.d.cfg.Index())
+		a := c.d.call(c.r, http.MethodGet, c.path(), nil, nil)
+		if !a.ok() {
+			a.passOn(c.w)
+			return
+		}
+		var l api.List[json.RawMessage]
+		err = a.decode(&l)
+		raws = l.Items
+	}
+	if err != nil {
+		writeStatus(c.w, internal("reading %s: %v", c.res.svc, err))
+		return
+	}
+	out := list[object]{TypeMeta: metav1.TypeMeta{APIVersion: c.gv, Kind: c.res.kind + "List"}, ListMeta: metav1.ListMeta{ResourceVersion: version}, Items: []object{}}
+	for _, raw := range raws {
+		o, skip, err := c.res.convert(raw)
+		if err != nil {
+			writeStatus(c.w, internal("reading %s: %v", c.res.svc, err))
+			return
+		}
+		if skip {
+			continue
+		}
+		c.finish(o, version)
+		if sel.matches(o) {
+			out.Items = append(out.Items, o)
+		}
+	}
+	writeJSON(c.w, http.StatusOK, out)
+}
+
+// firstList reads a watch's events up to its first BOOKMARK: the records
+// of its first list and their version.
+func firstList(events *json.Decoder) ([]json.RawMessage, string, error) {
+	var raws []json.RawMessage
+	for {
+		var ev api.WatchEvent
+		if err := events.Decode(&ev); err != nil {
+			return nil, "", err
+		}
+		switch ev.Type {
+		case "ADDED":
+			raws = append(raws, ev.Object)
+		case "BOOKMARK":
+			return raws, ev.ResourceVersion, nil
+		default:
+			return nil, "", errors.New("a watch's first list ended with a " + ev.Type + " event: " + string(ev.Object))
+		}
+	}
+}
+
+func (c *call) get(name string) {
+	version := rv(c.d.cfg.Index())
+	a := c.d.call(c.r, http.MethodGet, c.path(name), nil, nil)
+	if !a.ok() {
+		a.passOn(c.w)
+		return
+	}
+	o, skip, err := c.res.convert(a.body.Bytes())
+	switch {
+	case err != nil:
+		writeStatus(c.w, internal("reading %s %q: %v", c.res.singular, name, err))
+	case skip:
+		writeStatus(c.w, notFound("%s %q not found", c.res.kind, name))
+	default:
+		c.finish(o, version)
+		writeJSON(c.w, http.StatusOK, o)
+	}
+}
+
+// delete deletes name; DeleteOptions' preconditions are checked.
+func (c *call) delete(name string) {
+	var opts metav1.DeleteOptions
+	if b, err := io.ReadAll(io.LimitReader(c.r.Body, maxBody)); err != nil {
+		writeStatus(c.w, badRequest("reading the DeleteOptions: %v", err))
+		return
+	} else if len(strings.TrimSpace(string(b))) > 0 {
+		if err := json.Unmarshal(b, &opts); err != nil {
+			writeStatus(c.w, badRequest("the body is no DeleteOptions: %v", err))
+			return
+		}
+	}
+	if p := opts.Preconditions; p != nil && (p.UID != nil || p.ResourceVersion != nil) {
+		a := c.d.call(c.r, http.MethodGet, c.path(name), nil, nil)
+		if !a.ok() {
+			a.passOn(c.w)
+			return
+		}
+		o, _, err := c.res.convert(a.body.Bytes())
+		if err != nil {
+			writeStatus(c.w, internal("reading %s %q: %v", c.res.singular, name, err))
+			return
+		}
+		if p.UID != nil && *p.UID != o.meta().UID {
+			writeStatus(c.w, api.NewStatus(http.StatusConflict, api.ReasonConflict, sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, o.meta().UID)))
+			return
+		}
+	}
+	a := c.d.call(c.r, http.MethodDelete, c.path(name), nil, nil)
+	if !a.ok() {
+		a.passOn(c.w)
+		return
+	}
+	group := strings.TrimSuffix(c.gv, "/"+Version)
+	if c.gv == "v1" {
+		group = ""
+	}
+	writeJSON(c.w, http.StatusOK, map[string]any{
+		"kind": "Status", "apiVersion": "v1", "status": "Success",
+		"details": map[string]string{"name": name, "group": group, "kind": c.res.plural},
+	})
+}
+
+func internal(format string, args ...any) api.Status {
+	return api.NewStatus(http.StatusInternalServerError, api.ReasonInternalError, sprintf(format, args...))
+}

@@ -1,0 +1,289 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/httpapi/kube"
+	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// kubeClients are the Go clients Orka's tools are built on, pointed at a
+// peer: client-go's discovery and a controller-runtime client whose scheme
+// has Orka's kinds and the core pods.
+func kubeClients(t testing.TB, c *testcluster.Cluster, m *testcluster.Member, token string) (*discovery.DiscoveryClient, client.WithWatch) {
+	t.Helper()
+	cfg := &rest.Config{Host: "http://" + m.Peer.APIAddr(), BearerToken: token, Timeout: time.Minute}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := runtime.NewScheme()
+	if err := kube.AddToScheme(sch, kube.OrkaGroup); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc, cl
+}
+
+// watchUntil watches list's objects named name in ns until done says an
+// event ends the wait (its error, if any, fails the test).
+func watchUntil(t testing.TB, cl client.WithWatch, list client.ObjectList, ns, name string, wait time.Duration, done func(watch.Event) (bool, error), opts ...client.ListOption) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	opts = append(opts, client.InNamespace(ns))
+	if name != "" {
+		opts = append(opts, client.MatchingFields{"metadata.name": name})
+	}
+	w, err := cl.Watch(ctx, list, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("watching %s %s: no end within %s", ns, name, wait)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watching %s %s: the watch closed", ns, name)
+			}
+			end, err := done(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end {
+				return
+			}
+		}
+	}
+}
+
+// TestKube_orka_tools_flow: what Orka's Packer plugin does, with its
+// clients, on orka-default (the alias): discovery, a VMI created and
+// watched to Running, saved as an image watched to Ready, pushed to a
+// registry with the push job followed as a pod to Succeeded, and deleted.
+func TestKube_orka_tools_flow(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	c := testcluster.New(t, 2, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
+	c.WaitLeader()
+	const ons = "orka-default"
+	admin := c.Client(c.Members[0])
+	upload(t, admin, "tiny", tinyImage(t))
+	if _, err := admin.SetRegistryCredential(ctx(t), ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: reg.Password, AllowInsecure: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Through the follower: reads are its own, writes go to the leader.
+	dc, cl := kubeClients(t, c, c.Followers()[0], c.Token("packer", false))
+
+	groups, resources, err := dc.ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(groups, func(g *metav1.APIGroup) bool { return g.Name == kube.OrkaGroup }) {
+		t.Fatalf("groups: %+v", groups)
+	}
+	found := map[string][]string{}
+	for _, l := range resources {
+		if l.GroupVersion == kube.OrkaGroup+"/v1" {
+			for _, r := range l.APIResources {
+				found[r.Name] = r.Verbs
+			}
+		}
+	}
+	for _, want := range []string{"virtualmachineinstances", "images", "virtualmachineconfigs", "orkanodes"} {
+		if !slices.Contains(found[want], "watch") {
+			if want != "virtualmachineconfigs" {
+				t.Fatalf("discovery: %s with verbs %v", want, found[want])
+			}
+		}
+	}
+	if v, err := dc.ServerVersion(); err != nil || v.Major != "1" {
+		t.Fatalf("version: %+v %v", v, err)
+	}
+
+	vmi := &kube.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "builder", Namespace: ons}, Spec: kube.VMISpec{Image: "tiny", CPU: 1}}
+	if err := cl.Create(ctx(t), vmi); err != nil {
+		t.Fatal(err)
+	}
+	if vmi.ResourceVersion == "" || vmi.Status.Phase == "" {
+		t.Fatalf("created: %+v", vmi)
+	}
+	var host string
+	var port int
+	watchUntil(t, cl, &kube.VirtualMachineInstanceList{}, ons, "builder", time.Minute, func(ev watch.Event) (bool, error) {
+		got, ok := ev.Object.(*kube.VirtualMachineInstance)
+		if !ok {
+			return false, fmt.Errorf("a %T event: %+v", ev.Object, ev.Object)
+		}
+		switch got.Status.Phase {
+		case "Running":
+			if got.Status.SSHPort == nil || got.Status.IP == "" {
+				return false, fmt.Errorf("running with no address: %+v", got.Status)
+			}
+			host, port = got.Status.IP, *got.Status.SSHPort
+			return true, nil
+		case "Failed":
+			return false, fmt.Errorf("failed: %s", got.Status.ErrorMessage)
+		}
+		return false, nil
+	})
+	rec, err := admin.GetVM(ctx(t), ns, "builder")
+	if err != nil || rec.IP != host || rec.SSH != port {
+		t.Fatalf("the VM %+v (%v) is not at %s:%d", rec, err, host, port)
+	}
+	var vmis kube.VirtualMachineInstanceList
+	if err := cl.List(ctx(t), &vmis, client.InNamespace(ons)); err != nil || len(vmis.Items) != 1 || vmis.ResourceVersion == "" {
+		t.Fatalf("list: %+v %v", vmis, err)
+	}
+
+	img := &kube.Image{
+		ObjectMeta: metav1.ObjectMeta{Name: "built", Namespace: ons},
+		Spec:       kube.ImageSpec{Source: "builder", SourceNamespace: ons, SourceType: "vm", Destination: "built"},
+	}
+	if err := cl.Create(ctx(t), img); err != nil {
+		t.Fatal(err)
+	}
+	watchUntil(t, cl, &kube.ImageList{}, ons, "built", time.Minute, func(ev watch.Event) (bool, error) {
+		got := ev.Object.(*kube.Image)
+		switch got.Status.State {
+		case "Ready":
+			return true, nil
+		case "Failed":
+			return false, fmt.Errorf("the save failed: %s", got.Status.ErrorMessage)
+		}
+		return false, nil
+	})
+
+	// The push as the plugin makes it, then its job as a pod.
+	pushCl := api.NewClient("http://"+c.Followers()[0].Peer.APIAddr(), c.Token("packer", false))
+	job, err := pushCl.PushVM(ctx(t), ons, "builder", reg.Host+"/team/built:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchUntil(t, cl, &corev1.PodList{}, ons, "", time.Minute, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return false, fmt.Errorf("the push's pod was deleted")
+		}
+		p := ev.Object.(*corev1.Pod)
+		switch p.Status.Phase {
+		case corev1.PodSucceeded:
+			return true, nil
+		case corev1.PodFailed:
+			return false, fmt.Errorf("push failed: %s", p.Status.Message)
+		}
+		return false, nil
+	}, client.MatchingLabels{"orka.macstadium.com/job.type": "registry-push", "batch.kubernetes.io/job-name": job.JobName})
+
+	if err := cl.Delete(ctx(t), vmi); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the VMI gone", 30*time.Second, func() error {
+		err := cl.Get(ctx(t), client.ObjectKey{Namespace: ons, Name: "builder"}, &kube.VirtualMachineInstance{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get after delete: %v", err)
+		}
+		return nil
+	})
+}
+
+// TestKube_refusals: the door's bad input answers as a Kubernetes server
+// does, in Status bodies: unknown kinds and versions 404, unknown fields
+// of a create 400 naming them, an unsupported fieldSelector 400, a watch
+// from a version this peer no longer has 410.
+func TestKube_refusals(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	c.WaitLeader()
+	m := c.Members[0]
+	upload(t, c.Client(m), "tiny", tinyImage(t))
+	// Restarted, the peer resumes watches from its index at the restart.
+	c.Stop(m)
+	c.Restart(m)
+	c.WaitCaughtUp(m)
+	cl := c.Client(m)
+	base := "http://" + m.Peer.APIAddr()
+	token := c.Token("admin", true)
+	call := func(method, path, body string) (int, api.Status, http.Header) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st api.Status
+		_ = json.NewDecoder(resp.Body).Decode(&st)
+		return resp.StatusCode, st, resp.Header
+	}
+	const vmis = "/apis/orka.macstadium.com/v1/namespaces/svc-default/virtualmachineinstances"
+	for _, tc := range []struct {
+		name, method, path, body string
+		code                     int
+		says                     string
+	}{
+		{name: "unknown kind", method: "GET", path: "/apis/orka.macstadium.com/v1/namespaces/svc-default/widgets", code: 404, says: "widgets"},
+		{name: "unknown version", method: "GET", path: "/apis/orka.macstadium.com/v2/namespaces/svc-default/virtualmachineinstances", code: 404, says: "v2"},
+		{name: "unknown group", method: "GET", path: "/apis/example.com/v1", code: 404, says: "example.com"},
+		{name: "unknown spec field", method: "POST", path: vmis, body: `{"metadata":{"name":"x"},"spec":{"image":"tiny","cpu":1,"colour":"red","gpus":2}}`, code: 400, says: `unknown field "spec.colour", unknown field "spec.gpus"`},
+		{name: "another kind's body", method: "POST", path: vmis, body: `{"kind":"Image","metadata":{"name":"x"}}`, code: 400, says: "Image"},
+		{name: "unsupported fieldSelector", method: "GET", path: vmis + "?fieldSelector=spec.image%3Dtiny", code: 400, says: "spec.image"},
+		{name: "ancient resourceVersion", method: "GET", path: vmis + "?watch=true&resourceVersion=1", code: 410, says: "too old"},
+		{name: "no token", method: "GET", path: vmis, code: 401},
+		{name: "update", method: "PUT", path: vmis + "/x", body: `{}`, code: 405},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "no token" {
+				resp, err := http.Get(base + tc.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tc.code {
+					t.Fatalf("%d, want %d", resp.StatusCode, tc.code)
+				}
+				return
+			}
+			code, st, _ := call(tc.method, tc.path, tc.body)
+			if code != tc.code || st.Kind != "Status" || st.Code != tc.code || !strings.Contains(st.Message, tc.says) {
+				t.Fatalf("%d %+v, want %d saying %q", code, st, tc.code, tc.says)
+			}
+		})
+	}
+	if vms, _ := cl.ListVMs(ctx(t), ns); len(vms) != 0 {
+		t.Fatalf("a refused create left %+v", vms)
+	}
+	// With fieldValidation=Warn the same create is taken, with a warning per field.
+	code, _, h := call("POST", vmis+"?fieldValidation=Warn", `{"metadata":{"name":"warned"},"spec":{"image":"tiny","cpu":1,"colour":"red"}}`)
+	if code != http.StatusCreated || !strings.Contains(strings.Join(h.Values("Warning"), " "), "spec.colour") {
+		t.Fatalf("create with fieldValidation=Warn: %d, warnings %q", code, h.Values("Warning"))
+	}
+}

@@ -149,7 +149,10 @@ type ClusterPeer struct {
 
 // ClusterInfo is the body of GET /api/v1/cluster-info.
 type ClusterInfo struct {
-	APIEndpoint           string        `json:"apiEndpoint"`
+	APIEndpoint string `json:"apiEndpoint"`
+	// TLSEndpoint is the answering peer's API over HTTPS (its certificate
+	// of the cluster's CA, or the uploaded one: certData).
+	TLSEndpoint           string        `json:"tlsEndpoint,omitempty"`
 	APIDomain             string        `json:"apiDomain"`
 	CertData              string        `json:"certData"`
 	AppClientID           string        `json:"appClientId"`

@@ -63,6 +63,7 @@ func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
 	_, leader := p.store.Leader()
 	info := api.ClusterInfo{
 		APIEndpoint: "http://" + p.APIAddr(),
+		TLSEndpoint: "https://" + p.TLSAddr(),
 		APIDomain:   p.cfg.Bind,
 		Version:     p.cfg.Version,
 		Level:       raftfsm.Level,

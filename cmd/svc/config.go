@@ -60,6 +60,6 @@ func newConfigCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(set, show)
+	cmd.AddCommand(set, show, newKubeconfigCmd(g))
 	return cmd
 }

@@ -25,7 +25,7 @@ import (
 const loginWait = 10 * time.Minute
 
 func newLoginCmd(g *globals) *cobra.Command {
-	var provider, host string
+	var provider, host, kubeconfig string
 	var device, noBrowser bool
 	var port int
 	cmd := &cobra.Command{
@@ -79,6 +79,13 @@ a browser anywhere else (the device authorization grant).`,
 				until = got.ExpiresAt.Local().Format("15:04 MST")
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Signed in as %s through %s (role %s; groups: %s).\nThe token is valid until %s and kept in %s.\n", got.User, got.Provider, got.Role, groups, until, p)
+			if kubeconfig != "" {
+				cl.Token = got.Token
+				if err := writeKubeconfig(ctx, cl, kubeconfig); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Wrote context %q to %s.\n", kubeName, kubeconfig)
+			}
 			return nil
 		},
 	}
@@ -87,6 +94,7 @@ a browser anywhere else (the device authorization grant).`,
 	f.BoolVar(&device, "device", false, "sign in on another device: print an address and a code instead of opening a browser here")
 	f.BoolVar(&noBrowser, "no-browser", false, "print the sign-in address without opening a browser")
 	f.IntVar(&port, "port", 0, "the loopback port the provider sends the browser back to (0: any free one; some providers need a fixed one)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "also write the token into this kubeconfig (context svc), for kubectl, client-go and Orka's tools")
 	f.StringVar(&host, "redirect-host", "127.0.0.1", "the loopback name in the redirect address: 127.0.0.1, localhost or ::1 (as registered at the provider)")
 	return cmd
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/svc-project/svc/api"
+)
+
+// kubeName names the cluster, user and context svc writes in a kubeconfig.
+const kubeName = "svc"
+
+// defaultKubeconfig is $KUBECONFIG's first file, or ~/.kube/config.
+func defaultKubeconfig() (string, error) {
+	if v := os.Getenv("KUBECONFIG"); v != "" {
+		return filepath.SplitList(v)[0], nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home dir: %w", err)
+	}
+	return filepath.Join(home, ".kube", "config"), nil
+}
+
+// writeKubeconfig adds (or replaces) the svc cluster, user and context in
+// the kubeconfig at path and makes the context current: kubectl,
+// client-go and Orka's Packer plugin then reach the cluster's
+// Kubernetes-style API with the client's token. An HTTPS address gets the
+// cluster's CA.
+func writeKubeconfig(ctx context.Context, cl *api.Client, path string) error {
+	if cl.Token == "" {
+		return errors.New("no token to write: sign in (svc login) or set one (svc config set --token)")
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		cfg = clientcmdapi.NewConfig()
+	case err != nil:
+		return fmt.Errorf("read kubeconfig %s: %w", path, err)
+	}
+	cluster, err := kubeCluster(ctx, cl)
+	if err != nil {
+		return err
+	}
+	user := clientcmdapi.NewAuthInfo()
+	user.Token = cl.Token
+	kctx := clientcmdapi.NewContext()
+	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = kubeName, kubeName, api.DefaultNamespace
+	cfg.Clusters[kubeName], cfg.AuthInfos[kubeName], cfg.Contexts[kubeName] = cluster, user, kctx
+	cfg.CurrentContext = kubeName
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600) // it holds the token
+}
+
+func newKubeconfigCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubeconfig [FILE]",
+		Short: "Write the API address and token into a kubeconfig (default $KUBECONFIG or ~/.kube/config), context svc",
+		Long: `Adds the cluster, the token and a context named svc to a kubeconfig and makes
+the context current, so that kubectl, client-go and Orka's tools reach the
+cluster's Kubernetes-style API (docs/kubernetes.md). Other entries of the file
+are kept. The token is the one the CLI uses: sign in again (svc login
+--kubeconfig) when a personal token expires.`,
+		Example: "  svc config kubeconfig\n  kubectl get virtualmachineinstances -n orka-default",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			path, err := defaultKubeconfig()
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				path = args[0]
+			}
+			if err := writeKubeconfig(cmd.Context(), cl, path); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Wrote context %q (%s) to %s.\n", kubeName, cl.BaseURL, path)
+			return nil
+		},
+	}
+}
+
+// kubeCluster is the cluster entry of a kubeconfig: the API over HTTPS
+// (Kubernetes clients send a token over TLS alone), at the host the CLI
+// reaches and the peer's HTTPS port, trusting the cluster's CA unless an
+// uploaded certificate is served (then the system's roots judge it).
+func kubeCluster(ctx context.Context, cl *api.Client) (*clientcmdapi.Cluster, error) {
+	u, err := url.Parse(cl.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("the API address %q: %w", cl.BaseURL, err)
+	}
+	info, err := cl.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cluster := clientcmdapi.NewCluster()
+	cluster.Server = cl.BaseURL
+	if u.Scheme == "http" {
+		tls, err := url.Parse(info.TLSEndpoint)
+		if err != nil || info.TLSEndpoint == "" {
+			return nil, fmt.Errorf("peer %s names no HTTPS endpoint: give an https:// API address", u.Host)
+		}
+		cluster.Server = "https://" + net.JoinHostPort(u.Hostname(), tls.Port())
+	}
+	if info.CertData == "" {
+		ca, err := cl.ClusterCA(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("the cluster's CA for the kubeconfig: %w", err)
+		}
+		cluster.CertificateAuthorityData = []byte(ca.CACert)
+	}
+	return cluster, nil
+}

@@ -35,15 +35,10 @@ const (
 // CreateJob names a job, picks its peer and records it (on the leader).
 func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, error) {
 	f := m.cfg.FSM
+	prefix := ""
 	switch {
 	case j.Type == raftfsm.JobCache:
-		j.Name = api.GenerateName(j.Type + "-" + truncate(j.Image, 40))
-		j.StartTime = time.Now().UTC().Truncate(time.Second)
-		v, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})
-		if err != nil {
-			return raftfsm.Job{}, err
-		}
-		return *v.(*raftfsm.Job), nil
+		return m.recordJob(ctx, j, j.Type+"-"+truncate(j.Image, 40))
 	case j.Type == raftfsm.JobPull:
 		// This peer (the leader) pulls, unless it is not READY.
 		var names []string
@@ -54,14 +49,14 @@ func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, er
 		if j.Node, ok = scheduler.JobPeer(m.cfg.Name, names, m.ready); !ok {
 			return raftfsm.Job{}, fmt.Errorf("no peer is READY to pull: %w", raftfsm.ErrConflict)
 		}
-		j.Name = api.GenerateName(j.Type + "-" + truncate(j.Image, 40))
+		prefix = j.Type + "-" + truncate(j.Image, 40)
 	case j.VM != "":
 		vm, ok := f.VM(j.Namespace, j.VM)
 		if !ok {
 			return raftfsm.Job{}, fmt.Errorf("vm %q not found: %w", j.VM, raftfsm.ErrNotFound)
 		}
 		j.Node, j.Kind = vm.Node, raftfsm.KindImage
-		j.Name = api.GenerateName(j.Type + "-" + truncate(j.VM, 40))
+		prefix = j.Type + "-" + truncate(j.VM, 40)
 	case j.Image != "":
 		img, ok := f.Image(j.Namespace, j.Image)
 		if !ok {
@@ -74,19 +69,36 @@ func (m *Manager) CreateJob(ctx context.Context, j raftfsm.Job) (raftfsm.Job, er
 		if j.Node, ok = scheduler.JobPeer("", b.Holders, m.ready); !ok {
 			return raftfsm.Job{}, fmt.Errorf("no READY peer holds image %q: %w", j.Image, raftfsm.ErrConflict)
 		}
-		j.Name = api.GenerateName(j.Type + "-" + truncate(j.Image, 40))
+		prefix = j.Type + "-" + truncate(j.Image, 40)
 	}
 	// A registry this cluster may not contact is refused now (403), before
 	// any connection, not when the job runs.
 	if _, err := m.registryFor(ctx, j.Namespace, j.Reference, j.Type == raftfsm.JobPush); err != nil {
 		return raftfsm.Job{}, err
 	}
+	return m.recordJob(ctx, j, prefix)
+}
+
+// nameTries bounds the names a job create tries: a generated name (five
+// random characters) may, rarely, be one a job of the namespace has.
+const nameTries = 8
+
+// recordJob names j after prefix and records it, with another name while the
+// one drawn is taken.
+func (m *Manager) recordJob(ctx context.Context, j raftfsm.Job, prefix string) (raftfsm.Job, error) {
 	j.StartTime = time.Now().UTC().Truncate(time.Second)
-	v, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j})
-	if err != nil {
-		return raftfsm.Job{}, err
+	var err error
+	for range nameTries {
+		j.Name = api.GenerateName(prefix)
+		var v any
+		if v, err = m.cfg.Proposer.Apply(ctx, raftfsm.TypeJobCreate, raftfsm.JobCreate{Job: j}); err == nil {
+			return *v.(*raftfsm.Job), nil
+		}
+		if !errors.Is(err, raftfsm.ErrAlreadyExists) {
+			return raftfsm.Job{}, err
+		}
 	}
-	return *v.(*raftfsm.Job), nil
+	return raftfsm.Job{}, err
 }
 
 func truncate(s string, n int) string {

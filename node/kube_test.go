@@ -116,11 +116,14 @@ func TestKube_orka_tools_flow(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"virtualmachineinstances", "images", "virtualmachineconfigs", "orkanodes"} {
-		if !slices.Contains(found[want], "watch") {
-			if want != "virtualmachineconfigs" {
-				t.Fatalf("discovery: %s with verbs %v", want, found[want])
-			}
+	for want, verbs := range map[string][]string{
+		"virtualmachineinstances": {"get", "list", "watch", "create", "delete"},
+		"images":                  {"get", "list", "watch", "create", "delete"},
+		"virtualmachineconfigs":   {"get", "list", "create", "delete"}, // no watch: 405
+		"orkanodes":               {"get", "list", "watch"},
+	} {
+		if !slices.Equal(found[want], verbs) {
+			t.Fatalf("discovery: %s with verbs %v, want %v", want, found[want], verbs)
 		}
 	}
 	if v, err := dc.ServerVersion(); err != nil || v.Major != "1" {

@@ -51,7 +51,10 @@ func coreResources() metav1.APIResourceList {
 
 // discovery is the resource's entry in its group's resource list.
 func (res *resource) discovery() metav1.APIResource {
-	verbs := []string{"get", "list", "watch"}
+	verbs := []string{"get", "list"}
+	if res.watches {
+		verbs = append(verbs, "watch")
+	}
 	if res.create != nil {
 		verbs = append(verbs, "create")
 	}

@@ -98,10 +98,10 @@ func (h *watchHub) run(ctx context.Context) {
 			h.s.log.Warn("the watch view on disk is unreadable; starting from now", "err", err)
 		}
 		h.mu.Lock()
+		h.index = f.Index() // before the views, as in refresh
 		for _, k := range watchKinds {
 			h.last[k] = h.view(k)
 		}
-		h.index = f.Index()
 		h.floor = h.index
 		h.mu.Unlock()
 	}
@@ -204,11 +204,17 @@ func (h *watchHub) view(kind string) map[string]watchObject {
 
 // refresh compares kinds with the last view and appends the events.
 func (h *watchHub) refresh(kinds []string) {
+	// The version is read before the views: every change up to it is in
+	// them. A change applied while they are taken may be in them too (a
+	// watcher resuming from rv elsewhere gets it once more), and one that
+	// is not comes in the next comparison at a later version. Read after
+	// the views, rv could be one the watchers had already passed when the
+	// next comparison brought that change, and they would never see it.
+	rv := h.s.replica.FSM().Index()
 	views := map[string]map[string]watchObject{}
 	for _, k := range kinds {
 		views[k] = h.view(k)
 	}
-	rv := h.s.replica.FSM().Index() // taken after the views: a later change comes again
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	added := 0

@@ -21,6 +21,11 @@ func Run(ctx context.Context, addr, user, password, cmd string) (string, error) 
 		return "", err
 	}
 	defer conn.Close()
+	return runOn(conn, addr, user, password, cmd)
+}
+
+// runOn runs cmd over the SSH connection conn to addr.
+func runOn(conn net.Conn, addr, user, password, cmd string) (string, error) {
 	cfg := &ssh.ClientConfig{
 		User:            user,
 		Auth:            []ssh.AuthMethod{ssh.Password(password)},
@@ -61,6 +66,58 @@ func WaitRun(ctx context.Context, addr, user, password, cmd string) (string, err
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// Timed tells when the steps of one SSH session happened.
+type Timed struct {
+	Banner time.Time // the server's version line arrived
+	Done   time.Time // the command finished
+	Output string
+}
+
+// WaitRunTimed is WaitRun that also notes when the server's banner
+// arrived, on the connection the command runs on, as a person's ssh sees
+// it: reading the banner on a connection of its own would cost an emulated
+// guest one more SSH server process and key exchange on the way to the
+// command. Banner is that of the first attempt that got one.
+func WaitRunTimed(ctx context.Context, addr, user, password, cmd string) (Timed, error) {
+	var t Timed
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 8*time.Second)
+		conn, err := dial(attempt, addr)
+		if err == nil {
+			bc := &bannerConn{Conn: conn}
+			t.Output, err = runOn(bc, addr, user, password, cmd)
+			t.Done = time.Now()
+			if t.Banner.IsZero() {
+				t.Banner = bc.at
+			}
+			conn.Close()
+		}
+		cancel()
+		if err == nil {
+			return t, nil
+		}
+		select {
+		case <-ctx.Done():
+			return t, fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// bannerConn notes when the first line (the SSH version banner) arrives.
+type bannerConn struct {
+	net.Conn
+	at time.Time
+}
+
+func (c *bannerConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.at.IsZero() && bytes.IndexByte(p[:n], '\n') >= 0 {
+		c.at = time.Now()
+	}
+	return n, err
 }
 
 // errGotKey ends a handshake once the server's host key is known.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/raftfsm"
 )
 
 func TestTouched_kinds(t *testing.T) {
@@ -48,13 +46,7 @@ func TestWatch_burst_of_changes_every_one_carried(t *testing.T) {
 	fb := newFakeBackend(t, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	apply := func(typ raftfsm.Type, body any) {
-		if _, err := fb.applyAny(ctx, typ, body); err != nil {
-			t.Error(err)
-		}
-	}
-	apply(raftfsm.TypeImageCreate, raftfsm.ImageCreate{Image: raftfsm.Image{Name: "img", Namespace: api.DefaultNamespace, Digest: "sha256:aa", Format: "qcow2"}, Holder: "n1"})
-	apply(raftfsm.TypeNodeUpsert, raftfsm.NodeUpsert{Name: "w1", NodeFacts: raftfsm.NodeFacts{Addr: "10.3.0.1", Capacity: raftfsm.Capacity{CPU: 4 * burst, MemoryBytes: burst << 31}}, Phase: api.PhaseReady})
+	vmFleet(t, fb, 1, burst)
 	s := New(fakeConfig(fb, Config{}))
 	go s.RunWatches(ctx, "")
 	srv := httptest.NewServer(s.Handler())
@@ -96,12 +88,7 @@ func TestWatch_burst_of_changes_every_one_carried(t *testing.T) {
 		ev = next(live)
 	}
 	before := ev.ResourceVersion
-	go func() {
-		for i := range burst {
-			apply(raftfsm.TypeVMCreate, raftfsm.VMCreate{VM: raftfsm.VM{Name: fmt.Sprintf("vm-%d", i), Namespace: api.DefaultNamespace, Node: "w1", Image: "img", ImageDigest: "sha256:aa",
-				VMOptions: raftfsm.VMOptions{CPU: 1, MemoryBytes: 1 << 30}, SSHPort: 20000 + 2*i, ScreensharePort: 20001 + 2*i, VNCPort: 5900 + i}})
-		}
-	}()
+	go applyVMs(t, fb, 0, 0, burst)
 	collect := func(sc *bufio.Scanner) {
 		seen := map[string]bool{}
 		for len(seen) < burst {

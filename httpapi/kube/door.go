@@ -37,6 +37,7 @@ type Config struct {
 type Door struct {
 	cfg       Config
 	resources []*resource
+	rendered  *renderCache // watch events as the door sends them
 }
 
 // New returns the door.
@@ -44,7 +45,7 @@ func New(cfg Config) *Door {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Door{cfg: cfg, resources: []*resource{vmiResource(), imageResource(), vmConfigResource(), nodeResource()}}
+	return &Door{cfg: cfg, resources: []*resource{vmiResource(), imageResource(), vmConfigResource(), nodeResource()}, rendered: newRenderCache()}
 }
 
 // Route is a path (an httprouter pattern) and method the door answers;

@@ -1,9 +1,12 @@
 package kube
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -91,6 +94,9 @@ type stream struct {
 	code   chan int
 	sent   bool
 	pw     *io.PipeWriter
+	// buf holds what the watch writes until it flushes: the reader wakes
+	// a batch at a time, not an event at a time.
+	buf *bufio.Writer
 }
 
 func (s *stream) Header() http.Header { return s.header }
@@ -104,15 +110,70 @@ func (s *stream) WriteHeader(code int) {
 
 func (s *stream) Write(b []byte) (int, error) {
 	s.WriteHeader(http.StatusOK)
-	return s.pw.Write(b)
+	return s.buf.Write(b)
 }
 
-// FlushError: every write reaches the reader as it is made.
-func (s *stream) FlushError() error { return nil }
+// FlushError passes what the /api/v1 watch wrote on to the reader, with an
+// empty line that marks where it flushed: the door flushes its own answer
+// there, a batch of events at a time, as /api/v1 does.
+func (s *stream) FlushError() error {
+	s.WriteHeader(http.StatusOK)
+	if err := s.buf.WriteByte('\n'); err != nil {
+		return err
+	}
+	return s.buf.Flush()
+}
+
+// watchEvents reads an /api/v1 watch's events, one JSON line each, as the
+// watch writes them.
+type watchEvents struct{ r *bufio.Reader }
+
+// next returns the next event, or flushed where the watch flushed.
+func (e *watchEvents) next() (ev api.WatchEvent, flushed bool, err error) {
+	line, err := e.r.ReadBytes('\n')
+	if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+		return ev, false, err
+	}
+	if len(bytes.TrimSpace(line)) == 0 {
+		return ev, true, nil
+	}
+	if ev, ok := splitEvent(line); ok {
+		return ev, false, nil
+	}
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return ev, false, fmt.Errorf("an event of the watch: %w", err)
+	}
+	return ev, false, nil
+}
+
+// splitEvent cuts an event line as /api/v1's watch writes it (the fields
+// of api.WatchEvent in their order: a type of letters, the object, a
+// version of digits) without decoding the object, which the resource's
+// conversion decodes once; ok is false for any other line.
+func splitEvent(line []byte) (ev api.WatchEvent, ok bool) {
+	const head, mid, tail = `{"type":"`, `","object":`, `,"resourceVersion":"`
+	rest, found := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte(head))
+	if !found {
+		return ev, false
+	}
+	typ, rest, found := bytes.Cut(rest, []byte(mid))
+	if !found || len(typ) == 0 || bytes.ContainsFunc(typ, func(r rune) bool { return r < 'A' || r > 'Z' }) {
+		return ev, false
+	}
+	i := bytes.LastIndex(rest, []byte(tail))
+	if i < 0 || !bytes.HasSuffix(rest, []byte(`"}`)) {
+		return ev, false
+	}
+	obj, version := rest[:i], rest[i+len(tail):len(rest)-2]
+	if len(obj) == 0 || obj[0] != '{' || obj[len(obj)-1] != '}' || len(version) == 0 || bytes.ContainsFunc(version, func(r rune) bool { return r < '0' || r > '9' }) {
+		return ev, false
+	}
+	return api.WatchEvent{Type: string(typ), Object: obj, ResourceVersion: string(version)}, true
+}
 
 // watch starts the /api/v1 watch of path with q; the events are read from
 // the reader until stop is called. A refusal comes back as the answer.
-func (d *Door) watch(r *http.Request, path string, q url.Values) (events *json.Decoder, stop func(), refused *answer) {
+func (d *Door) watch(r *http.Request, path string, q url.Values) (events *watchEvents, stop func(), refused *answer) {
 	ctx, cancel := context.WithCancel(r.Context())
 	q.Set("watch", "true")
 	sub, err := d.request(ctx, r, http.MethodGet, path, q, nil)
@@ -121,12 +182,13 @@ func (d *Door) watch(r *http.Request, path string, q url.Values) (events *json.D
 		return nil, nil, d.call(r, http.MethodGet, path, q, nil)
 	}
 	pr, pw := io.Pipe()
-	s := &stream{header: http.Header{}, code: make(chan int, 1), pw: pw}
+	s := &stream{header: http.Header{}, code: make(chan int, 1), pw: pw, buf: bufio.NewWriterSize(pw, 64<<10)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		d.cfg.Inner.ServeHTTP(s, sub)
 		s.WriteHeader(http.StatusOK) // an empty answer
+		_ = s.buf.Flush()
 		_ = pw.Close()
 	}()
 	stop = func() {
@@ -140,7 +202,7 @@ func (d *Door) watch(r *http.Request, path string, q url.Values) (events *json.D
 		stop()
 		return nil, nil, a
 	}
-	return json.NewDecoder(pr), stop, nil
+	return &watchEvents{r: bufio.NewReaderSize(pr, 64<<10)}, stop, nil
 }
 
 // rv is a resourceVersion as the door writes it.

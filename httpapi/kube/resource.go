@@ -167,12 +167,15 @@ func (c *call) list() {
 
 // firstList reads a watch's events up to its first BOOKMARK: the records
 // of its first list and their version.
-func firstList(events *json.Decoder) ([]json.RawMessage, string, error) {
+func firstList(events *watchEvents) ([]json.RawMessage, string, error) {
 	var raws []json.RawMessage
 	for {
-		var ev api.WatchEvent
-		if err := events.Decode(&ev); err != nil {
+		ev, flushed, err := events.next()
+		if err != nil {
 			return nil, "", err
+		}
+		if flushed {
+			continue
 		}
 		switch ev.Type {
 		case "ADDED":

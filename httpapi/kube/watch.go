@@ -55,26 +55,31 @@ func (c *call) serveWatch(sel selector) {
 	enc := json.NewEncoder(c.w)
 	listed := inner.Get("resourceVersion") != "" // no first list to end
 	for {
-		var ev api.WatchEvent
-		if err := events.Decode(&ev); err != nil {
+		ev, flushed, err := events.next()
+		if err != nil {
 			return // the watch ended (its timeout, the caller gone, the peer stopping)
+		}
+		if flushed {
+			if rc.Flush() != nil {
+				return
+			}
+			continue
 		}
 		var out kubeEvent
 		switch ev.Type {
 		case "ADDED", "MODIFIED", "DELETED":
-			o, skip, err := c.res.convert(ev.Object)
+			r, err := c.d.rendered.render(c, ev)
 			if err != nil {
 				c.d.cfg.Log.Warn("watch: a record the door cannot read", "resource", c.res.plural, "err", err)
 				continue
 			}
-			if skip {
+			if r.skip || !sel.matches(r.obj) {
 				continue
 			}
-			c.finish(o, ev.ResourceVersion)
-			if !sel.matches(o) {
-				continue
+			if _, err := c.w.Write(r.line); err != nil {
+				return
 			}
-			out = kubeEvent{Type: ev.Type, Object: o}
+			continue
 		case "BOOKMARK":
 			first := !listed
 			listed = true
@@ -100,7 +105,7 @@ func (c *call) serveWatch(sel selector) {
 		default:
 			continue
 		}
-		if enc.Encode(out) != nil || rc.Flush() != nil {
+		if enc.Encode(out) != nil {
 			return
 		}
 	}

@@ -75,11 +75,21 @@ type Timed struct {
 	Output string
 }
 
+// bannerRetry is how long WaitRunTimed waits for a banner on one
+// connection before it makes another. A connection made while a guest
+// behind QEMU's user-mode network is still booting reaches the guest only
+// when that network's TCP sends its SYN again (seconds apart, after the
+// first one was lost before the guest had an address), so a client that
+// waits on it sees the guest's SSH server late; a waiter that tries
+// again sees it within this of its start, as tools waiting for SSH do.
+const bannerRetry = time.Second
+
 // WaitRunTimed is WaitRun that also notes when the server's banner
 // arrived, on the connection the command runs on, as a person's ssh sees
 // it: reading the banner on a connection of its own would cost an emulated
 // guest one more SSH server process and key exchange on the way to the
-// command. Banner is that of the first attempt that got one.
+// command. A connection that brings no banner within bannerRetry is
+// closed for a new one. Banner is that of the first attempt that got one.
 func WaitRunTimed(ctx context.Context, addr, user, password, cmd string) (Timed, error) {
 	var t Timed
 	for {
@@ -87,6 +97,10 @@ func WaitRunTimed(ctx context.Context, addr, user, password, cmd string) (Timed,
 		conn, err := dial(attempt, addr)
 		if err == nil {
 			bc := &bannerConn{Conn: conn}
+			if dl, ok := attempt.Deadline(); ok {
+				bc.after = dl
+				_ = conn.SetReadDeadline(time.Now().Add(bannerRetry))
+			}
 			t.Output, err = runOn(bc, addr, user, password, cmd)
 			t.Done = time.Now()
 			if t.Banner.IsZero() {
@@ -106,16 +120,20 @@ func WaitRunTimed(ctx context.Context, addr, user, password, cmd string) (Timed,
 	}
 }
 
-// bannerConn notes when the first line (the SSH version banner) arrives.
+// bannerConn notes when the first line (the SSH version banner) arrives;
+// its reads then wait until after.
 type bannerConn struct {
 	net.Conn
-	at time.Time
+	at, after time.Time
 }
 
 func (c *bannerConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if c.at.IsZero() && bytes.IndexByte(p[:n], '\n') >= 0 {
 		c.at = time.Now()
+		if !c.after.IsZero() {
+			_ = c.Conn.SetReadDeadline(c.after)
+		}
 	}
 	return n, err
 }

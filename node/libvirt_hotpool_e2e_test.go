@@ -26,7 +26,8 @@ import (
 // and screen, the rest start from the template; every VM has its own host
 // name, machine id and SSH host keys (as an SSH client sees them) and
 // answers on its own port; the pool refills to two. A hot VM deleted takes
-// its guest along, never pooled again.
+// its guest along, never pooled again. The node killed with guests pooled
+// leaves none behind and makes its pool again.
 func TestLibvirtHotPool_ten_deploys(t *testing.T) {
 	image := guest.RequireLibvirt(t)
 	c := testcluster.New(t, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "hot", Subnet: 13, Templates: 2,
@@ -134,6 +135,62 @@ func TestLibvirtHotPool_ten_deploys(t *testing.T) {
 	}
 	if !strings.HasPrefix(rec.Domain, hypervisor.HotPrefix(m.Name)) {
 		t.Fatalf("the hot VM's domain %q", rec.Domain)
+	}
+
+	// The node killed while guests are pooled: once it is back, no domain
+	// of its old pool is left in libvirt, the pool is made again of new
+	// guests, the VMs it ran go on, and a deploy claims a new guest.
+	n, _ = m.Peer.FSM().Node(m.Name)
+	var pooled []string
+	for _, g := range n.Hot {
+		pooled = append(pooled, g.Domain)
+	}
+	c.Crash(m)
+	c.Restart(m)
+	c.WaitCaughtUp(m)
+	cl = c.Client(m)
+	c.WaitFor("the pool made again of new guests, the old ones gone", 3*time.Minute, func() error {
+		doms, err := m.Libvirt.List(ctx(t))
+		if err != nil {
+			return err
+		}
+		have := map[string]bool{}
+		for _, d := range doms {
+			have[d.Name] = true
+		}
+		for _, d := range pooled {
+			if have[d] {
+				return fmt.Errorf("the old pool's %s is still in libvirt", d)
+			}
+		}
+		n, _ := m.Peer.FSM().Node(m.Name)
+		if len(n.Hot) != 2 {
+			return fmt.Errorf("free hot guests %+v", n.Hot)
+		}
+		for _, g := range n.Hot {
+			if !have[g.Domain] {
+				return fmt.Errorf("the free guest %s is not in libvirt", g.Domain)
+			}
+		}
+		return nil
+	})
+	for _, vm := range vms {
+		if vm.Name != hotVM.Name {
+			if got := strings.TrimSpace(guestRun(t, c, vm, "hostname")); got != vm.Name {
+				t.Fatalf("%s after the restart answers as %q", vm.Name, got)
+			}
+			break
+		}
+	}
+	after, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{VMConfig: "ci", Name: "hot-after", Timeout: floatp(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.GetVM(ctx(t), ns, after.Name); err != nil || got.StartedFrom != raftfsm.StartedFromHot {
+		t.Fatalf("the deploy after the restart started from %q (%v), want a hot guest", got.StartedFrom, err)
+	}
+	if h := strings.TrimSpace(guestRun(t, c, after, "hostname")); h != after.Name {
+		t.Fatalf("%s's host name: %q", after.Name, h)
 	}
 }
 

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/svc-project/svc/hypervisor"
 )
 
 // The runner's control protocol: one JSON request per connection on the
@@ -22,6 +25,7 @@ const (
 	opPause  = "pause"  // hold it, memory and all
 	opResume = "resume" // let a held machine go on
 	opSave   = "save"   // pause, write memory and devices to Path, stop
+	opClaim  = "claim"  // a hot guest becomes Claim's VM: serve its ports and screen
 )
 
 // request is what the supervisor asks a runner.
@@ -29,6 +33,43 @@ type request struct {
 	Op           string `json:"op"`
 	GraceSeconds int    `json:"graceSeconds,omitempty"`
 	Path         string `json:"path,omitempty"`
+	// Claim is the VM a hot guest becomes (opClaim).
+	Claim *claimRequest `json:"claim,omitempty"`
+}
+
+// claimRequest is what a hot guest's runner serves once the guest is a
+// VM's: the VM's forwards and screen, on its node address.
+type claimRequest struct {
+	ListenAddr  string               `json:"listenAddr"`
+	Forwards    []hypervisor.Forward `json:"forwards,omitempty"`
+	VNCPort     int                  `json:"vncPort,omitempty"`
+	VNCPassword string               `json:"vncPassword,omitempty"`
+}
+
+// maxClaimForwards bounds a claim's forwards (a VM's SSH, screen sharing
+// and reserved ports).
+const maxClaimForwards = 64
+
+// check refuses a claim the runner could not serve whole.
+func (c *claimRequest) check() error {
+	if c == nil {
+		return errors.New("claim: no VM named")
+	}
+	if _, err := netip.ParseAddr(c.ListenAddr); err != nil {
+		return fmt.Errorf("claim: listen address %q: %w", c.ListenAddr, err)
+	}
+	if len(c.Forwards) > maxClaimForwards {
+		return fmt.Errorf("claim: %d forwards, at most %d", len(c.Forwards), maxClaimForwards)
+	}
+	for _, f := range c.Forwards {
+		if f.HostPort < 1 || f.HostPort > 65535 || f.GuestPort < 1 || f.GuestPort > 65535 {
+			return fmt.Errorf("claim: forward %d to %d: ports are 1 to 65535", f.HostPort, f.GuestPort)
+		}
+	}
+	if c.VNCPort != 0 && (c.VNCPort < 1 || c.VNCPort > 65535 || c.VNCPassword == "") {
+		return fmt.Errorf("claim: screen port %d needs a port of 1 to 65535 and the VM's password", c.VNCPort)
+	}
+	return nil
 }
 
 // response is a runner's answer: the machine's state after the request,
@@ -41,7 +82,7 @@ type response struct {
 
 // Bounds of the protocol.
 const (
-	maxControlMessage = 4 << 10
+	maxControlMessage = 16 << 10 // a claim's forwards among it
 	controlDialWait   = 2 * time.Second
 	// maxGrace bounds a stop's wait for the guest.
 	maxGrace = 10 * time.Minute

@@ -93,8 +93,14 @@ type runner struct {
 	newMachine NewMachineFunc
 	log        *slog.Logger
 
+	// dir is the VM's directory; serving ends the forwards and screen
+	// (the runner's life).
+	dir     string
+	serving context.Context
+
 	mu      sync.Mutex
 	machine Machine // nil while it is built
+	claimed bool    // a hot guest given to a VM (opClaim): it serves that VM
 
 	// requests are the control requests being answered: the runner
 	// answers them all before it exits.
@@ -108,14 +114,14 @@ func Run(ctx context.Context, dir string, newMachine NewMachineFunc, log *slog.L
 	if err != nil {
 		return fmt.Errorf("runner %s: %w", dir, err)
 	}
-	r := &runner{cfg: cfg, newMachine: newMachine, log: log.With("vm", cfg.Machine.Name)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &runner{cfg: cfg, newMachine: newMachine, log: log.With("vm", cfg.Machine.Name), dir: dir, serving: ctx}
 	l, err := listenControl(ctx, cfg.Socket)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(cfg.Socket)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	served := make(chan struct{})
 	go func() { defer close(served); r.serve(l) }()
 	defer func() {
@@ -143,7 +149,9 @@ func Run(ctx context.Context, dir string, newMachine NewMachineFunc, log *slog.L
 		r.log.Warn("record the machine's identity", "err", err)
 	}
 	r.log.Info("machine started", "os", cfg.Machine.OS, "cpu", cfg.Machine.CPU, "memoryMiB", cfg.Machine.MemoryMiB, "restored", cfg.Machine.RestoreFrom != "")
-	r.serveGuest(ctx)
+	if err := r.serveGuest(ctx, cfg); err != nil {
+		r.log.Warn("serve the guest", "err", err)
+	}
 	select {
 	case <-m.Done():
 		r.log.Info("machine stopped", "state", m.State())
@@ -164,6 +172,8 @@ func (r *runner) keepIdentity(dir string, m Machine) error {
 		return nil
 	}
 	hw, id := pk.Identity()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	c := r.cfg
 	if c.Machine.InstallIPSW == "" && bytes.Equal(hw, c.Machine.HardwareModel) && bytes.Equal(id, c.Machine.MachineID) {
 		return nil
@@ -171,6 +181,32 @@ func (r *runner) keepIdentity(dir string, m Machine) error {
 	c.Machine.HardwareModel, c.Machine.MachineID, c.Machine.InstallIPSW = hw, id, ""
 	c.Machine.RestoreFrom = ""
 	return writeRunnerConfig(dir, c)
+}
+
+// claim makes the runner's hot guest the VM of c: it serves the VM's
+// forwards and screen from now on, and keeps them in its config, so that
+// the machine started again is the VM's (booted: its state file is used
+// up). A guest serves one VM: a runner that serves ports already refuses.
+func (r *runner) claim(c *claimRequest) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.claimed || len(r.cfg.Forwards) > 0 || r.cfg.VNCPort != 0 {
+		r.mu.Unlock()
+		return errors.New("claim: the guest serves a VM already")
+	}
+	r.claimed = true
+	r.cfg.ListenAddr, r.cfg.Forwards, r.cfg.VNCPort, r.cfg.VNCPassword = c.ListenAddr, c.Forwards, c.VNCPort, c.VNCPassword
+	r.cfg.Machine.RestoreFrom = ""
+	cfg := r.cfg
+	err := writeRunnerConfig(r.dir, cfg)
+	r.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	r.log.Info("the hot guest is claimed", "forwards", len(cfg.Forwards), "vncPort", cfg.VNCPort)
+	return r.serveGuest(r.serving, cfg)
 }
 
 // listenControl listens on the control socket; a socket left by a runner
@@ -192,15 +228,16 @@ func listenControl(ctx context.Context, sock string) (net.Listener, error) {
 	return l, nil
 }
 
-// serveGuest starts the forwards of the node's ports to the guest's and
-// the screen, all ended with ctx.
-func (r *runner) serveGuest(ctx context.Context) {
-	mac, err := net.ParseMAC(r.cfg.Machine.MAC)
+// serveGuest starts cfg's forwards of the node's ports to the guest's and
+// its screen, all ended with ctx; it starts all it can and returns what
+// could not be.
+func (r *runner) serveGuest(ctx context.Context, cfg RunnerConfig) error {
+	mac, err := net.ParseMAC(cfg.Machine.MAC)
 	if err != nil {
-		return // Validate has refused it already
+		return err // Validate has refused it already
 	}
 	guest := func() (netip.Addr, bool) {
-		f, err := os.Open(r.cfg.Leases)
+		f, err := os.Open(cfg.Leases)
 		if err != nil {
 			return netip.Addr{}, false
 		}
@@ -211,20 +248,22 @@ func (r *runner) serveGuest(ctx context.Context) {
 		}
 		return IPForMAC(leases, mac)
 	}
-	for _, f := range r.cfg.Forwards {
-		if _, err := Forward(ctx, r.cfg.ListenAddr, f, guest, r.log); err != nil {
-			r.log.Warn("forward", "port", f.HostPort, "err", err)
+	var errs []error
+	for _, f := range cfg.Forwards {
+		if _, err := Forward(ctx, cfg.ListenAddr, f, guest, r.log); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if r.cfg.VNCPort != 0 {
+	if cfg.VNCPort != 0 {
 		sc := ScreenConfig{
-			Listen:   net.JoinHostPort(r.cfg.ListenAddr, strconv.Itoa(r.cfg.VNCPort)),
-			Password: r.cfg.VNCPassword, GuestPassword: r.cfg.GuestVNCPassword, Guest: guest,
+			Listen:   net.JoinHostPort(cfg.ListenAddr, strconv.Itoa(cfg.VNCPort)),
+			Password: cfg.VNCPassword, GuestPassword: cfg.GuestVNCPassword, Guest: guest,
 		}
 		if err := ServeScreen(ctx, sc, r.log); err != nil {
-			r.log.Warn("screen", "port", r.cfg.VNCPort, "err", err)
+			errs = append(errs, fmt.Errorf("screen port %d: %w", cfg.VNCPort, err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func (r *runner) current() Machine {
@@ -302,6 +341,11 @@ func (r *runner) do(ctx context.Context, req request) error {
 		return p.Resume(ctx)
 	case opSave:
 		return r.save(ctx, m, req.Path)
+	case opClaim:
+		if st := m.State(); st != MachineRunning {
+			return fmt.Errorf("claim: the machine is %s, not running", st)
+		}
+		return r.claim(req.Claim)
 	default:
 		return fmt.Errorf("unknown operation %q", req.Op)
 	}
@@ -342,7 +386,10 @@ func (r *runner) stop(ctx context.Context, grace time.Duration) error {
 // save writes the machine's memory to path (in the VM's directory) and
 // stops it.
 func (r *runner) save(ctx context.Context, m Machine, path string) error {
-	if filepath.Dir(path) != filepath.Dir(r.cfg.Machine.Disk) {
+	r.mu.Lock()
+	disk := r.cfg.Machine.Disk
+	r.mu.Unlock()
+	if filepath.Dir(path) != filepath.Dir(disk) {
 		return fmt.Errorf("a state file belongs in the VM's directory, not %s", path)
 	}
 	p, canPause := m.(MachinePauser)

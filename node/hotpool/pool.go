@@ -203,6 +203,12 @@ func (p *Pool) Run(ctx context.Context) {
 		p.cfg.Log.Info("hot pools are off: the hypervisor cannot hand a running guest over", "driver", p.cfg.Driver.Describe())
 		return
 	}
+	if _, ok := p.cfg.Driver.(hypervisor.GuestAgent); !ok {
+		// Each guest is made its own through the agent before it is
+		// pooled: without the channel, every fill would fail.
+		p.cfg.Log.Info("hot pools are off: the hypervisor has no guest agent channel for the identity step", "driver", p.cfg.Driver.Describe())
+		return
+	}
 	if p.cfg.Ready != nil {
 		select {
 		case <-ctx.Done():

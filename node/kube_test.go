@@ -85,21 +85,41 @@ func watchUntil(t testing.TB, cl client.WithWatch, list client.ObjectList, ns, n
 }
 
 // TestKube_orka_tools_flow: what Orka's Packer plugin does, with its
-// clients, on orka-default (the alias): discovery, a VMI created and
-// watched to Running, saved as an image watched to Ready, pushed to a
-// registry with the push job followed as a pod to Succeeded, and deleted.
+// clients, on orka-default (the alias), through a follower: discovery, a
+// VMI created and watched to Running, saved as an image watched to Ready,
+// pushed to a registry with the push job followed as a pod to Succeeded,
+// and deleted.
 func TestKube_orka_tools_flow(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.Options{})
 	c := testcluster.New(t, 2, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
 	c.WaitLeader()
-	const ons = "orka-default"
 	admin := c.Client(c.Members[0])
 	upload(t, admin, "tiny", tinyImage(t))
+	orkaToolsFlow(t, c, c.Followers()[0], reg, orkaFlow{image: "tiny", wait: time.Minute})
+}
+
+// orkaFlow is what orkaToolsFlow builds from: the image of the VMI, the
+// bound of each wait, and what to do with the guest once it runs (at the
+// address and SSH port its status gives).
+type orkaFlow struct {
+	image   string
+	wait    time.Duration
+	running func(host string, port int)
+}
+
+// orkaToolsFlow runs the Packer plugin's flow with its clients against m,
+// on orka-default (m's cluster has the alias), as a user: discovery, a VMI
+// "builder" created and watched to Running (f.running then), saved as the
+// image "built" through the images resource and watched to Ready, pushed to
+// reg with its job followed as a pod to Succeeded, deleted.
+func orkaToolsFlow(t *testing.T, c *testcluster.Cluster, m *testcluster.Member, reg *registrytest.Server, f orkaFlow) {
+	t.Helper()
+	const ons = "orka-default"
+	admin := c.Client(m)
 	if _, err := admin.SetRegistryCredential(ctx(t), ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: reg.Password, AllowInsecure: true}); err != nil {
 		t.Fatal(err)
 	}
-	// Through the follower: reads are its own, writes go to the leader.
-	dc, cl := kubeClients(t, c, c.Followers()[0], c.Token("packer", false))
+	dc, cl := kubeClients(t, c, m, c.Token("packer", false))
 
 	groups, resources, err := dc.ServerGroupsAndResources()
 	if err != nil {
@@ -130,7 +150,7 @@ func TestKube_orka_tools_flow(t *testing.T) {
 		t.Fatalf("version: %+v %v", v, err)
 	}
 
-	vmi := &kube.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "builder", Namespace: ons}, Spec: kube.VMISpec{Image: "tiny", CPU: 1}}
+	vmi := &kube.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "builder", Namespace: ons}, Spec: kube.VMISpec{Image: f.image, CPU: 1}}
 	if err := cl.Create(ctx(t), vmi); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +159,7 @@ func TestKube_orka_tools_flow(t *testing.T) {
 	}
 	var host string
 	var port int
-	watchUntil(t, cl, &kube.VirtualMachineInstanceList{}, ons, "builder", time.Minute, func(ev watch.Event) (bool, error) {
+	watchUntil(t, cl, &kube.VirtualMachineInstanceList{}, ons, "builder", f.wait, func(ev watch.Event) (bool, error) {
 		got, ok := ev.Object.(*kube.VirtualMachineInstance)
 		if !ok {
 			return false, fmt.Errorf("a %T event: %+v", ev.Object, ev.Object)
@@ -160,6 +180,9 @@ func TestKube_orka_tools_flow(t *testing.T) {
 	if err != nil || rec.IP != host || rec.SSH != port {
 		t.Fatalf("the VM %+v (%v) is not at %s:%d", rec, err, host, port)
 	}
+	if f.running != nil {
+		f.running(host, port)
+	}
 	var vmis kube.VirtualMachineInstanceList
 	if err := cl.List(ctx(t), &vmis, client.InNamespace(ons)); err != nil || len(vmis.Items) != 1 || vmis.ResourceVersion == "" {
 		t.Fatalf("list: %+v %v", vmis, err)
@@ -172,7 +195,7 @@ func TestKube_orka_tools_flow(t *testing.T) {
 	if err := cl.Create(ctx(t), img); err != nil {
 		t.Fatal(err)
 	}
-	watchUntil(t, cl, &kube.ImageList{}, ons, "built", time.Minute, func(ev watch.Event) (bool, error) {
+	watchUntil(t, cl, &kube.ImageList{}, ons, "built", f.wait, func(ev watch.Event) (bool, error) {
 		got := ev.Object.(*kube.Image)
 		switch got.Status.State {
 		case "Ready":
@@ -184,12 +207,12 @@ func TestKube_orka_tools_flow(t *testing.T) {
 	})
 
 	// The push as the plugin makes it, then its job as a pod.
-	pushCl := api.NewClient("http://"+c.Followers()[0].Peer.APIAddr(), c.Token("packer", false))
+	pushCl := api.NewClient("http://"+m.Peer.APIAddr(), c.Token("packer", false))
 	job, err := pushCl.PushVM(ctx(t), ons, "builder", reg.Host+"/team/built:v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	watchUntil(t, cl, &corev1.PodList{}, ons, "", time.Minute, func(ev watch.Event) (bool, error) {
+	watchUntil(t, cl, &corev1.PodList{}, ons, "", f.wait, func(ev watch.Event) (bool, error) {
 		if ev.Type == watch.Deleted {
 			return false, fmt.Errorf("the push's pod was deleted")
 		}
@@ -206,7 +229,7 @@ func TestKube_orka_tools_flow(t *testing.T) {
 	if err := cl.Delete(ctx(t), vmi); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitFor("the VMI gone", 30*time.Second, func() error {
+	c.WaitFor("the VMI gone", f.wait, func() error {
 		err := cl.Get(ctx(t), client.ObjectKey{Namespace: ons, Name: "builder"}, &kube.VirtualMachineInstance{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get after delete: %v", err)

@@ -1,0 +1,38 @@
+package node_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/registrytest"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// Orka's Packer flow with its clients (client-go discovery, a
+// controller-runtime client) on real libvirt, on orka-default: a VMI of
+// mini-linux watched to Running, SSH to the address and port its status
+// gives (a file written on its disk), saved through the images resource
+// and watched Ready, pushed to the test registry with its job followed as
+// a pod to Succeeded, deleted.
+func TestLibvirtCluster_orka_tools_flow(t *testing.T) {
+	image := guest.RequireLibvirt(t)
+	reg := registrytest.Start(t, registrytest.Options{})
+	c := testcluster.New(t, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "orka", Subnet: 18,
+		Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
+	m := c.Members[0]
+	upload(t, c.Client(m), "mini-linux", image)
+	orkaToolsFlow(t, c, m, reg, orkaFlow{image: "mini-linux", wait: pushWait, running: func(host string, port int) {
+		sctx, cancel := context.WithTimeout(context.Background(), guestBootWait)
+		defer cancel()
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		out, err := guest.WaitRun(sctx, addr, "admin", "admin", "echo built by packer > /data/proof && sync && cat /data/proof")
+		if err != nil || strings.TrimSpace(out) != "built by packer" {
+			t.Fatalf("ssh %s: %q %v", addr, out, err)
+		}
+	}})
+}

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"testing"
@@ -73,5 +74,56 @@ func TestNamespaceAlias_off(t *testing.T) {
 	cl := c.Client(c.Members[0])
 	if _, err := cl.ListImages(ctx(t), "orka-default"); api.CodeOf(err) != http.StatusNotFound {
 		t.Fatalf("images of orka-default: %v, want 404", err)
+	}
+}
+
+// TestNamespaceAlias_jenkins_test_connection replays the Jenkins plugin's
+// own checks as it makes them, with a service account's token (the
+// credential Jenkins keeps) and no admin step: Test Connection reads
+// GET /api/v1/namespaces/orka-default/vmconfigs and succeeds on any 2xx
+// with a JSON body; the namespace field's check reads that namespace's
+// nodes, where 403 means "no access to namespace".
+func TestNamespaceAlias_jenkins_test_connection(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
+	c.WaitLeader()
+	admin := c.Client(c.Members[0])
+	if _, err := admin.CreateNamespace(ctx(t), "orka-team"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateServiceAccount(ctx(t), "orka-default", "jenkins"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.ServiceAccountToken(ctx(t), "orka-default", "jenkins", api.TokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + c.Members[0].Peer.APIAddr()
+	for _, tc := range []struct {
+		name, path string
+		want       int
+	}{
+		{"Test Connection", "/api/v1/namespaces/orka-default/vmconfigs", http.StatusOK},
+		{"the namespace check of orka-default", "/api/v1/namespaces/orka-default/nodes", http.StatusOK},
+		{"the namespace check of a namespace it is not bound to", "/api/v1/namespaces/orka-team/nodes", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(ctx(t), http.MethodGet, base+tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tok.Token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatalf("%s: the body is no JSON object: %v", tc.path, err)
+			}
+			if resp.StatusCode != tc.want {
+				t.Fatalf("%s: %d %v, want %d", tc.path, resp.StatusCode, body, tc.want)
+			}
+		})
 	}
 }

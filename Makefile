@@ -50,7 +50,11 @@ $(IMAGE) $(ISO) &: $(IMAGE_SRC)
 	GO=$(GO) scripts/mini-linux/build.sh $(IMAGE) $(ISO)
 
 ## run: start a single-peer dev cluster in the background with the mini-linux image, and say how to reach it
-run: libvirt image build
+## (the packages first; then libvirtd's start, the image build and svc's build at once: on a fresh
+## machine the image mostly downloads and compiles the 9p modules, svc's build mostly downloads and
+## compiles Go modules, and libvirtd mostly waits)
+run: deps-run
+	@$(MAKE) --no-print-directory -j3 -Oline libvirt image build
 	scripts/dev.sh up
 
 ## stop: stop the dev peer started by 'make run'

@@ -20,8 +20,10 @@ IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
 all: build
 
+# -trimpath: a build that names no path of the machine it was made on, and
+# one build cache with the guest image's Go programs (built so too).
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/svc ./cmd/svc
 
 ## sign: on a Mac, after 'make build': sign bin/svc with the virtualization entitlement (Apple's framework refuses unsigned VMs) and copy it to bin/svc-darwin for scripts/bootstrap-cluster.sh
 sign:
@@ -54,7 +56,7 @@ $(IMAGE) $(ISO) &: $(IMAGE_SRC)
 ## machine the image mostly downloads and compiles the 9p modules, svc's build mostly downloads and
 ## compiles Go modules, and libvirtd mostly waits)
 run: deps-run
-	@$(MAKE) --no-print-directory -j3 -Oline libvirt image build
+	@$(MAKE) --no-print-directory -j3 libvirt image build
 	scripts/dev.sh up
 
 ## stop: stop the dev peer started by 'make run'

@@ -59,7 +59,8 @@ done
 hdr="$work/x/usr/src/linux-headers-$kver"
 # The headers' Makefile names the common headers by their installed path.
 sed -i "s#/usr/src/linux-headers-$abi-common#$work/x/usr/src/linux-headers-$abi-common#" "$hdr/Makefile"
-tar -xJf "$work/x/usr/src/linux-source-$series.tar.xz" -C "$work" "linux-source-$series/fs/9p" "linux-source-$series/net/9p"
+# The source tarball is in blocks: xz unpacks them on every core.
+xz -T0 -dc "$work/x/usr/src/linux-source-$series.tar.xz" | tar -x -C "$work" "linux-source-$series/fs/9p" "linux-source-$series/net/9p"
 src="$work/m"
 mkdir -p "$src"
 cp "$work/linux-source-$series"/fs/9p/*.[ch] "$work/linux-source-$series"/net/9p/*.[ch] "$src/"
@@ -71,7 +72,7 @@ obj-m := 9pnet.o 9pnet_virtio.o 9p.o
 9pnet_virtio-objs := trans_virtio.o
 9p-objs := vfs_super.o vfs_inode.o vfs_inode_dotl.o vfs_addr.o vfs_file.o vfs_dir.o vfs_dentry.o v9fs.o fid.o xattr.o
 KBUILD
-make -s -C "$hdr" M="$src" modules >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
+make -s -j"$(nproc)" -C "$hdr" M="$src" modules >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
 mkdir -p "$built.tmp" "$out"
 cp "$src"/9pnet.ko "$src"/9pnet_virtio.ko "$src"/9p.ko "$built.tmp/"
 rm -rf "$built" && mv "$built.tmp" "$built"

@@ -47,16 +47,18 @@ libvirt: deps-run
 ## image: build the default guest image and its installer ISO (rebuilt only when their sources change)
 image: $(IMAGE) $(ISO)
 
-$(IMAGE) $(ISO) &: $(IMAGE_SRC)
+# After svc's build (order only): the image's Go programs then find the
+# standard library compiled in the build cache, rather than a second
+# compile of it running beside svc's on a fresh machine.
+$(IMAGE) $(ISO) &: $(IMAGE_SRC) | build
 	scripts/install-deps.sh run
 	GO=$(GO) scripts/mini-linux/build.sh $(IMAGE) $(ISO)
 
 ## run: start a single-peer dev cluster in the background with the mini-linux image, and say how to reach it
-## (the packages first; then libvirtd's start, the image build and svc's build at once: on a fresh
-## machine the image mostly downloads and compiles the 9p modules, svc's build mostly downloads and
-## compiles Go modules, and libvirtd mostly waits)
+## (the packages first; then libvirtd's start beside svc's build and the image's: on a fresh machine
+## libvirtd mostly waits, and the builds keep both cores busy)
 run: deps-run
-	@$(MAKE) --no-print-directory -j3 libvirt image build
+	@$(MAKE) --no-print-directory -j2 libvirt image
 	scripts/dev.sh up
 
 ## stop: stop the dev peer started by 'make run'

@@ -47,18 +47,16 @@ libvirt: deps-run
 ## image: build the default guest image and its installer ISO (rebuilt only when their sources change)
 image: $(IMAGE) $(ISO)
 
-# After svc's build (order only): the image's Go programs then find the
-# standard library compiled in the build cache, rather than a second
-# compile of it running beside svc's on a fresh machine.
-$(IMAGE) $(ISO) &: $(IMAGE_SRC) | build
+$(IMAGE) $(ISO) &: $(IMAGE_SRC)
 	scripts/install-deps.sh run
 	GO=$(GO) scripts/mini-linux/build.sh $(IMAGE) $(ISO)
 
 ## run: start a single-peer dev cluster in the background with the mini-linux image, and say how to reach it
-## (the packages first; then libvirtd's start beside svc's build and the image's: on a fresh machine
-## libvirtd mostly waits, and the builds keep both cores busy)
+## (the packages first; then libvirtd's start, svc's build and the image's at once: on a fresh machine
+## libvirtd mostly waits, the builds keep both cores busy, and the image's Go programs come after its
+## kernel part, when svc's build has compiled the standard library they share)
 run: deps-run
-	@$(MAKE) --no-print-directory -j2 libvirt image
+	@$(MAKE) --no-print-directory -j3 libvirt image build
 	scripts/dev.sh up
 
 ## stop: stop the dev peer started by 'make run'

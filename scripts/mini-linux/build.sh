@@ -82,11 +82,6 @@ cp /usr/sbin/qemu-ga "$r/usr/sbin/qemu-ga"
 for lib in $( (ldd /usr/sbin/dropbear; ldd /usr/sbin/qemu-ga) | grep -o '/[^ ]*' | sort -u); do
   cp --parents -L "$lib" "$r"
 done
-# The identity step: static, for the guest's architecture (amd64).
-mkdir -p "$r/usr/lib/svc"
-(cd "$here" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$go" build -trimpath -ldflags='-s -w' -o "$r/usr/lib/svc/identity" ./identity)
-# The runner stand-in of the runner pools' end-to-end tests, for the disk.
-(cd "$here" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$go" build -trimpath -ldflags='-s -w' -o "$work/ghrunner" ./ghrunner)
 : >"$work/modules.seen"
 for g in $mod_groups; do
   eval "wanted=\$mods_$g"
@@ -107,6 +102,13 @@ for m in 9pnet 9pnet_virtio 9p; do
   strip --strip-debug -o "$r/lib/modules/$m.ko" "$work/9p/$m.ko"
   echo "$m.ko" >>"$r/etc/modules.9p"
 done
+# The identity step: static, for the guest's architecture (amd64); and the
+# runner stand-in of the runner pools' end-to-end tests, for the disk.
+# After the kernel's part: beside make run's build of svc, the standard
+# library is compiled by then, in the build cache they share (-trimpath).
+mkdir -p "$r/usr/lib/svc"
+(cd "$here" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$go" build -trimpath -ldflags='-s -w' -o "$r/usr/lib/svc/identity" ./identity)
+(cd "$here" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$go" build -trimpath -ldflags='-s -w' -o "$work/ghrunner" ./ghrunner)
 hash=$(openssl passwd -6 -salt svcminilinux admin)
 printf 'root:x:0:0:root:/root:/bin/sh\nadmin:x:1000:1000:admin:/home/admin:/bin/sh\n' >"$r/etc/passwd"
 printf 'root:*:19000:0:99999:7:::\nadmin:%s:19000:0:99999:7:::\n' "$hash" >"$r/etc/shadow"

@@ -47,16 +47,15 @@ libvirt: deps-run
 ## image: build the default guest image and its installer ISO (rebuilt only when their sources change)
 image: $(IMAGE) $(ISO)
 
-$(IMAGE) $(ISO) &: $(IMAGE_SRC)
-	scripts/install-deps.sh run
+$(IMAGE) $(ISO) &: $(IMAGE_SRC) | deps-run
 	GO=$(GO) scripts/mini-linux/build.sh $(IMAGE) $(ISO)
 
 ## run: start a single-peer dev cluster in the background with the mini-linux image, and say how to reach it
-## (the packages first; then libvirtd's start, svc's build and the image's at once: on a fresh machine
-## libvirtd mostly waits, the builds keep both cores busy, and the image's Go programs come after its
-## kernel part, when svc's build has compiled the standard library they share)
-run: deps-run
-	@$(MAKE) --no-print-directory -j3 libvirt image build
+## (at once: svc's build, which needs no package, and the packages, then libvirtd's start and the
+## image's build: on a fresh machine svc's build is the longest, libvirtd mostly waits, and the image's
+## Go programs come after its kernel part, when svc's build has compiled the standard library they share)
+run:
+	@$(MAKE) --no-print-directory -j3 build libvirt image
 	scripts/dev.sh up
 
 ## stop: stop the dev peer started by 'make run'

@@ -9,10 +9,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/svc-project/svc/api"
 )
@@ -36,35 +37,53 @@ func defaultKubeconfig() (string, error) {
 // the kubeconfig at path and makes the context current: kubectl,
 // client-go and Orka's Packer plugin then reach the cluster's
 // Kubernetes-style API with the client's token. An HTTPS address gets the
-// cluster's CA.
+// cluster's CA. The file is read and written in the kubeconfig's own
+// format (clientcmd's v1 types, YAML): what it holds besides svc's is kept.
 func writeKubeconfig(ctx context.Context, cl *api.Client, path string) error {
 	if cl.Token == "" {
 		return errors.New("no token to write: sign in (svc login) or set one (svc config set --token)")
 	}
-	cfg, err := clientcmd.LoadFromFile(path)
-	switch {
+	cfg := clientcmdv1.Config{APIVersion: "v1", Kind: "Config"}
+	switch b, err := os.ReadFile(path); {
 	case errors.Is(err, fs.ErrNotExist):
-		cfg = clientcmdapi.NewConfig()
 	case err != nil:
 		return fmt.Errorf("read kubeconfig %s: %w", path, err)
+	default:
+		if err := yaml.Unmarshal(b, &cfg); err != nil {
+			return fmt.Errorf("read kubeconfig %s: %w", path, err)
+		}
 	}
 	cluster, err := kubeCluster(ctx, cl)
 	if err != nil {
 		return err
 	}
-	user := clientcmdapi.NewAuthInfo()
-	user.Token = cl.Token
-	kctx := clientcmdapi.NewContext()
-	kctx.Cluster, kctx.AuthInfo, kctx.Namespace = kubeName, kubeName, api.DefaultNamespace
-	cfg.Clusters[kubeName], cfg.AuthInfos[kubeName], cfg.Contexts[kubeName] = cluster, user, kctx
+	cfg.Clusters = slices.DeleteFunc(cfg.Clusters, func(c clientcmdv1.NamedCluster) bool { return c.Name == kubeName })
+	cfg.AuthInfos = slices.DeleteFunc(cfg.AuthInfos, func(a clientcmdv1.NamedAuthInfo) bool { return a.Name == kubeName })
+	cfg.Contexts = slices.DeleteFunc(cfg.Contexts, func(c clientcmdv1.NamedContext) bool { return c.Name == kubeName })
+	cfg.Clusters = append(cfg.Clusters, clientcmdv1.NamedCluster{Name: kubeName, Cluster: cluster})
+	cfg.AuthInfos = append(cfg.AuthInfos, clientcmdv1.NamedAuthInfo{Name: kubeName, AuthInfo: clientcmdv1.AuthInfo{Token: cl.Token}})
+	cfg.Contexts = append(cfg.Contexts, clientcmdv1.NamedContext{Name: kubeName, Context: clientcmdv1.Context{Cluster: kubeName, AuthInfo: kubeName, Namespace: api.DefaultNamespace}})
 	cfg.CurrentContext = kubeName
+	if cfg.APIVersion == "" {
+		cfg.APIVersion, cfg.Kind = "v1", "Config"
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	// A new file renamed over the old, 0600 from the start: it holds the token.
+	tmp := path + ".svc-tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
-	return os.Chmod(path, 0o600) // it holds the token
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return nil
 }
 
 func newKubeconfigCmd(g *globals) *cobra.Command {
@@ -103,28 +122,27 @@ are kept. The token is the one the CLI uses: sign in again (svc login
 // (Kubernetes clients send a token over TLS alone), at the host the CLI
 // reaches and the peer's HTTPS port, trusting the cluster's CA unless an
 // uploaded certificate is served (then the system's roots judge it).
-func kubeCluster(ctx context.Context, cl *api.Client) (*clientcmdapi.Cluster, error) {
+func kubeCluster(ctx context.Context, cl *api.Client) (clientcmdv1.Cluster, error) {
 	u, err := url.Parse(cl.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("the API address %q: %w", cl.BaseURL, err)
+		return clientcmdv1.Cluster{}, fmt.Errorf("the API address %q: %w", cl.BaseURL, err)
 	}
 	info, err := cl.ClusterInfo(ctx)
 	if err != nil {
-		return nil, err
+		return clientcmdv1.Cluster{}, err
 	}
-	cluster := clientcmdapi.NewCluster()
-	cluster.Server = cl.BaseURL
+	cluster := clientcmdv1.Cluster{Server: cl.BaseURL}
 	if u.Scheme == "http" {
 		tls, err := url.Parse(info.TLSEndpoint)
 		if err != nil || info.TLSEndpoint == "" {
-			return nil, fmt.Errorf("peer %s names no HTTPS endpoint: give an https:// API address", u.Host)
+			return clientcmdv1.Cluster{}, fmt.Errorf("peer %s names no HTTPS endpoint: give an https:// API address", u.Host)
 		}
 		cluster.Server = "https://" + net.JoinHostPort(u.Hostname(), tls.Port())
 	}
 	if info.CertData == "" {
 		ca, err := cl.ClusterCA(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("the cluster's CA for the kubeconfig: %w", err)
+			return clientcmdv1.Cluster{}, fmt.Errorf("the cluster's CA for the kubeconfig: %w", err)
 		}
 		cluster.CertificateAuthorityData = []byte(ca.CACert)
 	}

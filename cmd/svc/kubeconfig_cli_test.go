@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,15 @@ func TestCLI_kubeconfig_reaches_the_kubernetes_door(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCLI(t, url, token, "", []string{"config", "kubeconfig", file}, 0, `Wrote context "svc"`)
+	// Written again, svc's entries are replaced, not added.
+	checkCLI(t, url, token, "", []string{"config", "kubeconfig", file}, 0, `Wrote context "svc"`)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), "name: svc\n"); n != 3 {
+		t.Fatalf("%d entries named svc, want its cluster, user and context once each:\n%s", n, raw)
+	}
 	st, err := os.Stat(file)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("kubeconfig %v: %v", st, err)

@@ -1,0 +1,63 @@
+// Package qgatest runs QEMU's own guest agent (qemu-ga, Debian's
+// qemu-guest-agent, which scripts/install-deps.sh installs for the image
+// build) on a unix socket, as a guest's agent for tests of the protocol
+// without a VM. The agent runs on the test's host, so the commands that
+// change a machine (its clock, its file systems' freeze, shutdown,
+// suspend, users' passwords and keys, CPUs and memory) are disabled; what
+// a test runs through it runs on the host.
+package qgatest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Blocked are the agent's commands disabled in tests.
+var Blocked = []string{
+	"guest-set-time", "guest-shutdown", "guest-fsfreeze-freeze", "guest-fsfreeze-freeze-list", "guest-fsfreeze-thaw",
+	"guest-fstrim", "guest-suspend-disk", "guest-suspend-ram", "guest-suspend-hybrid", "guest-set-vcpus",
+	"guest-set-user-password", "guest-set-memory-blocks", "guest-ssh-add-authorized-keys", "guest-ssh-remove-authorized-keys",
+}
+
+// Start runs qemu-ga listening on a unix socket until the test ends and
+// returns the socket's path. Without qemu-ga the test is skipped, or fails
+// where SVC_REQUIRE_LIBVIRT says the machine must have it.
+func Start(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("qemu-ga")
+	if err != nil {
+		if os.Getenv("SVC_REQUIRE_LIBVIRT") != "" {
+			t.Fatal("qemu-ga is missing (scripts/install-deps.sh installs qemu-guest-agent)")
+		}
+		t.Skip("qemu-ga is missing (scripts/install-deps.sh installs qemu-guest-agent)")
+	}
+	dir, err := os.MkdirTemp("", "qga") // short: a socket path is bounded
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "agent.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-m", "unix-listen", "-p", sock, "-t", dir, "-f", filepath.Join(dir, "pid"),
+		"-l", filepath.Join(dir, "log"), "-b", strings.Join(Blocked, ","))
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(sock); err == nil {
+			return sock
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			t.Fatalf("qemu-ga made no socket in 10 s: %s", log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -2,19 +2,12 @@ package libvirt
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
-	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/qga"
 )
 
 // agentCommand sends one command to the guest's agent and decodes the
@@ -52,286 +45,30 @@ func (d *Driver) agentCommand(ctx context.Context, name string, cmd any, out any
 	return nil
 }
 
-// execPoll is how often a running guest program's outputs are read.
-const execPoll = 100 * time.Millisecond
+// agent is the guest's agent, reached through libvirt's agent call: what
+// is done through it is package qga's.
+func (d *Driver) agent(name string) qga.Agent {
+	return qga.Agent{Name: name, Log: d.cfg.Log, Call: func(ctx context.Context, cmd, out any) error {
+		return d.agentCommand(ctx, name, cmd, out)
+	}}
+}
 
-// execScript runs a guest program for Exec under the guest's POSIX shell
-// (QEMU's agent returns captured output only whole, at the end, and
-// libvirt drops an agent answer over 10 MiB and the agent with it): the
-// program's stdout and stderr go to files in a directory of its own, each
-// written as it comes (cat, not head -c: head's output is buffered, so a
-// short output showed only when the program ended) and cut by the shell's
-// file-size limit at about its bound ($2 bytes, the bound plus one, so
-// that a cut shows; the host passes on no more than the bound), the rest
-// drained so that the program runs on; its pid and exit status go there
-// too. The host reads the files as they grow and removes the directory.
-// A stdin larger than one agent call carries well (MaxShortStdin) is
-// written to a guest file first ($3), which the script reads and removes.
-const execScript = `d=$1 n=$2 in=$3; shift 3
-mkdir -m 700 "$d" || exit 125
-if [ -n "$in" ]; then exec 4<"$in" && rm -f "$in" || exit 125; else exec 4<&0; fi
-k=$(( (n + 511) / 512 ))
-{ { "$@" <&4 4<&- 2>&1 1>&3 3>&- & echo $! >"$d/pid"; wait $!; echo $? >"$d/rc"; } | { (ulimit -f "$k"; trap '' XFSZ; exec cat >"$d/err" 2>/dev/null); cat >/dev/null; }; } 3>&1 | { (ulimit -f "$k"; trap '' XFSZ; exec cat >"$d/out" 2>/dev/null); cat >/dev/null; }`
-
-// Exec runs a program in the guest through QEMU's guest agent and its
-// shell (execScript), streaming its outputs as they grow.
+// Exec runs a program in the guest through its agent and shell, streaming
+// its outputs as they grow (qga.Agent.Exec).
 func (d *Driver) Exec(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
-	if len(c.Argv) == 0 {
-		return hypervisor.ExecResult{}, errors.New("exec: no program")
-	}
-	if len(c.Stdin) > hypervisor.MaxExecStdin {
-		return hypervisor.ExecResult{}, fmt.Errorf("exec: stdin is %d bytes, more than %d", len(c.Stdin), hypervisor.MaxExecStdin)
-	}
-	max := c.MaxOutput
-	if max <= 0 {
-		max = hypervisor.MaxExecOutput
-	}
-	dir := "/tmp/svc-run." + randomHex(8)
-	stdin, in := c.Stdin, ""
-	if len(stdin) > hypervisor.MaxShortStdin {
-		in, stdin = dir+".in", nil
-	}
-	defer d.guestCleanup(name, dir)
-	if in != "" {
-		if err := d.guestWriteFile(ctx, name, in, c.Stdin); err != nil {
-			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: its stdin: %w", c.Argv[0], name, err)
-		}
-	}
-	argv := append([]string{"-c", execScript, "sh", dir, strconv.FormatInt(max+1, 10), in}, c.Argv...)
-	pid, err := d.guestStart(ctx, name, "sh", argv, stdin)
-	if err != nil {
-		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, err)
-	}
-	out := &guestStream{path: dir + "/out", w: c.Stdout, max: max}
-	errs := &guestStream{path: dir + "/err", w: c.Stderr, max: max}
-	tick := time.NewTicker(execPoll)
-	defer tick.Stop()
-	for {
-		exited, _, err := d.guestStatus(ctx, name, pid)
-		if err == nil {
-			// Read after the status: an exited program's files are whole.
-			if err = out.poll(ctx, d, name); err == nil {
-				err = errs.poll(ctx, d, name)
-			}
-		}
-		if ctx.Err() != nil {
-			d.killGuestProgram(name, dir)
-			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, hypervisor.ErrExecTimeout)
-		}
-		if err != nil {
-			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, err)
-		}
-		if exited {
-			rc, err := d.guestReadFile(ctx, name, dir+"/rc", 0, 16)
-			code, perr := strconv.Atoi(strings.TrimSpace(string(rc)))
-			if err != nil || perr != nil {
-				return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: the guest's shell did not run it (it needs a POSIX shell and a writable /tmp): %v", c.Argv[0], name, err)
-			}
-			return hypervisor.ExecResult{ExitCode: code, StdoutTruncated: out.cut, StderrTruncated: errs.cut}, nil
-		}
-		select {
-		case <-ctx.Done():
-		case <-tick.C:
-		}
-	}
+	return d.agent(name).Exec(ctx, c)
 }
 
-// guestStream follows one output file of a guest program.
-type guestStream struct {
-	path string
-	w    io.Writer
-	max  int64
-	off  int64
-	cut  bool
-}
-
-// poll copies what the file gained since the last poll, up to the bound.
-func (s *guestStream) poll(ctx context.Context, d *Driver, name string) error {
-	for {
-		b, err := d.guestReadFile(ctx, name, s.path, s.off, guestReadChunk)
-		if errors.Is(err, errGuestNoFile) {
-			return nil // not made yet
-		}
-		if err != nil {
-			return err
-		}
-		if len(b) == 0 {
-			return nil
-		}
-		keep := b
-		if s.off+int64(len(b)) > s.max {
-			keep = b[:max(0, s.max-s.off)]
-			s.cut = true
-		}
-		s.off += int64(len(b))
-		if s.w != nil && len(keep) > 0 {
-			if _, err := s.w.Write(keep); err != nil {
-				return fmt.Errorf("pass on the output: %w", err)
-			}
-		}
-		if len(b) < guestReadChunk {
-			return nil
-		}
-	}
-}
-
-// guestReadChunk is the most one agent call reads (its answer, in base64,
-// stays well under libvirt's 10 MiB).
-const guestReadChunk = 1 << 20
-
-var errGuestNoFile = errors.New("no such file in the guest")
-
-// guestReadFile reads up to n bytes of a guest file from off.
-func (d *Driver) guestReadFile(ctx context.Context, name, path string, off int64, n int) ([]byte, error) {
-	var h int
-	if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-file-open", "arguments": map[string]string{"path": path, "mode": "r"}}, &h); err != nil {
-		if strings.Contains(err.Error(), "No such file") {
-			return nil, errGuestNoFile
-		}
-		return nil, err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), agentTimeout*time.Second)
-		defer cancel()
-		_ = d.agentCommand(cctx, name, map[string]any{"execute": "guest-file-close", "arguments": map[string]int{"handle": h}}, nil)
-	}()
-	if off > 0 {
-		var pos struct{}
-		if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-file-seek", "arguments": map[string]any{"handle": h, "offset": off, "whence": "set"}}, &pos); err != nil {
-			return nil, err
-		}
-	}
-	var r struct {
-		Count int    `json:"count"`
-		Buf   string `json:"buf-b64"`
-	}
-	if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-file-read", "arguments": map[string]int{"handle": h, "count": n}}, &r); err != nil {
-		return nil, err
-	}
-	return base64.StdEncoding.DecodeString(r.Buf)
-}
-
-// guestWriteChunk is how much of a file one guest-file-write carries.
-const guestWriteChunk = 48 << 10
-
-// guestWriteFile writes data to a new guest file (the agent's user's alone),
-// a chunk per agent call.
-func (d *Driver) guestWriteFile(ctx context.Context, name, path string, data []byte) error {
-	var h int
-	if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-file-open", "arguments": map[string]string{"path": path, "mode": "w"}}, &h); err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), agentTimeout*time.Second)
-		defer cancel()
-		_ = d.agentCommand(cctx, name, map[string]any{"execute": "guest-file-close", "arguments": map[string]int{"handle": h}}, nil)
-	}()
-	for len(data) > 0 {
-		n := min(len(data), guestWriteChunk)
-		var w struct {
-			Count int `json:"count"`
-		}
-		args := map[string]any{"handle": h, "buf-b64": base64.StdEncoding.EncodeToString(data[:n])}
-		if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-file-write", "arguments": args}, &w); err != nil {
-			return err
-		}
-		if w.Count <= 0 {
-			return fmt.Errorf("the agent of %s wrote nothing to %s", name, path)
-		}
-		data = data[w.Count:]
-	}
-	return nil
-}
-
-// guestStart starts a program through the agent (guest-exec) and returns
-// its pid.
-func (d *Driver) guestStart(ctx context.Context, name, path string, args []string, stdin []byte) (int, error) {
-	a := map[string]any{"path": path, "arg": args}
-	if len(stdin) > 0 {
-		a["input-data"] = base64.StdEncoding.EncodeToString(stdin)
-	}
-	var started struct {
-		PID int `json:"pid"`
-	}
-	err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-exec", "arguments": a}, &started)
-	return started.PID, err
-}
-
-// guestStatus asks whether a program started by guestStart ended, and how.
-func (d *Driver) guestStatus(ctx context.Context, name string, pid int) (exited bool, code int, err error) {
-	var st struct {
-		Exited   bool `json:"exited"`
-		ExitCode int  `json:"exitcode"`
-	}
-	err = d.agentCommand(ctx, name, map[string]any{"execute": "guest-exec-status", "arguments": map[string]int{"pid": pid}}, &st)
-	return st.Exited, st.ExitCode, err
-}
-
-// guestRun runs a short program (no output kept) and waits for its end.
-func (d *Driver) guestRun(ctx context.Context, name, path string, args ...string) error {
-	pid, err := d.guestStart(ctx, name, path, args, nil)
-	if err != nil {
-		return err
-	}
-	for {
-		exited, code, err := d.guestStatus(ctx, name, pid)
-		if err != nil {
-			return err
-		}
-		if exited {
-			if code != 0 {
-				return fmt.Errorf("%s in %s exited %d", path, name, code)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// guestCleanup removes an Exec's directory (and stdin file) in the guest.
-func (d *Driver) guestCleanup(name, dir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout*time.Second)
-	defer cancel()
-	if err := d.guestRun(ctx, name, "rm", "-rf", dir, dir+".in"); err != nil {
-		d.cfg.Log.Warn("could not remove a program's outputs in the guest", "domain", name, "dir", dir, "err", err)
-	}
-}
-
-// killGuestProgram kills an Exec's program that ran out of time (through
-// the guest's kill and the pid its shell noted).
-func (d *Driver) killGuestProgram(name, dir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout*time.Second)
-	defer cancel()
-	if err := d.guestRun(ctx, name, "sh", "-c", `kill -KILL "$(cat "$1/pid")"`, "sh", dir); err != nil {
-		d.cfg.Log.Warn("could not kill a guest program that ran out of time", "domain", name, "err", err)
-	}
+// RunShort runs a short program through the agent's guest-exec, its
+// outputs captured by the agent (qga.Agent.RunShort).
+func (d *Driver) RunShort(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
+	return d.agent(name).RunShort(ctx, c)
 }
 
 // FreezeFS freezes the guest's file systems (guest-fsfreeze-freeze).
 func (d *Driver) FreezeFS(ctx context.Context, name string) (int, error) {
-	var n int
-	if err := d.agentCommand(ctx, name, map[string]string{"execute": "guest-fsfreeze-freeze"}, &n); err != nil {
-		return 0, fmt.Errorf("freeze the file systems of %s: %w", name, err)
-	}
-	return n, nil
+	return d.agent(name).FreezeFS(ctx)
 }
 
 // ThawFS thaws them (guest-fsfreeze-thaw).
-func (d *Driver) ThawFS(ctx context.Context, name string) error {
-	var n int
-	if err := d.agentCommand(ctx, name, map[string]string{"execute": "guest-fsfreeze-thaw"}, &n); err != nil {
-		return fmt.Errorf("thaw the file systems of %s: %w", name, err)
-	}
-	return nil
-}
-
-// randomHex returns n random bytes in hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func (d *Driver) ThawFS(ctx context.Context, name string) error { return d.agent(name).ThawFS(ctx) }

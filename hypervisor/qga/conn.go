@@ -12,7 +12,10 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/svc-project/svc/hypervisor"
 )
 
 // CallTimeout bounds one command when the caller's context has no
@@ -24,8 +27,9 @@ const CallTimeout = 5 * time.Second
 const maxAnswer = 8 << 20
 
 // ErrNoAnswer is an agent that did not answer: none runs at the other end
-// of the port yet (a guest still booting), or it hung.
-var ErrNoAnswer = errors.New("the guest agent does not answer")
+// of the port yet (a guest still booting), or it hung. It is a
+// hypervisor.ErrNoAgent.
+var ErrNoAnswer = fmt.Errorf("the guest agent does not answer: %w", hypervisor.ErrNoAgent)
 
 // Conn is a stream to a guest agent's port. The port is a byte stream with
 // no framing the agent does not put there: before its first command, and
@@ -65,7 +69,7 @@ func (c *Conn) Call(ctx context.Context, cmd, out any) error {
 	if err != nil {
 		c.synced = false
 		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, io.EOF) {
+		if errors.As(err, &ne) && ne.Timeout() || broken(err) {
 			return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 		}
 	}
@@ -101,27 +105,35 @@ func (c *Conn) sync() error {
 	if _, err := c.c.Write(append([]byte{0xFF}, append(req, '\n')...)); err != nil {
 		return err
 	}
-	for skipped := 0; ; {
-		b, err := c.r.ReadByte()
-		if err != nil {
-			return err
+	// Earlier syncs given up on may have left their own answers, each
+	// after a 0xFF: read on to this one's.
+	skipped := 0
+	for range maxStaleSyncs {
+		for {
+			b, err := c.r.ReadByte()
+			if err != nil {
+				return err
+			}
+			if b == 0xFF {
+				break
+			}
+			if skipped++; skipped > maxAnswer {
+				return errors.New("the agent's port carries no answer to a sync")
+			}
 		}
-		if b == 0xFF {
-			break
+		var got int64
+		if err := c.answer(&got); err != nil {
+			return fmt.Errorf("sync with the agent: %w", err)
 		}
-		if skipped++; skipped > maxAnswer {
-			return errors.New("the agent's port carries no answer to a sync")
+		if got == id {
+			return nil
 		}
 	}
-	var got int64
-	if err := c.answer(&got); err != nil {
-		return fmt.Errorf("sync with the agent: %w", err)
-	}
-	if got != id {
-		return fmt.Errorf("sync with the agent: it answered %d, not %d", got, id)
-	}
-	return nil
+	return fmt.Errorf("sync with the agent: no answer to this sync among %d", maxStaleSyncs)
 }
+
+// maxStaleSyncs bounds the answers to earlier syncs a sync reads past.
+const maxStaleSyncs = 16
 
 // answer reads one answer and decodes its "return" into out.
 func (c *Conn) answer(out any) error {
@@ -174,7 +186,58 @@ func (c *Conn) line() ([]byte, error) {
 	}
 }
 
+// broken reports whether err is a stream with nobody at its other end.
+func broken(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // Error is an error the agent answered.
 type Error struct{ Class, Desc string }
 
 func (e *Error) Error() string { return "guest agent: " + e.Class + ": " + e.Desc }
+
+// Redial is a command sender that dials the agent's port for its first
+// command and again after any command the stream failed: a stream a
+// command failed on is in no known state (a command half written, an
+// answer half read), so it is closed rather than used again. An agent's
+// own error leaves the stream as it is.
+type Redial struct {
+	Dial func(ctx context.Context) (net.Conn, error)
+
+	mu   sync.Mutex
+	conn *Conn
+}
+
+// Call sends one command as Conn.Call does, on a stream of its own when
+// the last one failed; a port that cannot be dialled is ErrNoAnswer.
+func (r *Redial) Call(ctx context.Context, cmd, out any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn == nil {
+		c, err := r.Dial(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrNoAnswer, err)
+		}
+		r.conn = NewConn(c)
+	}
+	err := r.conn.Call(ctx, cmd, out)
+	var ae *Error
+	if err != nil && !errors.As(err, &ae) {
+		_ = r.conn.Close()
+		r.conn = nil
+	}
+	return err
+}
+
+// Close closes the stream, if one is open.
+func (r *Redial) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn == nil {
+		return nil
+	}
+	err := r.conn.Close()
+	r.conn = nil
+	return err
+}

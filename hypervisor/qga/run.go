@@ -1,4 +1,4 @@
-package libvirt
+package qga
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const (
 
 // RunShort runs the program through the agent's guest-exec, its outputs
 // captured by the agent, and polls its status.
-func (d *Driver) RunShort(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
+func (a Agent) RunShort(ctx context.Context, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
 	if len(c.Argv) == 0 {
 		return hypervisor.ExecResult{}, errors.New("run: no program")
 	}
@@ -39,8 +39,8 @@ func (d *Driver) RunShort(ctx context.Context, name string, c hypervisor.ExecCom
 	var started struct {
 		PID int `json:"pid"`
 	}
-	if err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
-		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, err)
+	if err := a.Call(ctx, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
+		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], a.Name, err)
 	}
 	wait := shortPollFirst
 	for {
@@ -51,13 +51,13 @@ func (d *Driver) RunShort(ctx context.Context, name string, c hypervisor.ExecCom
 			Out      string `json:"out-data"`
 			Err      string `json:"err-data"`
 		}
-		err := d.agentCommand(ctx, name, map[string]any{"execute": "guest-exec-status", "arguments": map[string]int{"pid": started.PID}}, &st)
+		err := a.Call(ctx, map[string]any{"execute": "guest-exec-status", "arguments": map[string]int{"pid": started.PID}}, &st)
 		if ctx.Err() != nil {
-			d.killGuestPID(name, started.PID)
-			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, hypervisor.ErrExecTimeout)
+			a.killPID(started.PID)
+			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], a.Name, hypervisor.ErrExecTimeout)
 		}
 		if err != nil {
-			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], name, err)
+			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], a.Name, err)
 		}
 		if st.Exited {
 			r := hypervisor.ExecResult{ExitCode: st.ExitCode}
@@ -69,7 +69,7 @@ func (d *Driver) RunShort(ctx context.Context, name string, c hypervisor.ExecCom
 				r.StderrTruncated, werr = writeCaptured(c.Stderr, st.Err, limit)
 			}
 			if werr != nil {
-				return r, fmt.Errorf("run %q in %s: its output: %w", c.Argv[0], name, werr)
+				return r, fmt.Errorf("run %q in %s: its output: %w", c.Argv[0], a.Name, werr)
 			}
 			return r, nil
 		}
@@ -98,11 +98,11 @@ func writeCaptured(w io.Writer, b64 string, limit int64) (bool, error) {
 	return cut, err
 }
 
-// killGuestPID kills a RunShort program that ran out of time.
-func (d *Driver) killGuestPID(name string, pid int) {
-	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout*time.Second)
+// killPID kills a RunShort program that ran out of time.
+func (a Agent) killPID(pid int) {
+	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 	defer cancel()
-	if err := d.guestRun(ctx, name, "kill", "-KILL", strconv.Itoa(pid)); err != nil {
-		d.cfg.Log.Warn("could not kill a guest program that ran out of time", "domain", name, "pid", pid, "err", err)
+	if err := a.run(ctx, "kill", "-KILL", strconv.Itoa(pid)); err != nil {
+		a.log().Warn("could not kill a guest program that ran out of time", "domain", a.Name, "pid", pid, "err", err)
 	}
 }

@@ -65,7 +65,7 @@ func (c *Conn) Call(ctx context.Context, cmd, out any) error {
 	_ = c.c.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(time.Now()) })
 	defer stop()
-	err := c.call(cmd, out)
+	err := c.call(cmd, out, deadline)
 	if err != nil {
 		c.synced = false
 		var ne net.Error
@@ -76,11 +76,20 @@ func (c *Conn) Call(ctx context.Context, cmd, out any) error {
 	return err
 }
 
-func (c *Conn) call(cmd, out any) error {
+// SyncWait bounds the wait for the answer to a sync: an agent that runs
+// answers it at once, and a port nobody reads (a guest without an agent,
+// or not yet up) is known for one soon.
+const SyncWait = 2 * time.Second
+
+func (c *Conn) call(cmd, out any, deadline time.Time) error {
 	if !c.synced {
+		if wait := time.Now().Add(SyncWait); wait.Before(deadline) {
+			_ = c.c.SetReadDeadline(wait)
+		}
 		if err := c.sync(); err != nil {
 			return err
 		}
+		_ = c.c.SetReadDeadline(deadline)
 		c.synced = true
 	}
 	req, err := json.Marshal(cmd)

@@ -217,7 +217,7 @@ func (d *Driver) prepare(ctx context.Context, s hypervisor.Spec, fresh bool) (Ru
 		m.MAC = randomMAC().String()
 	}
 	cfg := RunnerConfig{
-		Machine: m, Socket: d.socketPath(s.Name), ListenAddr: s.ListenAddr, Forwards: s.Forwards,
+		Machine: m, Socket: d.socketPath(s.Name), AgentSocket: d.agentSocketPath(s.Name), ListenAddr: s.ListenAddr, Forwards: s.Forwards,
 		VNCPort: s.VNCPort, VNCPassword: s.VNCPassword, GuestVNCPassword: d.cfg.GuestVNCPassword, Leases: d.cfg.Leases,
 	}
 	if err := cfg.Machine.Validate(); err != nil {

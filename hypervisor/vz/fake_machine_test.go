@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -28,12 +30,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// agentEnv names, for a runner of these tests, the unix socket of a guest
+// agent (QEMU's qemu-ga on the host, testkit/qgatest) the fake machine's
+// agent port is connected to; unset, the port has no agent behind it.
+const agentEnv = "SVC_VZ_TEST_AGENT"
+
 // fakeMachine is a machine without a guest: it boots at once, obeys a
 // stop request when it is a Linux guest (a macOS guest ignores it, as
-// macOS does), and saves a state file naming it.
+// macOS does), and saves a state file naming it. Its agent port leads to
+// the agent agentEnv names, or to no one.
 type fakeMachine struct {
-	cfg  MachineConfig
-	done chan struct{}
+	cfg   MachineConfig
+	done  chan struct{}
+	agent net.Conn
 
 	mu    sync.Mutex
 	state MachineState
@@ -56,8 +65,23 @@ func newFakeMachine(_ context.Context, cfg MachineConfig) (Machine, error) {
 		}
 		cfg.HardwareModel = []byte("hardware model of " + cfg.InstallIPSW)
 	}
-	return &fakeMachine{cfg: cfg, done: make(chan struct{}), state: MachineStopped}, nil
+	f := &fakeMachine{cfg: cfg, done: make(chan struct{}), state: MachineStopped}
+	if sock := os.Getenv(agentEnv); sock != "" {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return nil, fmt.Errorf("the test's guest agent: %w", err)
+		}
+		f.agent = c
+	} else {
+		port, nobody := net.Pipe()
+		go func() { _, _ = io.Copy(io.Discard, nobody) }() // a port no agent reads or answers
+		f.agent = port
+	}
+	go func() { <-f.done; f.agent.Close() }()
+	return f, nil
 }
+
+func (f *fakeMachine) AgentPort() io.ReadWriter { return f.agent }
 
 func (f *fakeMachine) set(s MachineState) {
 	f.mu.Lock()

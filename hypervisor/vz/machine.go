@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 )
 
@@ -125,6 +126,17 @@ type StateSaver interface {
 	// SaveState writes the paused machine's memory and devices to path.
 	SaveState(ctx context.Context, path string) error
 }
+
+// AgentPorter is a machine with a port for the guest's agent: a virtio
+// console port named AgentPortName, QEMU's guest agent's (the guest's
+// qemu-ga finds it by that name). AgentPort is the port's host end, a byte
+// stream to and from the agent.
+type AgentPorter interface {
+	AgentPort() io.ReadWriter
+}
+
+// AgentPortName names the guest agent's port, as QEMU names it.
+const AgentPortName = "org.qemu.guest_agent.0"
 
 // PlatformKeeper is a machine with a platform identity of its own: a macOS
 // guest's hardware model (taken from the restore image by an install) and

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 
@@ -16,9 +17,10 @@ import (
 
 // vzMachine is a Machine run by Apple's Virtualization framework.
 type vzMachine struct {
-	cfg  MachineConfig
-	vm   *vz.VirtualMachine
-	done chan struct{}
+	cfg   MachineConfig
+	vm    *vz.VirtualMachine
+	done  chan struct{}
+	agent io.ReadWriter // the guest agent's port (addAgentPort)
 
 	mu    sync.Mutex
 	state MachineState
@@ -43,6 +45,10 @@ func NewMachine(ctx context.Context, cfg MachineConfig) (Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("machine %s: %w", cfg.Name, err)
 	}
+	var agent io.ReadWriter = deadPort{}
+	if port, err := addAgentPort(vmc); err == nil {
+		agent = port
+	}
 	if ok, err := vmc.Validate(); !ok || err != nil {
 		return nil, fmt.Errorf("machine %s: the framework refuses the configuration: %w", cfg.Name, err)
 	}
@@ -50,7 +56,7 @@ func NewMachine(ctx context.Context, cfg MachineConfig) (Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("machine %s: %w", cfg.Name, err)
 	}
-	m := &vzMachine{cfg: cfg, vm: vm, done: make(chan struct{}), state: MachineStopped}
+	m := &vzMachine{cfg: cfg, vm: vm, done: make(chan struct{}), state: MachineStopped, agent: agent}
 	if cfg.InstallIPSW != "" {
 		if err := installMacOS(ctx, vm, cfg.InstallIPSW); err != nil {
 			return nil, fmt.Errorf("machine %s: install from %s: %w", cfg.Name, cfg.InstallIPSW, err)

@@ -59,7 +59,7 @@ func (m memoryDriver) RestoreAs(ctx context.Context, from string, s hypervisor.S
 		return fmt.Errorf("vz: restore %s: the template's NVRAM: %w", s.Name, err)
 	}
 	cfg := RunnerConfig{
-		Machine: mc, Socket: m.socketPath(s.Name), ListenAddr: s.ListenAddr, Forwards: s.Forwards,
+		Machine: mc, Socket: m.socketPath(s.Name), AgentSocket: m.agentSocketPath(s.Name), ListenAddr: s.ListenAddr, Forwards: s.Forwards,
 		VNCPort: s.VNCPort, VNCPassword: s.VNCPassword, GuestVNCPassword: m.cfg.GuestVNCPassword, Leases: m.cfg.Leases,
 	}
 	if err := cfg.Machine.Validate(); err != nil {

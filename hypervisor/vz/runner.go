@@ -32,6 +32,10 @@ type RunnerConfig struct {
 	Machine MachineConfig `json:"machine"`
 	// Socket is the control socket's path.
 	Socket string `json:"socket"`
+	// AgentSocket, when set, is where the runner serves the guest agent's
+	// port (of a machine that has one, AgentPorter): one connection at a
+	// time carries bytes to and from it.
+	AgentSocket string `json:"agentSocket,omitempty"`
 	// ListenAddr is the node address forwards and the screen listen on.
 	ListenAddr string               `json:"listenAddr"`
 	Forwards   []hypervisor.Forward `json:"forwards,omitempty"`
@@ -151,6 +155,11 @@ func Run(ctx context.Context, dir string, newMachine NewMachineFunc, log *slog.L
 	r.log.Info("machine started", "os", cfg.Machine.OS, "cpu", cfg.Machine.CPU, "memoryMiB", cfg.Machine.MemoryMiB, "restored", cfg.Machine.RestoreFrom != "")
 	if err := r.serveGuest(ctx, cfg); err != nil {
 		r.log.Warn("serve the guest", "err", err)
+	}
+	if ap, ok := m.(AgentPorter); ok && cfg.AgentSocket != "" {
+		if err := serveAgent(ctx, cfg.AgentSocket, ap.AgentPort(), r.log); err != nil {
+			r.log.Warn("serve the guest agent's port", "err", err)
+		}
 	}
 	select {
 	case <-m.Done():

@@ -79,7 +79,7 @@ func (c *Conn) Call(ctx context.Context, cmd, out any) error {
 // SyncWait bounds the wait for the answer to a sync: an agent that runs
 // answers it at once, and a port nobody reads (a guest without an agent,
 // or not yet up) is known for one soon.
-const SyncWait = 2 * time.Second
+const SyncWait = time.Second
 
 func (c *Conn) call(cmd, out any, deadline time.Time) error {
 	if !c.synced {

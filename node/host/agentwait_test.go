@@ -67,3 +67,36 @@ func TestHost_running_reported_before_the_agent_is_asked(t *testing.T) {
 		t.Fatalf("the agent was first asked while the VM was %q (every query: %q); want Running", seen[0], seen)
 	}
 }
+
+func TestAgentEvery_backs_off_for_a_silent_agent(t *testing.T) {
+	now := time.Now()
+	answered := raftfsm.VM{Guest: &raftfsm.GuestReport{Agent: true}}
+	for _, tc := range []struct {
+		name   string
+		vm     raftfsm.VM
+		silent time.Time
+		want   time.Duration
+	}{
+		{"not answered yet, just started", raftfsm.VM{}, time.Time{}, agentProbeEvery},
+		{"silent for a minute", raftfsm.VM{}, now.Add(-time.Minute), agentProbeEvery},
+		{"silent past its patience", raftfsm.VM{}, now.Add(-agentPatience - time.Second), agentRefreshEvery},
+		{"answered before", answered, time.Time{}, agentRefreshEvery},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &vmWorker{agentSilent: tc.silent}
+			if got := w.agentEvery(tc.vm); got != tc.want {
+				t.Fatalf("%v, want %v", got, tc.want)
+			}
+		})
+	}
+	w := &vmWorker{}
+	w.agentAnswered(false)
+	first := w.agentSilent
+	w.agentAnswered(false)
+	if first.IsZero() || !w.agentSilent.Equal(first) {
+		t.Fatalf("silent since %v then %v, want the first silence kept", first, w.agentSilent)
+	}
+	if w.agentAnswered(true); !w.agentSilent.IsZero() {
+		t.Fatal("an answer did not end the silence")
+	}
+}

@@ -13,12 +13,34 @@ import (
 )
 
 // How often a running VM's guest agent is asked what the guest is: often
-// until it first answered (it starts with the guest), then seldom.
+// until it first answered (it starts with the guest), then seldom; seldom
+// too once it has been silent for agentPatience (a guest without one: a
+// call to a port nobody answers on can take a second, held by the VM's
+// worker).
 const (
 	agentProbeEvery   = 2 * time.Second
 	agentRefreshEvery = time.Minute
 	agentCallTimeout  = 3 * time.Second
+	agentPatience     = 5 * time.Minute
 )
+
+// agentEvery is how often the guest's agent is asked now.
+func (w *vmWorker) agentEvery(vm raftfsm.VM) time.Duration {
+	if vm.Guest != nil || !w.agentSilent.IsZero() && time.Since(w.agentSilent) > agentPatience {
+		return agentRefreshEvery
+	}
+	return agentProbeEvery
+}
+
+// agentAnswered notes whether the agent answered a call.
+func (w *vmWorker) agentAnswered(ok bool) {
+	switch {
+	case ok:
+		w.agentSilent = time.Time{}
+	case w.agentSilent.IsZero():
+		w.agentSilent = time.Now()
+	}
+}
 
 // askAgent returns, when it is time to ask, what the running VM's guest
 // agent says of the guest, if that differs from the VM's record; nil when
@@ -29,17 +51,14 @@ func (w *vmWorker) askAgent(ctx context.Context, vm raftfsm.VM) *raftfsm.GuestRe
 	if !ok {
 		return nil
 	}
-	every := agentProbeEvery
-	if vm.Guest != nil {
-		every = agentRefreshEvery
-	}
-	if time.Since(w.agentAsked) < every {
+	if time.Since(w.agentAsked) < w.agentEvery(vm) {
 		return nil
 	}
 	w.agentAsked = time.Now()
 	actx, cancel := context.WithTimeout(ctx, agentCallTimeout)
 	defer cancel()
 	info, err := ag.GuestInfo(actx, w.domain)
+	w.agentAnswered(!errors.Is(err, hypervisor.ErrNoAgent))
 	switch {
 	case errors.Is(err, hypervisor.ErrNoAgent):
 		if vm.Guest != nil {
@@ -105,7 +124,7 @@ func (w *vmWorker) identityWhenDue(ctx context.Context, vm raftfsm.VM) *raftfsm.
 			w.identityHow = hypervisor.IdentityRestore
 		}
 	}
-	if w.identityHow == "" || time.Since(w.identityTried) < agentProbeEvery {
+	if w.identityHow == "" || time.Since(w.identityTried) < w.agentEvery(vm) {
 		return nil
 	}
 	return w.makeOwn(ctx, vm, w.identityHow, 0)
@@ -128,6 +147,7 @@ func (w *vmWorker) makeOwn(ctx context.Context, vm raftfsm.VM, how string, agent
 	defer cancel()
 	start := time.Now()
 	err := hypervisor.RunIdentityStep(sctx, w.h.cfg.Driver, w.domain, vm.Name, how, agentWait)
+	w.agentAnswered(!errors.Is(err, hypervisor.ErrNoAgent))
 	var r raftfsm.IdentityReport
 	switch {
 	case err == nil:

@@ -22,8 +22,10 @@ func IdentitySettled(id *GuestIdentity) bool {
 }
 
 // identityGrace is how long WaitGuestReady waits for a VM's identity state
-// to be recorded at all once its agent answers (a host whose driver has no
-// identity step records none).
+// to be recorded at all once its agent answers (a peer of a release before
+// the identity step records none). A state that is recorded, pending, is
+// waited for to the end: the host runs the step as soon as the agent
+// answers.
 const identityGrace = 15 * time.Second
 
 // WaitGuestReady waits, at most wait, until the VM's guest agent runs a
@@ -47,7 +49,7 @@ func (c *Client) WaitGuestReady(ctx context.Context, namespace, vm string, wait 
 				answered = time.Now()
 			}
 			got, gerr := c.GetVM(ctx, namespace, vm)
-			if gerr == nil && (IdentitySettled(got.Identity) || time.Since(answered) > identityGrace) {
+			if gerr == nil && (IdentitySettled(got.Identity) || got.Identity == nil && time.Since(answered) > identityGrace) {
 				return nil
 			}
 			err = gerr

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/kube"
@@ -36,6 +38,10 @@ func kubeClients(t testing.TB, c *testcluster.Cluster, m *testcluster.Member, to
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The client logs through controller-runtime's logger, which prints a
+	// warning and a stack in every test that never set one: its log is
+	// not what these tests check.
+	ctrllog.SetLogger(logr.Discard())
 	sch := runtime.NewScheme()
 	if err := kube.AddToScheme(sch, kube.OrkaGroup); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/svc-project/svc/hypervisor"
 )
@@ -27,10 +28,15 @@ type Agent struct {
 	NoIdentityStep bool
 	// Silent makes its guests' agents never answer (ErrNoAgent), as a guest
 	// without one.
-	Silent   bool
-	mu       sync.Mutex
-	frozen   map[string]bool
-	identity map[string][]string // domain: host name and how, per run
+	Silent bool
+	// AnswerFrom, when set, makes its guests' agents answer only from
+	// then on, as guests still booting; a call before takes NoAnswerWait
+	// to fail, as a real agent's port that nobody answers on does.
+	AnswerFrom   time.Time
+	NoAnswerWait time.Duration
+	mu           sync.Mutex
+	frozen       map[string]bool
+	identity     map[string][]string // domain: host name and how, per run
 }
 
 var _ hypervisor.GuestAgent = (*Agent)(nil)
@@ -51,6 +57,10 @@ func (f *Agent) IdentityRuns(name string) []string {
 func (f *Agent) running(name string) error {
 	if f.Silent {
 		return fmt.Errorf("%s: %w (its agent is silent)", name, hypervisor.ErrNoAgent)
+	}
+	if time.Now().Before(f.AnswerFrom) {
+		time.Sleep(f.NoAnswerWait)
+		return fmt.Errorf("%s: %w (its agent is not up yet)", name, hypervisor.ErrNoAgent)
 	}
 	doms, err := f.List(context.Background())
 	if err != nil {

@@ -32,11 +32,27 @@ func (w *vmWorker) agentEvery(vm raftfsm.VM) time.Duration {
 	return agentProbeEvery
 }
 
+// identityTryNow reports whether a due identity step is to be tried now:
+// at once when the agent has answered since the last try, else at each
+// probe interval (seldom once the agent has been silent for agentPatience).
+// Not at the interval of a guest whose agent answered before: that is its
+// refresh, a minute, and the step is what a job waits for.
+func (w *vmWorker) identityTryNow() bool {
+	if w.agentAnswer.After(w.identityTried) {
+		return true
+	}
+	every := agentProbeEvery
+	if !w.agentSilent.IsZero() && time.Since(w.agentSilent) > agentPatience {
+		every = agentRefreshEvery
+	}
+	return time.Since(w.identityTried) >= every
+}
+
 // agentAnswered notes whether the agent answered a call.
 func (w *vmWorker) agentAnswered(ok bool) {
 	switch {
 	case ok:
-		w.agentSilent = time.Time{}
+		w.agentSilent, w.agentAnswer = time.Time{}, time.Now()
 	case w.agentSilent.IsZero():
 		w.agentSilent = time.Now()
 	}
@@ -124,7 +140,7 @@ func (w *vmWorker) identityWhenDue(ctx context.Context, vm raftfsm.VM) *raftfsm.
 			w.identityHow = hypervisor.IdentityRestore
 		}
 	}
-	if w.identityHow == "" || time.Since(w.identityTried) < w.agentEvery(vm) {
+	if w.identityHow == "" || !w.identityTryNow() {
 		return nil
 	}
 	return w.makeOwn(ctx, vm, w.identityHow, 0)

@@ -61,12 +61,16 @@ func TestHost_identity_step(t *testing.T) {
 		noAgent bool // the hypervisor has no guest agent
 		noStep  bool // the image ships no identity step
 		silent  bool // the guest's agent never answers
+		late    bool // the guest's agent answers 3 s after the deploy
 		restore bool // the VM starts from a booted template
 		state   string
 		message string // in the record's message
 		runs    []string
 	}{
 		{name: "booted", state: raftfsm.IdentitySet, runs: []string{"web boot"}},
+		// It answers what it is (a minute before it is asked again) a
+		// probe before the step is due again: the step runs at once.
+		{name: "booted, its agent up late", late: true, state: raftfsm.IdentitySet, runs: []string{"web boot"}},
 		{name: "restored", restore: true, state: raftfsm.IdentitySet, runs: []string{"web restore"}},
 		{name: "an image without a step", noStep: true, state: raftfsm.IdentityNone, message: "no identity step"},
 		{name: "restored, an image without a step", noStep: true, restore: true, state: raftfsm.IdentityNone, message: "no identity step"},
@@ -81,13 +85,17 @@ func TestHost_identity_step(t *testing.T) {
 			fk := fake.New(hypervisor.DomainPrefix("n1"))
 			agent := fake.NewAgent(fk)
 			agent.NoIdentityStep, agent.Silent = c.noStep, c.silent
+			wait := 300 * time.Millisecond
+			if c.late {
+				agent.AnswerFrom, agent.NoAnswerWait, wait = time.Now().Add(3*time.Second), 300*time.Millisecond, 10*time.Second
+			}
 			var drv hypervisor.Driver = agent
 			if c.noAgent {
 				drv = fk
 			}
 			// Passes every 100 ms, as a node's VM passes recur.
 			cfg := Config{Name: "n1", Bind: "10.0.0.1", FSM: r.FSM, Driver: drv, Images: images, Proposer: r,
-				Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: 100 * time.Millisecond, AgentWait: 300 * time.Millisecond}
+				Blobs: noFetch{}, Ready: r, Healthy: func() bool { return true }, Interval: 100 * time.Millisecond, AgentWait: wait}
 			if c.restore {
 				cfg.Templates = restoring{drv: drv}
 			}

@@ -59,6 +59,7 @@ type vmWorker struct {
 	opTries          int       // worker goroutine only: its attempts
 	agentAsked       time.Time // worker goroutine only: when the guest's agent was last asked
 	agentSilent      time.Time // worker goroutine only: since when it has not answered (zero: it answers)
+	agentAnswer      time.Time // worker goroutine only: when it last answered
 	identityHow      string    // worker goroutine only: the identity step due (hypervisor.IdentityBoot...), "" when none is
 	identityTried    time.Time // worker goroutine only: when it was last tried
 	identitySince    time.Time // worker goroutine only: since when it is due

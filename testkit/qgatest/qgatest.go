@@ -2,6 +2,7 @@ package qgatest
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,15 +43,26 @@ func Start(t testing.TB) string {
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	// Ready once it accepts: its socket's file exists from its bind, before
+	// its listen (a connection between them is refused, and a process just
+	// started on a busy machine can be held there a while).
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cancel(); <-exited })
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(sock); err == nil {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
 			return sock
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "log"))
-			t.Fatalf("qemu-ga made no socket in 10 s: %s", log)
+		log := func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "log")); return b }
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("qemu-ga exited (%v): %s", err, log())
+		case <-time.After(10 * time.Millisecond):
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("qemu-ga accepted no connection on %s in 10 s: %s", sock, log())
+		}
 	}
 }

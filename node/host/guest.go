@@ -26,10 +26,15 @@ const (
 
 // agentEvery is how often the guest's agent is asked now.
 func (w *vmWorker) agentEvery(vm raftfsm.VM) time.Duration {
-	if vm.Guest != nil || !w.agentSilent.IsZero() && time.Since(w.agentSilent) > agentPatience {
+	if vm.Guest != nil || w.agentGaveUp() {
 		return agentRefreshEvery
 	}
 	return agentProbeEvery
+}
+
+// agentGaveUp reports whether the agent has been silent for agentPatience.
+func (w *vmWorker) agentGaveUp() bool {
+	return !w.agentSilent.IsZero() && time.Since(w.agentSilent) > agentPatience
 }
 
 // identityTryNow reports whether a due identity step is to be tried now:
@@ -42,7 +47,7 @@ func (w *vmWorker) identityTryNow() bool {
 		return true
 	}
 	every := agentProbeEvery
-	if !w.agentSilent.IsZero() && time.Since(w.agentSilent) > agentPatience {
+	if w.agentGaveUp() {
 		every = agentRefreshEvery
 	}
 	return time.Since(w.identityTried) >= every

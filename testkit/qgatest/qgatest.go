@@ -49,12 +49,12 @@ func Start(t testing.TB) string {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cancel(); <-exited })
+	log := func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "log")); return b }
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c, err := net.Dial("unix", sock); err == nil {
 			c.Close()
 			return sock
 		}
-		log := func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "log")); return b }
 		select {
 		case err := <-exited:
 			exited <- err

@@ -56,11 +56,13 @@ func pushThroughCrash(t *testing.T, stop bool, want string) {
 
 	release := make(chan struct{})
 	host.Fake.HoldExports(release)
+	// Counted before the push is asked for: a push of a stopped VM starts its
+	// export at once, maybe before the call that made it has answered.
+	exports := host.Fake.Exports()
 	job, err := cl.PushVM(ctx, ns, "quiet", reg.Host+"/team/quiet:v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	exports := host.Fake.Exports()
 	c.WaitFor("the push reads the disk", time.Minute, func() error {
 		if j, err := cl.GetJob(ctx, ns, job.JobName); err != nil || j.State != api.JobRunning || host.Fake.Exports() == exports {
 			return fmt.Errorf("job %+v %v", j, err)

@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps deps-run libvirt image run stop test lint lint-js test-js-deps darwin-check unit fuzz bench-once netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest fuzz fuzz-short bench-once bench-once-vm bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -62,11 +62,30 @@ run:
 stop:
 	scripts/dev.sh down
 
-## test: everything CI checks (on real libvirt)
+## test: everything CI checks (on real libvirt): the packages, the image and the lint, then two lanes at once (lanes)
 test: export SVC_REQUIRE_LIBVIRT=1
 test: export SVC_REQUIRE_REGISTRY=1
 test: export SVC_REQUIRE_BROWSER=1
-test: deps libvirt image lint unit fuzz bench-once netns-test chaos-short
+test: deps libvirt image lint lanes
+
+## lanes: make test's checks after the lint, in two lanes at once, each a sequence: the real-VM lane
+## (the node package's VM and browser tests, then bench-once-vm) and the other (every other test,
+## fuzz-short, netns-test, chaos-short, then bench-once-swarm, which takes the network namespaces
+## netns-test and chaos-short use). One after another they took 40 min on a 2-core machine
+## (2026-12-02: unit 19.5 min, bench-once 9 min, netns and chaos 7.5 min, fuzz 4-8 min), and the
+## machine idled for minutes of it: the VM lane waits on guests, the other mostly on Raft and peers.
+## Each lane goes on after a failure (make -k), so that one run shows every failure.
+lanes: build
+	@$(MAKE) --no-print-directory lane-vm & vm=$$!; \
+	$(MAKE) --no-print-directory lane-rest; rest=$$?; \
+	wait $$vm; v=$$?; \
+	if [ $$v -ne 0 ] || [ $$rest -ne 0 ]; then echo "make test: failed (the VM lane exit $$v, the other lane exit $$rest)"; exit 1; fi
+
+lane-vm:
+	@s=0; for t in unit-vm bench-once-vm; do $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
+
+lane-rest:
+	@s=0; for t in unit-rest fuzz-short netns-test chaos-short bench-once-swarm; do $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; exit $$s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -96,48 +115,53 @@ darwin-check:
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./...
 
-## unit: every package's tests; the node package's real-VM tests (clusters,
-## runner pools) and browser tests
-## run in a second process beside the rest (they mostly wait on guests, the
-## rest on Raft), which cuts the wall time of make test by minutes. (A third
-## process for the node package's other tests, tried, put three lanes of TCG
-## guests on two cores: guests missed their boot deadlines and Raft elected
-## all the time.) Naming the node package first, so that its other tests
-## start at once beside the VM lane, saved about a minute and put three heavy
-## loads on two cores at the start (an election storm refused a deploy with a
-## 503 and a legacy guest missed its boot in CI): the packages run in go
-## test's own order. The VM lane is the longer (930 s alone against 741 s
-## for the rest, on a slow day): its longest test, and the disk floor's
-## (a loop-mounted data disk), which use peer names and addresses of their
-## own, run after the rest instead, so that both lanes end together (on
-## 5073f40 the VM lane took 1,449 s with the disk floor's in it, the rest
-## 914 s). The 30-minute bound only stops a hung test binary: on a slow
-## day (a token check at 1.4 µs against 0.37 µs) the VM lane took 22.5 min.
-## FuzzAPI_post_routes's seeds run in make fuzz, not twice.
+## unit: every package's tests, in two processes at once: unit-vm (the node package's real-VM tests:
+## clusters, runner pools, and its browser tests) beside unit-rest (every other test). They mostly wait
+## on guests and on Raft respectively. (A third process for the node package's other tests, tried, put
+## three lanes of TCG guests on two cores: guests missed their boot deadlines and Raft elected all the
+## time.) The 30-minute bound only stops a hung test binary: on a slow day (a token check at 1.4 µs
+## against 0.37 µs) the VM tests took 22.5 min. FuzzAPI_post_routes's seeds run in fuzz-short.
 NODE_E2E := ^(TestLibvirtCluster_|TestLibvirtRunnerPool_|TestWebUI_browser|TestExplorer_browser)
-NODE_E2E_AFTER_REST := ^(TestLibvirtCluster_push_deploy_reference|TestLibvirtCluster_disk_floor)$$
-unit: test-js-deps
-	@{ $(GO) test -race -count=1 -timeout 30m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./...; a=$$?; \
-	  $(GO) test -race -count=1 -timeout 30m -run '$(NODE_E2E_AFTER_REST)' ./node; b=$$?; \
-	  [ $$a -eq 0 ] && [ $$b -eq 0 ]; } & rest=$$!; \
-	$(GO) test -race -count=1 -timeout 30m -run '$(NODE_E2E)' -skip '$(NODE_E2E_AFTER_REST)' ./node; e2e=$$?; \
+unit:
+	@$(MAKE) --no-print-directory unit-rest & rest=$$!; \
+	$(MAKE) --no-print-directory unit-vm; e2e=$$?; \
 	wait $$rest; r=$$?; \
 	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (node e2e exit $$e2e, the rest exit $$r)"; exit 1; fi
 
+unit-vm:
+	$(GO) test -race -count=1 -timeout 30m -run '$(NODE_E2E)' ./node
+
+unit-rest: test-js-deps
+	$(GO) test -race -count=1 -timeout 30m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./...
+
 ## fuzz: run each fuzz target from its seeds for a few seconds' worth of executions (times FUZZ_SCALE)
-fuzz:
+fuzz: fuzz-short
+	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(call fuzzx,900) ./node
+
+## fuzz-short: make test's fuzzing: the fuzz targets whose coverage build is small, each for its count
+## of executions, and FuzzAPI_post_routes's 1,617 seeds (every POST, PATCH and PUT route with every seed
+## body, on a live peer) run as a test: fuzzing it needs a coverage build of the node package and all it
+## imports, about 3 minutes, for 900 executions beside the seeds' 1,617 (make fuzz does it)
+fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(call fuzzx,60000) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(call fuzzx,40000) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzx,40000) ./httpapi/auth
-	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(call fuzzx,900) ./node
 	$(GO) test -run '^$$' -fuzz '^FuzzQcow2Header$$' -fuzztime $(call fuzzx,300000) ./imagestore/diskcheck
+	$(GO) test -count=1 -run '^FuzzAPI_post_routes$$' ./node
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI (only the packages that
 ## have one: go test ./... would build every package's tests again, without -race, to run nothing;
-## ./... outside a git checkout)
+## ./... outside a git checkout). make test runs it in two parts: bench-once-swarm, whose peers live in
+## the network namespaces of netns-test and chaos-short, after them, and bench-once-vm, the rest
 BENCH_PKGS = $(or $(shell git grep -l '^func Benchmark' -- '*_test.go' 2>/dev/null | xargs -r -n1 dirname | sort -u | sed 's|^|./|'),./...)
-bench-once:
-	SVC_SWARM_MIB=64 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m $(BENCH_PKGS)
+SWARM_BENCH := ^BenchmarkImageSwarm$$
+bench-once: bench-once-vm bench-once-swarm
+
+bench-once-vm:
+	$(GO) test -run '^$$' -bench . -skip '$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS)
+
+bench-once-swarm:
+	SVC_SWARM_MIB=64 $(GO) test -run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./node
 
 ## netns-test: 3 peers in network namespaces, then the operators' worst days on them (backup and restore, every host lost, the majority lost, an upgrade from the previous tree: scripts/test-operations.sh); needs root, skipped otherwise
 netns-test: build

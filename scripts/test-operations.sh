@@ -150,7 +150,7 @@ git cat-file -e "$upgrade_from^{commit}" 2>/dev/null ||
   { echo "FAIL the tree to upgrade from: commit $upgrade_from is not in this clone (a shallow clone? fetch its history)"; exit 1; }
 git worktree remove --force "$tree" >/dev/null 2>&1 || true
 git worktree add --detach "$tree" "$upgrade_from" >/dev/null 2>&1
-(cd "$tree" && go build -ldflags "-X main.version=old-$upgrade_from" -o "$old" ./cmd/svc)
+(cd "$tree" && go build -trimpath -ldflags "-X main.version=old-$upgrade_from" -o "$old" ./cmd/svc)
 git worktree remove --force "$tree"
 SVC_BIN=$old cluster up 4 3
 SVC_TOKEN=$(cat "$dir/admin.token")

@@ -22,7 +22,8 @@ import (
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "svc")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	// -trimpath, as make build: its build cache serves this build.
+	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -42,7 +42,8 @@ func benchDisk(b *testing.B) string {
 func crane(b *testing.B) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "crane")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/google/go-containerregistry/cmd/crane").CombinedOutput()
+	// -trimpath, as make build: the packages svc's build compiled serve this one.
+	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/google/go-containerregistry/cmd/crane").CombinedOutput()
 	if err != nil {
 		b.Fatalf("build crane: %v\n%s", err, out)
 	}

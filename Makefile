@@ -75,7 +75,12 @@ test: deps libvirt image lint lanes
 ## (2026-12-02: unit 19.5 min, bench-once 9 min, netns and chaos 7.5 min, fuzz 4-8 min), and the
 ## machine idled for minutes of it: the VM lane waits on guests, the other mostly on Raft and peers.
 ## Each lane goes on after a failure (make -k), so that one run shows every failure.
+## Every cluster the lanes start on the one libvirtd claims its peer names and addresses for the
+## whole run in PEER_CLAIMS (testkit/peerclaim): two parts of make test that would share one fail.
+PEER_CLAIMS := $(CURDIR)/build/peer-claims
+lanes: export SVC_PEER_CLAIMS = $(PEER_CLAIMS)
 lanes: build
+	@rm -rf $(PEER_CLAIMS) && mkdir -p $(PEER_CLAIMS)
 	@$(MAKE) --no-print-directory lane-vm & vm=$$!; \
 	$(MAKE) --no-print-directory lane-rest; rest=$$?; \
 	wait $$vm; v=$$?; \

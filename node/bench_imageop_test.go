@@ -56,7 +56,7 @@ func newImageOpBench(b *testing.B) *imageOpBench {
 	big := filepath.Join(b.TempDir(), "big.qcow2")
 	run(b, "qemu-img", "convert", "-q", "-O", "qcow2", image, big)
 	run(b, "qemu-img", "resize", "-q", big, benchDiskSize)
-	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 8 << 30}})
+	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Prefix: "bimgop", Subnet: 22, Capacity: raftfsm.Capacity{CPU: 8, MemoryBytes: 8 << 30}})
 	m := c.WaitLeader()
 	cl := c.Client(m)
 	upload(b, cl, "big", big)

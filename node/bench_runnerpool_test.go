@@ -42,7 +42,7 @@ func BenchmarkRunnerPool_queued_to_started(b *testing.B) {
 		if kind == "cold" {
 			templates = 0
 		}
-		c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "bpool" + kind, Subnet: []int{15, 11, 12}[i], Templates: templates,
+		c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "bpool" + kind, Subnet: []int{15, 11, 19}[i], Templates: templates,
 			Capacity: raftfsm.Capacity{CPU: 16, MemoryBytes: 16 << 30}, RunnerPollInterval: time.Hour})
 		m := c.WaitLeader()
 		cl := c.Client(m)

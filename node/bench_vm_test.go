@@ -21,6 +21,7 @@ import (
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/peerclaim"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -67,6 +68,7 @@ func deployTimes(b *testing.B, cl *api.Client, n int) (running, ssh []time.Durat
 // hypervisor alone, for the baseline of a deploy.
 func baselineDriver(b *testing.B, imageDir string) *libvirt.Driver {
 	b.Helper()
+	peerclaim.For(b, peerclaim.Peer("deploy-baseline"))
 	d, err := libvirt.New(libvirt.Config{Dir: guest.TempDir(b), ImageDir: imageDir, Prefix: hypervisor.DomainPrefix("deploy-baseline")})
 	if err != nil {
 		b.Fatal(err)
@@ -155,7 +157,7 @@ func freeFromTop(b *testing.B, lo, hi int, taken map[int]bool) int {
 // to start them on this machine: the baseline) and reports both.
 func benchDeploy(b *testing.B, concurrent int) {
 	image := guest.RequireLibvirt(b)
-	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 32 << 30}})
+	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Prefix: "bdeploy", Subnet: 23, Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 32 << 30}})
 	m := c.WaitLeader()
 	cl := c.Client(m)
 	img := upload(b, cl, "mini-linux", image)
@@ -334,7 +336,7 @@ func BenchmarkImageDownload(b *testing.B) {
 // second must not wait for the first VM's domain to go (real libvirt).
 func BenchmarkDeploy_after_delete(b *testing.B) {
 	image := guest.RequireLibvirt(b)
-	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 32 << 30}, Prefix: "bdel"})
+	c := testcluster.New(b, 1, testcluster.Options{Libvirt: true, Capacity: raftfsm.Capacity{CPU: 64, MemoryBytes: 32 << 30}, Prefix: "bdel", Subnet: 24})
 	cl := c.Client(c.WaitLeader())
 	upload(b, cl, "mini-linux", image)
 	deploy := func() (string, time.Duration) {

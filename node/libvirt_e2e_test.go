@@ -22,11 +22,11 @@ import (
 )
 
 // libvirtCluster is a 2-peer cluster on the host's real libvirtd, peer i at
-// 127.0.1.i, with mini-linux uploaded to the first peer.
+// 127.0.20.i (lvpair-i), with mini-linux uploaded to the first peer.
 func libvirtCluster(t testing.TB) (*testcluster.Cluster, string) {
 	t.Helper()
 	image := guest.RequireLibvirt(t)
-	c := testcluster.New(t, 2, testcluster.Options{Libvirt: true, DistinctIPs: true})
+	c := testcluster.New(t, 2, testcluster.Options{Libvirt: true, Prefix: "lvpair", Subnet: 20})
 	c.WaitLeader()
 	upload(t, c.Client(c.Members[0]), "mini-linux", image)
 	return c, image
@@ -92,7 +92,7 @@ func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vm.Status != api.StatusRunning || vm.IP != "127.0.1.1" {
+	if vm.Status != api.StatusRunning || vm.IP != "127.0.20.1" {
 		t.Fatalf("deployed %+v", vm)
 	}
 	// The guest's agent tells the VM record what the guest is and its
@@ -212,7 +212,7 @@ func TestLibvirtCluster_vmconfig_and_image_streaming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vm.CPU != 1 || vm.Memory != "0.25Gi" || vm.VMConfig != "tiny" || vm.Node != b.Name || vm.IP != "127.0.1.2" {
+	if vm.CPU != 1 || vm.Memory != "0.25Gi" || vm.VMConfig != "tiny" || vm.Node != b.Name || vm.IP != "127.0.20.2" {
 		t.Fatalf("vm %+v", vm)
 	}
 	img, _ := a.Peer.FSM().Image(ns, "mini-linux")

@@ -217,7 +217,7 @@ func TestLibvirtCluster_iso_install(t *testing.T) {
 // staging, and the VM runs again with the committed file.
 func TestLibvirtCluster_host_crash_during_commit(t *testing.T) {
 	image := guest.RequireLibvirt(t)
-	c := testcluster.New(t, 3, testcluster.Options{Libvirt: true, DistinctIPs: true})
+	c := testcluster.New(t, 3, testcluster.Options{Libvirt: true, Prefix: "lvcrash", Subnet: 21})
 	leader := c.WaitLeader()
 	host := c.Followers()[0]
 	cl := c.Client(leader)

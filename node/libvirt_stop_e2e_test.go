@@ -10,6 +10,7 @@ import (
 	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/peerclaim"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -32,6 +33,7 @@ func TestLibvirtCluster_delete_then_stop_leaves_no_domain(t *testing.T) {
 	}
 	c.Stop(m)
 	// The peer is stopped: what libvirt holds now is what it left.
+	peerclaim.For(t, peerclaim.Peer(m.Name)) // its cluster's claim, held by this test
 	lv, err := libvirt.New(libvirt.Config{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(m.Name)})
 	if err != nil {
 		t.Fatal(err)

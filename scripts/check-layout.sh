@@ -2,7 +2,9 @@
 # check-layout.sh: the layout rules `make lint` holds the tree to.
 #  - no production package depends on a test kit (testkit/...): only tests
 #    and the chaos tool (cmd/svc-chaos) may;
-#  - every package has a doc.go.
+#  - every package has a doc.go;
+#  - a test that makes a libvirt driver of its own claims its peer name
+#    (testkit/peerclaim; testcluster's libvirt clusters claim theirs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=$(go list -m)
@@ -18,6 +20,12 @@ for dir in $(go list -f '{{.Dir}}' ./...); do
 	if [ ! -f "$dir/doc.go" ] && [ "$(basename "$dir")" != "main" ]; then
 		case "$dir" in */cmd/*) continue ;; esac
 		echo "check-layout: ${dir#"$PWD/"} has no doc.go" >&2
+		bad=1
+	fi
+done
+for f in $(git grep -l -E 'New\((libvirt\.)?Config\{.*Prefix: hypervisor\.DomainPrefix' -- '*_test.go'); do
+	if ! grep -q 'peerclaim\.For(' "$f"; then
+		echo "check-layout: $f makes a libvirt driver without claiming its peer name (peerclaim.For)" >&2
 		bad=1
 	fi
 done

@@ -9,6 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=bin/svc
+# Its peers run VMs on this machine's libvirtd: their names are claimed for
+# the test (testkit/peerclaim), so that no other cluster of make test takes
+# them and removes their domains, or has its own removed.
+"${GO:-go}" run ./testkit/peerclaim/claim -owner scripts/test-local-cluster.sh -pid $$ peer-1 peer-2 peer-3
 export SVC_LOCAL_DIR=${SVC_LOCAL_DIR:-/tmp/svc-local-cluster-test}
 export SVC_CONFIG=$SVC_LOCAL_DIR/cli.json
 passed=0 failed=0

@@ -14,6 +14,7 @@ import (
 	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/testkit/disktest"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/peerclaim"
 )
 
 // qemuUID returns the real user id of the QEMU process of a domain.
@@ -128,7 +129,8 @@ func TestLibvirt_probe_names_an_unreachable_dir(t *testing.T) {
 		t.Fatal(err)
 	}
 	hidden := filepath.Join(private, "data")
-	d, err := libvirt.New(libvirt.Config{Dir: filepath.Join(hidden, "vms"), Prefix: hypervisor.DomainPrefix("hvtest")})
+	peerclaim.For(t, peerclaim.Peer("hvconfine"))
+	d, err := libvirt.New(libvirt.Config{Dir: filepath.Join(hidden, "vms"), Prefix: hypervisor.DomainPrefix("hvconfine")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/testkit/peerclaim"
 )
 
 // The driver's calls go over its connections in turn (libvirtd serves at
@@ -22,6 +23,7 @@ func TestDriver_calls_take_the_connections_in_turn(t *testing.T) {
 		}
 		t.Skip("no libvirtd")
 	}
+	peerclaim.For(t, peerclaim.Peer("hvconn"))
 	d, err := New(Config{Dir: t.TempDir(), Prefix: hypervisor.DomainPrefix("hvconn")})
 	if err != nil {
 		t.Fatal(err)

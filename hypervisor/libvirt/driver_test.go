@@ -3,6 +3,8 @@ package libvirt_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"net"
 	"os"
 	"os/exec"
@@ -17,11 +19,15 @@ import (
 	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/internal/rfb"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/peerclaim"
 )
 
 func newDriver(t *testing.T) (*libvirt.Driver, string) {
 	t.Helper()
-	d, err := libvirt.New(libvirt.Config{Dir: guest.TempDir(t), Prefix: hypervisor.DomainPrefix("hvtest")})
+	// Each test's domains under a peer name of its own (peerclaim).
+	peer := fmt.Sprintf("hv%08x", crc32.ChecksumIEEE([]byte(t.Name())))
+	peerclaim.For(t, peerclaim.Peer(peer))
+	d, err := libvirt.New(libvirt.Config{Dir: guest.TempDir(t), Prefix: hypervisor.DomainPrefix(peer)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,13 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/peerclaim"
 )
 
 // A guest saved to a memory file and restored from it runs on where it
 // was: the same boot (its boot id), not a new one.
 func TestLibvirt_memory_snapshot(t *testing.T) {
-	d, image := realDriver(t, "hvtest")
+	d, image := realDriver(t, "hvmemory")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const addr = "127.0.0.1"
@@ -88,6 +89,7 @@ func hasState(doms []hypervisor.Domain, name string, st hypervisor.State) bool {
 // libvirtd, unless SVC_REQUIRE_LIBVIRT).
 func realDriver(t *testing.T, peer string) (*libvirt.Driver, string) {
 	t.Helper()
+	peerclaim.For(t, peerclaim.Peer(peer))
 	d, err := libvirt.New(libvirt.Config{Dir: guest.TempDir(t), Prefix: hypervisor.DomainPrefix(peer)})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/peerclaim"
 	"github.com/svc-project/svc/testkit/poll"
 )
 
@@ -35,6 +36,10 @@ type Options struct {
 	// instead of the short test ones, e.g. to measure failover as users see it.
 	ProductionTiming bool
 	// Libvirt runs VMs on the host's real libvirtd instead of fake drivers.
+	// Such a cluster names its peers (Prefix) and binds them to addresses
+	// of their own (DistinctIPs is implied; Subnet), which it claims for
+	// the test (testkit/peerclaim): another test's cluster of the same
+	// names would remove its VMs.
 	Libvirt bool
 	// DistinctIPs gives peer i the address 127.0.1.i, so that peers sharing a
 	// host (and a libvirtd) do not share VM ports, with one another or with
@@ -134,6 +139,12 @@ func New(tb testing.TB, n int, opts Options) *Cluster {
 	if opts.Capacity == (raftfsm.Capacity{}) {
 		opts.Capacity = raftfsm.Capacity{CPU: 4, MemoryBytes: 8 << 30}
 	}
+	if opts.Libvirt {
+		if opts.Prefix == "" {
+			tb.Fatal("testcluster: a cluster on the shared libvirtd needs peer names of its own (Options.Prefix)")
+		}
+		opts.DistinctIPs = true
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = "peer"
 	}
@@ -178,8 +189,13 @@ func (c *Cluster) addMember() *Member {
 	tb, opts, i := c.tb, c.opts, len(c.Members)
 	name := fmt.Sprintf("%s-%d", opts.Prefix, i+1)
 	m := &Member{Name: name, DataDir: filepath.Join(c.dir, name), gate: &gate{}}
+	bind := "127.0.0.1"
+	if opts.DistinctIPs {
+		bind = fmt.Sprintf("127.0.%d.%d", opts.Subnet, i+1)
+	}
 	var drv hypervisor.Driver
 	if opts.Libvirt {
+		peerclaim.For(tb, peerclaim.Peer(name), peerclaim.Addr(bind))
 		lv, err := libvirt.New(libvirt.Config{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})
 		if err != nil {
 			tb.Fatal(err)
@@ -200,10 +216,6 @@ func (c *Cluster) addMember() *Member {
 			fa.Programs = opts.GuestPrograms
 			m.FakeAgent, drv = fa, fa
 		}
-	}
-	bind := "127.0.0.1"
-	if opts.DistinctIPs {
-		bind = fmt.Sprintf("127.0.%d.%d", opts.Subnet, i+1)
 	}
 	m.cfg = node.Config{
 		Name: name, DataDir: m.DataDir, Bind: bind,

@@ -35,7 +35,24 @@ type SnapshotRestored struct {
 // snapshot cut short fails backup's checks: keep it only when this
 // returns nil.
 func (c *Client) SaveSnapshot(ctx context.Context, w io.Writer) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+SnapshotPath, nil)
+	return c.SaveSnapshotWith(ctx, w, SnapshotSaveOptions{})
+}
+
+// SnapshotSaveOptions tune a save.
+type SnapshotSaveOptions struct {
+	// Stale saves the state as the peer asked has applied it (?stale=true),
+	// without the leader: for a cluster that has lost its majority. It may
+	// lack the latest acknowledged writes.
+	Stale bool
+}
+
+// SaveSnapshotWith is SaveSnapshot with options.
+func (c *Client) SaveSnapshotWith(ctx context.Context, w io.Writer, opts SnapshotSaveOptions) (int64, error) {
+	u := strings.TrimRight(c.BaseURL, "/") + SnapshotPath
+	if opts.Stale {
+		u += "?stale=true"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, fmt.Errorf("build request: %w", err)
 	}

@@ -31,7 +31,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 	if !s.raft.IsLeader() && forwarded(r) == "" {
 		return s.deployThroughLeader(w, r, p)
 	}
-	if s.fwd.toLeader(w, r, false) {
+	if s.fwd.toLeader(w, r, hopReplay) {
 		return nil // a peer sent it here, but this peer no longer leads: refused unrun
 	}
 	return s.deployHere(w, r, p)
@@ -88,7 +88,7 @@ func waitsForRunning(r *http.Request) bool { return r.URL.Query().Get("wait") !=
 func (s *Server) deployThroughLeader(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	r.Header.Set(api.HeaderPlaceOnly, "1")
 	ans := &answer{header: http.Header{}}
-	if !s.fwd.toLeader(ans, r, true) {
+	if !s.fwd.toLeader(ans, r, hopBatch) {
 		r.Header.Del(api.HeaderPlaceOnly)
 		return s.deployHere(w, r, p) // this peer leads now
 	}

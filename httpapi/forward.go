@@ -109,11 +109,24 @@ func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, addr string)
 	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetAddrKey, addr)))
 }
 
+// How a request goes to the leader.
+type leaderHop int
+
+const (
+	// hopReplay reads the (JSON) body whole first, so that a request a
+	// former leader refused is sent again to the new one.
+	hopReplay leaderHop = iota
+	// hopBatch is hopReplay in the next batch of writes to the leader.
+	hopBatch
+	// hopStream streams the body as it comes (an upload of any size the
+	// leader's disk takes), sent once: a leader change fails it (503).
+	hopStream
+)
+
 // toLeader forwards r to the leader and returns true when this peer is not
 // the leader (the answer has then been written). It waits a bounded time for
 // a leader to be known, and never forwards a request that was forwarded once.
-// With batch, r goes in the next batch of writes to the leader.
-func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request, batch bool) bool {
+func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request, how leaderHop) bool {
 	s := f.s
 	if s.raft.IsLeader() {
 		return false
@@ -123,9 +136,11 @@ func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request, batch bool)
 		writeError(w, s.log, unavailable("1", "peer %s forwarded this request here, but %s is no longer the leader; retry", by, s.replica.Name()))
 		return true
 	}
-	if err := replayable(w, r); err != nil {
-		writeError(w, s.log, err)
-		return true
+	if how != hopStream {
+		if err := replayable(w, r); err != nil {
+			writeError(w, s.log, err)
+			return true
+		}
 	}
 	name, addr, err := s.raft.WaitLeader(r.Context())
 	if err != nil {
@@ -135,7 +150,7 @@ func (f *forwarder) toLeader(w http.ResponseWriter, r *http.Request, batch bool)
 	if name == s.replica.Name() {
 		return false // became leader while waiting
 	}
-	if batch {
+	if how == hopBatch {
 		f.forwardBatched(w, r, addr)
 		return true
 	}

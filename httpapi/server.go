@@ -146,6 +146,20 @@ type Route struct {
 	// PoolVM routes act in or on the VM :vm: a runner pool's VM only for
 	// an admin or the pool (poolvms.go).
 	PoolVM bool
+	// Stale reads of the leader run on the peer asked with ?stale=true
+	// (what it has applied, even with no leader).
+	Stale bool
+}
+
+// leaderHop is how the route's request goes to the leader.
+func (rt Route) leaderHop() leaderHop {
+	switch {
+	case rt.Upload || rt.Stream:
+		return hopStream
+	case rt.Write:
+		return hopBatch
+	}
+	return hopReplay
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
@@ -298,7 +312,7 @@ func (s *Server) routesV1() {
 	s.handle(Route{Method: post, Path: "/api/v1/cluster/join-tokens", Rule: RuleAdmin, Write: true, Target: Leader}, s.createJoinToken)
 	s.handle(Route{Method: del, Path: "/api/v1/cluster/join-tokens/:id", Rule: RuleAdmin, Write: true, Target: Leader}, s.revokeJoinToken)
 	s.handle(Route{Method: post, Path: "/api/v1/cluster/rotate-gossip-key", Rule: RuleAdmin, Write: true, Target: Leader}, s.rotateGossipKey)
-	s.handle(Route{Method: get, Path: api.SnapshotPath, Rule: RuleAdmin}, s.saveSnapshot)
+	s.handle(Route{Method: get, Path: api.SnapshotPath, Rule: RuleAdmin, Target: Leader, Stale: true}, s.saveSnapshot)
 	s.handle(Route{Method: post, Path: api.SnapshotPath, Rule: RuleAdmin, Write: true, Target: Leader, Upload: true}, s.restoreSnapshot)
 	s.handle(Route{Method: del, Path: ns + "/nodes/:name", Rule: RuleAdmin, Write: true, Target: Leader}, s.removeNode)
 	s.handle(Route{Method: post, Path: ns + "/nodes/:name/approve", Rule: RuleAdmin, Write: true, Target: Leader}, s.approveNode)
@@ -422,9 +436,12 @@ func (s *Server) handle(rt Route, h handler) {
 		if target == Here && !rt.Write && rt.Rule != RuleOpen && r.URL.Query().Get("consistent") == "true" {
 			target = Leader
 		}
+		if rt.Stale && r.URL.Query().Get("stale") == "true" {
+			target = Here
+		}
 		switch target {
 		case Leader:
-			if s.fwd.toLeader(w, r, rt.Write && !rt.Upload && !rt.Stream) {
+			if s.fwd.toLeader(w, r, rt.leaderHop()) {
 				return
 			}
 			if !rt.Write {

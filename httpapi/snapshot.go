@@ -29,9 +29,12 @@ func (s *Server) needSnapshots() (Snapshots, error) {
 	return s.cfg.Snapshots, nil
 }
 
-// saveSnapshot streams the cluster's state as this peer has applied it. An
-// error once the answer has started cuts the connection: the client's file
-// then fails its checksum and is never taken for whole.
+// saveSnapshot streams the cluster's state. It runs on the leader, after a
+// read barrier (the route's), so that the file holds every write
+// acknowledged before it was asked for, through any peer; with ?stale=true
+// it is the state as the peer asked has applied it (a cluster with no
+// leader). An error once the answer has started cuts the connection: the
+// client's file then fails its checksum and is never taken for whole.
 func (s *Server) saveSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	snaps, err := s.needSnapshots()
 	if err != nil {
@@ -61,7 +64,7 @@ func (s *Server) saveSnapshot(w http.ResponseWriter, r *http.Request, _ httprout
 }
 
 // restoreSnapshot takes a snapshot file of this cluster and installs it on
-// every peer (leader).
+// every peer (leader: a follower streams the file to it as it comes).
 func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	snaps, err := s.needSnapshots()
 	if err != nil {

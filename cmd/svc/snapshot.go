@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/backup"
 )
 
@@ -29,7 +30,10 @@ the cluster's keys (an encrypted store, never a shared folder).`,
 	save := &cobra.Command{
 		Use:   "save FILE",
 		Short: "Save a snapshot of the cluster's state to FILE (written 0600; checked before it is kept)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Save a snapshot of the cluster's state to FILE: every write acknowledged before the
+save was asked for, through whichever peer is asked (it is taken on the leader). The
+file is written readable by its owner only and checked whole before it is kept.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.client()
 			if err != nil {
@@ -45,7 +49,8 @@ the cluster's keys (an encrypted store, never a shared folder).`,
 				_ = tmp.Close()
 				return err
 			}
-			n, err := cl.SaveSnapshot(cmd.Context(), tmp)
+			stale, _ := cmd.Flags().GetBool("stale")
+			n, err := cl.SaveSnapshotWith(cmd.Context(), tmp, api.SnapshotSaveOptions{Stale: stale})
 			if cerr := tmp.Close(); err == nil {
 				err = cerr
 			}
@@ -64,6 +69,7 @@ the cluster's keys (an encrypted store, never a shared folder).`,
 			return nil
 		},
 	}
+	save.Flags().Bool("stale", false, "save the state as the peer asked has applied it, without the leader (a cluster that lost its majority; it may lack the latest writes)")
 	inspect := &cobra.Command{
 		Use:   "inspect FILE",
 		Short: "Print a snapshot's header and how many records of each kind it holds, and check it is whole",

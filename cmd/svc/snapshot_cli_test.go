@@ -25,6 +25,9 @@ func TestCLI_snapshot_save_inspect_restore(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 	checkCLI(t, url, token, "", []string{"cluster", "snapshot", "inspect", file}, 0, "checksum: ok", "RECORDS", "vms", "images")
+	stale := filepath.Join(dir, "stale.snap")
+	checkCLI(t, url, token, "", []string{"cluster", "snapshot", "save", "--stale", stale}, 0, "saved a snapshot of cluster")
+	checkCLI(t, url, token, "", []string{"cluster", "snapshot", "inspect", stale}, 0, "checksum: ok")
 	checkCLI(t, url, token, "", []string{"cluster", "snapshot", "inspect", "-o", "json", file}, 0, `"clusterId"`, `"records"`)
 	b, err := os.ReadFile(file)
 	if err != nil {

@@ -55,8 +55,9 @@ type Saved struct {
 }
 
 // Save writes a snapshot file of the state as this peer has applied it to
-// w, streamed from the Raft snapshot. It fails before it writes anything
-// when it cannot take one.
+// w, streamed from the Raft snapshot (the API calls it on the leader after
+// a read barrier, so that it holds every acknowledged write). It fails
+// before it writes anything when it cannot take one.
 func (s *Service) Save(ctx context.Context, w io.Writer, started func(backup.Header)) (Saved, error) {
 	secret := s.cfg.Secret()
 	if secret == nil {

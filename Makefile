@@ -152,6 +152,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(call fuzzx,40000) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzx,40000) ./httpapi/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzQcow2Header$$' -fuzztime $(call fuzzx,300000) ./imagestore/diskcheck
+	$(GO) test -run '^$$' -fuzz '^FuzzAgent_answers$$' -fuzztime $(call fuzzx,40000) ./hypervisor/qga
 	$(GO) test -count=1 -run '^FuzzAPI_post_routes$$' ./node
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI (only the packages that

@@ -268,6 +268,14 @@ const (
 	MaxShortStdin  = 64 << 10
 )
 
+// A guest program run through Exec or RunShort with a ctx that sets no
+// deadline gets these: a program that never ends, or an agent that never
+// reports its end, holds no caller for good.
+const (
+	MaxExecRun  = 6 * time.Hour
+	MaxShortRun = time.Minute
+)
+
 // ErrExecTimeout is returned for a guest program that did not end in time.
 var ErrExecTimeout = errors.New("the program did not end in time")
 

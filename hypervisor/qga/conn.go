@@ -161,7 +161,7 @@ func (c *Conn) answer(out any) error {
 		return fmt.Errorf("the agent's answer %.200q: %w", line, err)
 	}
 	if a.Error != nil {
-		return &Error{Class: a.Error.Class, Desc: a.Error.Desc}
+		return &Error{Class: printable(a.Error.Class, 64), Desc: printable(a.Error.Desc, 512)}
 	}
 	if out == nil || len(a.Return) == 0 {
 		return nil

@@ -55,8 +55,11 @@ k=$(( (n + 511) / 512 ))
 { { "$@" <&4 4<&- 2>&1 1>&3 3>&- & echo $! >"$d/pid"; wait $!; echo $? >"$d/rc"; } | { (ulimit -f "$k"; trap '' XFSZ; exec cat >"$d/err" 2>/dev/null); cat >/dev/null; }; } 3>&1 | { (ulimit -f "$k"; trap '' XFSZ; exec cat >"$d/out" 2>/dev/null); cat >/dev/null; }`
 
 // Exec runs a program in the guest through its agent and its shell
-// (execScript), streaming its outputs as they grow.
+// (execScript), streaming its outputs as they grow, until ctx ends
+// (hypervisor.MaxExecRun when it sets no deadline).
 func (a Agent) Exec(ctx context.Context, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
+	ctx, cancel := bounded(ctx, hypervisor.MaxExecRun)
+	defer cancel()
 	if len(c.Argv) == 0 {
 		return hypervisor.ExecResult{}, errors.New("exec: no program")
 	}
@@ -105,6 +108,9 @@ func (a Agent) Exec(ctx context.Context, c hypervisor.ExecCommand) (hypervisor.E
 		if exited {
 			rc, err := a.readFile(ctx, dir+"/rc", 0, 16)
 			code, perr := strconv.Atoi(strings.TrimSpace(string(rc)))
+			if perr == nil && (code < 0 || code > 255) {
+				perr = fmt.Errorf("exit status %d", code)
+			}
 			if err != nil || perr != nil {
 				return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: the guest's shell did not run it (it needs a POSIX shell and a writable /tmp): %v", c.Argv[0], a.Name, err)
 			}
@@ -171,6 +177,9 @@ func (a Agent) readFile(ctx context.Context, path string, off int64, n int) ([]b
 		}
 		return nil, err
 	}
+	if h < 0 {
+		return nil, fmt.Errorf("the agent of %s answered handle %d", a.Name, h)
+	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 		defer cancel()
@@ -189,7 +198,17 @@ func (a Agent) readFile(ctx context.Context, path string, off int64, n int) ([]b
 	if err := a.Call(ctx, map[string]any{"execute": "guest-file-read", "arguments": map[string]int{"handle": h, "count": n}}, &r); err != nil {
 		return nil, err
 	}
-	return base64.StdEncoding.DecodeString(r.Buf)
+	if len(r.Buf) > base64.StdEncoding.EncodedLen(n) {
+		return nil, fmt.Errorf("the agent of %s sent %d bytes of base64 for a read of %d bytes of %s", a.Name, len(r.Buf), n, path)
+	}
+	b, err := base64.StdEncoding.DecodeString(r.Buf)
+	if err != nil {
+		return nil, fmt.Errorf("the agent of %s sent a read of %s that is no base64: %w", a.Name, path, err)
+	}
+	if r.Count != len(b) {
+		return nil, fmt.Errorf("the agent of %s says it read %d bytes of %s and sent %d", a.Name, r.Count, path, len(b))
+	}
+	return b, nil
 }
 
 // guestWriteChunk is how much of a file one guest-file-write carries.
@@ -201,6 +220,9 @@ func (a Agent) writeFile(ctx context.Context, path string, data []byte) error {
 	var h int
 	if err := a.Call(ctx, map[string]any{"execute": "guest-file-open", "arguments": map[string]string{"path": path, "mode": "w"}}, &h); err != nil {
 		return err
+	}
+	if h < 0 {
+		return fmt.Errorf("the agent of %s answered handle %d", a.Name, h)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
@@ -216,8 +238,8 @@ func (a Agent) writeFile(ctx context.Context, path string, data []byte) error {
 		if err := a.Call(ctx, map[string]any{"execute": "guest-file-write", "arguments": args}, &w); err != nil {
 			return err
 		}
-		if w.Count <= 0 {
-			return fmt.Errorf("the agent of %s wrote nothing to %s", a.Name, path)
+		if w.Count <= 0 || w.Count > n {
+			return fmt.Errorf("the agent of %s says it wrote %d bytes of the %d sent to %s", a.Name, w.Count, n, path)
 		}
 		data = data[w.Count:]
 	}
@@ -235,6 +257,9 @@ func (a Agent) start(ctx context.Context, path string, args []string, stdin []by
 		PID int `json:"pid"`
 	}
 	err := a.Call(ctx, map[string]any{"execute": "guest-exec", "arguments": args2}, &started)
+	if err == nil && started.PID <= 0 {
+		err = fmt.Errorf("the agent of %s answered pid %d", a.Name, started.PID)
+	}
 	return started.PID, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/svc-project/svc/hypervisor"
 )
@@ -39,12 +40,39 @@ func (a Agent) Info(ctx context.Context) (hypervisor.GuestInfo, error) {
 	}
 	for _, iface := range ifaces {
 		for _, addr := range iface.Addrs {
+			if len(info.IPs) == maxIPs {
+				return info, nil
+			}
 			if ip := net.ParseIP(addr.Addr); ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
 				info.IPs = append(info.IPs, ip.String())
 			}
 		}
 	}
 	return info, nil
+}
+
+// maxIPs bounds the addresses kept of a guest's report; maxOSName the
+// characters of its name.
+const (
+	maxIPs    = 32
+	maxOSName = 128
+)
+
+// printable is s with what a terminal would take for a control (and
+// invalid UTF-8) dropped, at most n characters: what a guest reports is
+// shown to users.
+func printable(s string, n int) string {
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "") {
+		if n == 0 {
+			break
+		}
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			n--
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // OSName reads guest-get-osinfo's return: the os-release name, else the
@@ -58,8 +86,8 @@ func OSName(ret []byte) string {
 	if json.Unmarshal(ret, &r) != nil {
 		return ""
 	}
-	if r.PrettyName != "" {
-		return r.PrettyName
+	if name := printable(r.PrettyName, maxOSName); name != "" {
+		return name
 	}
-	return strings.TrimSpace(r.KernelName + " " + r.KernelRelease)
+	return printable(r.KernelName+" "+r.KernelRelease, maxOSName)
 }

@@ -20,8 +20,11 @@ const (
 )
 
 // RunShort runs the program through the agent's guest-exec, its outputs
-// captured by the agent, and polls its status.
+// captured by the agent, and polls its status until ctx ends
+// (hypervisor.MaxShortRun when it sets no deadline).
 func (a Agent) RunShort(ctx context.Context, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
+	ctx, cancel := bounded(ctx, hypervisor.MaxShortRun)
+	defer cancel()
 	if len(c.Argv) == 0 {
 		return hypervisor.ExecResult{}, errors.New("run: no program")
 	}
@@ -42,6 +45,9 @@ func (a Agent) RunShort(ctx context.Context, c hypervisor.ExecCommand) (hypervis
 	if err := a.Call(ctx, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
 		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], a.Name, err)
 	}
+	if started.PID <= 0 {
+		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: the agent answered pid %d", c.Argv[0], a.Name, started.PID)
+	}
 	wait := shortPollFirst
 	for {
 		var st struct {
@@ -60,10 +66,11 @@ func (a Agent) RunShort(ctx context.Context, c hypervisor.ExecCommand) (hypervis
 			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], a.Name, err)
 		}
 		if st.Exited {
-			r := hypervisor.ExecResult{ExitCode: st.ExitCode}
-			if st.Signal > 0 {
-				r.ExitCode = 128 + st.Signal
+			code, err := exitCode(st.ExitCode, st.Signal)
+			if err != nil {
+				return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], a.Name, err)
 			}
+			r := hypervisor.ExecResult{ExitCode: code}
 			var werr error
 			if r.StdoutTruncated, werr = writeCaptured(c.Stdout, st.Out, limit); werr == nil {
 				r.StderrTruncated, werr = writeCaptured(c.Stderr, st.Err, limit)
@@ -79,6 +86,27 @@ func (a Agent) RunShort(ctx context.Context, c hypervisor.ExecCommand) (hypervis
 		}
 		wait = min(2*wait, shortPollMax)
 	}
+}
+
+// exitCode is a program's status as a shell says it (128 plus a signal
+// that killed it), from what the agent reported: an exit code of 0 to 255
+// or a signal of 1 to 127, else an error.
+func exitCode(code, signal int) (int, error) {
+	switch {
+	case signal > 0 && signal < 128:
+		return 128 + signal, nil
+	case signal == 0 && code >= 0 && code <= 255:
+		return code, nil
+	}
+	return 0, fmt.Errorf("the agent reported exit code %d and signal %d", code, signal)
+}
+
+// bounded is ctx with a deadline of d from now when it sets none.
+func bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // writeCaptured writes an output the agent captured (base64) to w, cut at

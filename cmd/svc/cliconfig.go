@@ -58,11 +58,7 @@ func saveConfig(p string, c cliConfig) error {
 	if err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err := writePrivate(p, append(b, '\n')); err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
 	return nil

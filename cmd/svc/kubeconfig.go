@@ -71,17 +71,9 @@ func writeKubeconfig(ctx context.Context, cl *api.Client, path string) error {
 	if err != nil {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
 	// A new file renamed over the old, 0600 from the start: it holds the token.
-	tmp := path + ".svc-tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write kubeconfig %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	if err := writePrivate(path, b); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil
 }

@@ -43,6 +43,25 @@ func (s *Server) unalias(r *http.Request, p httprouter.Params) {
 	}
 }
 
+// canonicalSubject names a service account ("namespace:name") of the
+// default namespace by the namespace's own name when it names it by its
+// alias; any other subject as it is. Every rule and record sees one name.
+func (s *Server) canonicalSubject(ref string) string {
+	if ns, name, ok := strings.Cut(ref, ":"); ok && s.isAlias(ns) {
+		return api.DefaultNamespace + ":" + name
+	}
+	return ref
+}
+
+// canonicalSubjects is canonicalSubject of each of refs (a new slice).
+func (s *Server) canonicalSubjects(refs []string) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = s.canonicalSubject(r)
+	}
+	return out
+}
+
 // isAlias reports whether name is the default namespace's alias.
 func (s *Server) isAlias(name string) bool {
 	return s.cfg.NamespaceAlias != "" && name == s.cfg.NamespaceAlias

@@ -135,7 +135,10 @@ func (s *Server) vetAudit(peer string, body json.RawMessage, tokens []string) (j
 // ?since= (RFC 3339, or a duration back from now such as 1h), ?limit=.
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
-	flt := raftfsm.AuditFilter{Namespace: q.Get("namespace"), Subject: q.Get("subject"), Limit: defaultAuditLimit}
+	flt := raftfsm.AuditFilter{Namespace: q.Get("namespace"), Subject: s.canonicalSubject(q.Get("subject")), Limit: defaultAuditLimit}
+	if s.isAlias(flt.Namespace) {
+		flt.Namespace = api.DefaultNamespace
+	}
 	if v := q.Get("since"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil && d > 0 {
 			flt.Since = time.Now().Add(-d)

@@ -81,7 +81,7 @@ func (s *Server) changeSubjects(add bool) handler {
 		if add {
 			t = raftfsm.TypeRoleBindingAdd
 		}
-		v, err := s.apply(r.Context(), t, raftfsm.RoleBindingChange{Namespace: ns, Users: req.Users, ServiceAccounts: req.ServiceAccounts, Groups: req.Groups,
+		v, err := s.apply(r.Context(), t, raftfsm.RoleBindingChange{Namespace: ns, Users: req.Users, ServiceAccounts: s.canonicalSubjects(req.ServiceAccounts), Groups: req.Groups,
 			Time: time.Now().UTC(), Claimable: true})
 		if err != nil {
 			return err

@@ -127,3 +127,41 @@ func TestNamespaceAlias_jenkins_test_connection(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespaceAlias_subjects_are_canonical: a service account of the
+// default namespace named through the alias ("orka-default:jenk") is the
+// same subject as by the namespace's own name, in every rule. Before,
+// remove-subject answered 200 and left svc-default:jenk bound, and
+// add-subject answered 404.
+func TestNamespaceAlias_subjects_are_canonical(t *testing.T) {
+	const alias = "orka-default"
+	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = alias }})
+	c.WaitLeader()
+	admin := c.Client(c.Members[0])
+	if _, err := admin.CreateNamespace(ctx(t), "team"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateServiceAccount(ctx(t), api.DefaultNamespace, "jenk"); err != nil {
+		t.Fatal(err)
+	}
+	bound := func() []string {
+		t.Helper()
+		got, err := admin.ListSubjects(ctx(t), "team")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.ServiceAccounts
+	}
+	if _, err := admin.AddSubjects(ctx(t), "team", api.Subjects{ServiceAccounts: []string{alias + ":jenk"}}); err != nil {
+		t.Fatalf("add-subject through the alias: %v", err)
+	}
+	if got := bound(); !slices.Equal(got, []string{api.DefaultNamespace + ":jenk"}) {
+		t.Fatalf("bound %v, want the account by its namespace's own name", got)
+	}
+	if _, err := admin.RemoveSubjects(ctx(t), "team", api.Subjects{ServiceAccounts: []string{alias + ":jenk"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := bound(); len(got) != 0 {
+		t.Fatalf("after remove-subject through the alias, still bound: %v", got)
+	}
+}

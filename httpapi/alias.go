@@ -25,11 +25,39 @@ func ValidNamespaceAlias(alias string) error {
 	return nil
 }
 
+// alias is the default namespace's other name, "" when there is none: not
+// configured, or a namespace of that very name exists (made before the
+// alias was: an upgrade). Such a namespace stays reachable by its name,
+// and the alias is off until it is gone (the peer says so at its start,
+// AliasTaken).
+func (s *Server) alias() string {
+	a := s.cfg.NamespaceAlias
+	if a == "" {
+		return ""
+	}
+	if _, taken := s.replica.FSM().Namespace(a); taken {
+		return ""
+	}
+	return a
+}
+
+// AliasTaken says, when a namespace has the configured alias's name, that
+// the alias is off and what an admin does about it ("" when it is not).
+func (s *Server) AliasTaken() string {
+	a := s.cfg.NamespaceAlias
+	if a == "" || s.alias() != "" {
+		return ""
+	}
+	return fmt.Sprintf("a namespace named %q exists, so %q is not another name of %s on this cluster: that namespace is reached by its own name. "+
+		"To use the alias, move what the namespace holds elsewhere and delete it (svc namespace delete %s); or start the agents with --namespace-alias=\"\" (no alias) or another name",
+		a, a, api.DefaultNamespace, a)
+}
+
 // unalias makes a path that names the default namespace by its alias name
 // it by its own, in the route's parameters and in the URL a forwarded
 // request carries: rules, records and the leader see one namespace.
 func (s *Server) unalias(r *http.Request, p httprouter.Params) {
-	alias := s.cfg.NamespaceAlias
+	alias := s.alias()
 	if alias == "" {
 		return
 	}
@@ -64,5 +92,6 @@ func (s *Server) canonicalSubjects(refs []string) []string {
 
 // isAlias reports whether name is the default namespace's alias.
 func (s *Server) isAlias(name string) bool {
-	return s.cfg.NamespaceAlias != "" && name == s.cfg.NamespaceAlias
+	a := s.alias()
+	return a != "" && name == a
 }

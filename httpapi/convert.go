@@ -69,7 +69,7 @@ func (s *Server) namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
 	if ss := ns.SharedStorage; ss != nil {
 		out.SharedStorage = &api.SharedStorage{MaxBytes: ss.MaxBytes}
 	}
-	if a := s.cfg.NamespaceAlias; a != "" && ns.Name == api.DefaultNamespace {
+	if a := s.alias(); a != "" && ns.Name == api.DefaultNamespace {
 		out.Aliases = []string{a}
 	}
 	return out

@@ -16,7 +16,7 @@ import (
 // no audit of their own, and a watch holds its connection.
 func (s *Server) kubeRoutes() {
 	door := kube.New(kube.Config{
-		Inner: s.router, Alias: s.cfg.NamespaceAlias, Index: func() uint64 { return s.replica.FSM().Index() },
+		Inner: s.router, Alias: s.alias, Index: func() uint64 { return s.replica.FSM().Index() },
 		Version: s.cfg.Version, Log: s.log.With("door", "kube"),
 	})
 	serve := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

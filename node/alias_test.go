@@ -2,12 +2,17 @@ package node_test
 
 import (
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/testkit/syncbuf"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -163,5 +168,56 @@ func TestNamespaceAlias_subjects_are_canonical(t *testing.T) {
 	}
 	if got := bound(); len(got) != 0 {
 		t.Fatalf("after remove-subject through the alias, still bound: %v", got)
+	}
+}
+
+// TestNamespaceAlias_over_an_existing_namespace: a cluster that had a
+// namespace named orka-default before its agents had the alias (an
+// upgrade). Before, that namespace's VMs and service accounts could no
+// longer be listed or used, and nothing was logged. Now the alias stays
+// off while the namespace exists (it answers by its own name), the peer
+// logs why and what to do, and the alias comes back once it is deleted.
+func TestNamespaceAlias_over_an_existing_namespace(t *testing.T) {
+	const alias = "orka-default"
+	var logs syncbuf.Buffer
+	c := testcluster.New(t, 1, testcluster.Options{Prefix: "aliasup"})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	if _, err := cl.CreateNamespace(ctx(t), alias); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateServiceAccount(ctx(t), alias, "builder"); err != nil {
+		t.Fatal(err)
+	}
+	upload(t, cl, "tiny", tinyImage(t))
+	// The upgrade: the peer starts again with the alias on.
+	c.Stop(m)
+	if err := c.RestartWith(m, func(cfg *node.Config) {
+		cfg.NamespaceAlias = alias
+		cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitLeader()
+	c.WaitFor("the peer says the alias is off", 30*time.Second, func() error {
+		if !strings.Contains(logs.String(), "the namespace alias is off") || !strings.Contains(logs.String(), "--namespace-alias") {
+			return errors.New("not logged")
+		}
+		return nil
+	})
+	if sas, err := cl.ListServiceAccounts(ctx(t), alias); err != nil || len(sas) != 1 || sas[0].Name != "builder" {
+		t.Fatalf("the namespace's service accounts: %+v %v", sas, err)
+	}
+	if imgs, err := cl.ListImages(ctx(t), alias); err != nil || len(imgs) != 0 {
+		t.Fatalf("images of %s (its own, none): %+v %v", alias, imgs, err)
+	}
+	if err := cl.DeleteServiceAccount(ctx(t), alias, "builder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.DeleteNamespace(ctx(t), alias); err != nil {
+		t.Fatal(err)
+	}
+	if imgs, err := cl.ListImages(ctx(t), alias); err != nil || len(imgs) != 1 || imgs[0].Name != "tiny" {
+		t.Fatalf("with the namespace gone, %s is the alias again: %+v %v", alias, imgs, err)
 	}
 }

@@ -304,6 +304,7 @@ func Start(cfg Config) (*Peer, error) {
 		p.hot = hotpool.New(hotpool.Config{
 			Name: cfg.Name, Bind: cfg.Bind, FSM: p.FSM(), Driver: p.driver, Images: p.images, Templates: p.templates,
 			Proposer: p, Ready: p.caught, Healthy: p.health.OK, MaxMemory: cfg.HotMaxMemory, Registerer: p.reg, Log: cfg.Log.With("part", "hotpool"),
+			Disk: p.disk, FillTimeout: cfg.HotFillTimeout,
 		})
 		hc.Hot = p.hot
 	}
@@ -421,6 +422,17 @@ func Start(cfg Config) (*Peer, error) {
 	p.wg.Go(func() { p.jobs.Run(p.ctx) })
 	p.wg.Go(func() { p.audit.Run(p.ctx) })
 	p.wg.Go(func() { p.api.RunWatches(p.ctx, filepath.Join(cfg.DataDir, "watch.json")) })
+	p.wg.Go(func() {
+		// Once the replica has caught up: a namespace of the alias's name,
+		// made before the alias was, keeps the alias off (and says so).
+		select {
+		case <-p.ctx.Done():
+		case <-p.caught.CaughtUpCh():
+			if why := p.api.AliasTaken(); why != "" {
+				cfg.Log.Error("the namespace alias is off", "alias", cfg.NamespaceAlias, "why", why)
+			}
+		}
+	})
 	ok = true
 	cfg.Log.Info("peer started", "cluster", p.id.ClusterID, "api", p.APIAddr(), "https", p.TLSAddr(), "raft", p.store.Addr(), "gossip", p.gossip.Addr(),
 		"had_state", p.store.HadState(), "cpu", cfg.Capacity.CPU, "memory", cfg.Capacity.MemoryBytes, "gpu", cfg.Capacity.GPU)

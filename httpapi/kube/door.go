@@ -23,8 +23,8 @@ const (
 type Config struct {
 	// Inner serves /api/v1 (the peer's own routes, with their rules).
 	Inner http.Handler
-	// Alias is the default namespace's other name ("": none).
-	Alias string
+	// Alias returns the default namespace's other name ("": none).
+	Alias func() string
 	// Index is the peer's replica's applied Raft index: the
 	// resourceVersion of a read that is not a watch's.
 	Index func() uint64

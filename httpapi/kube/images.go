@@ -157,9 +157,17 @@ func (c *call) vmPath(vm, action string) string {
 	return "/api/v1/namespaces/" + c.ns + "/vms/" + vm + "/" + action
 }
 
+// alias is the default namespace's other name now ("": none).
+func (d *Door) alias() string {
+	if d.cfg.Alias == nil {
+		return ""
+	}
+	return d.cfg.Alias()
+}
+
 // canonical is a namespace's own name (the default's for its alias).
 func (d *Door) canonical(ns string) string {
-	if d.cfg.Alias != "" && ns == d.cfg.Alias {
+	if a := d.alias(); a != "" && ns == a {
 		return api.DefaultNamespace
 	}
 	return ns

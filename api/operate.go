@@ -26,6 +26,10 @@ type NamespaceQuota struct {
 	// Quota is nil when the namespace has none.
 	Quota *Quota `json:"quota"`
 	Used  Quota  `json:"used"`
+	// PooledDisk is the GiB of Used.Disk that the free hot guests of the
+	// namespace's nodes hold (their images' size each): they give it back
+	// to VMs, so no deploy is refused for them; the pools shrink instead.
+	PooledDisk float64 `json:"pooledDisk,omitempty"`
 }
 
 // SharedStorage is a namespace's shared storage: on each node, a folder

@@ -36,7 +36,8 @@ func (s *Server) cordonNode(cordoned bool) handler {
 // namespaceQuota is a namespace's quota and use as answers show them.
 func (s *Server) namespaceQuota(ns raftfsm.Namespace) api.NamespaceQuota {
 	u := s.replica.FSM().QuotaUse(ns.Name)
-	out := api.NamespaceQuota{Namespace: ns.Name, Used: api.Quota{CPU: u.CPU, Memory: gibOf(u.MemoryBytes), VMs: u.VMs, Disk: gibOf(u.DiskBytes)}}
+	out := api.NamespaceQuota{Namespace: ns.Name, Used: api.Quota{CPU: u.CPU, Memory: gibOf(u.MemoryBytes), VMs: u.VMs, Disk: gibOf(u.DiskBytes)},
+		PooledDisk: gibOf(u.PooledDiskBytes)}
 	if q := ns.Quota; q != nil {
 		out.Quota = &api.Quota{CPU: q.CPU, Memory: gibOf(q.MemoryBytes), VMs: q.VMs, Disk: gibOf(q.DiskBytes)}
 	}

@@ -36,6 +36,11 @@ const (
 // IdentitySeed is how many random bytes the step gets on its stdin.
 const IdentitySeed = 64
 
+// IdentityRunTimeout bounds one run of the step (it makes keys and
+// restarts the SSH server: seconds, even under emulation): a step whose
+// end the agent never reports fails with ErrExecTimeout.
+const IdentityRunTimeout = time.Minute
+
 // identityMaxOutput bounds what is kept of the step's error output.
 const identityMaxOutput = 2048
 
@@ -72,11 +77,13 @@ func RunIdentityStep(ctx context.Context, d Driver, name, hostname, how string, 
 	giveUp := time.Now().Add(agentWait)
 	for {
 		var stderr bytes.Buffer
-		res, err := ag.RunShort(ctx, name, ExecCommand{
+		rctx, cancel := context.WithTimeout(ctx, IdentityRunTimeout)
+		res, err := ag.RunShort(rctx, name, ExecCommand{
 			Argv:   []string{"sh", "-c", IdentityWrapper, "identity", hostname, how},
 			Stdin:  seed,
 			Stderr: &stderr, MaxOutput: identityMaxOutput,
 		})
+		cancel()
 		switch {
 		case errors.Is(err, ErrNoAgent):
 			wait := time.Until(giveUp)

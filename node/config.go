@@ -126,6 +126,9 @@ type Config struct {
 	// (hot pools of warm configs): 0 for an eighth of the node's memory,
 	// negative for none.
 	HotMaxMemory int64
+	// HotFillTimeout bounds the restore of one hot guest and its identity
+	// step (default 5 minutes).
+	HotFillTimeout time.Duration
 	// NamespaceAlias, when set, is another name of the default namespace
 	// in every API path (the agent's default: orka-default).
 	NamespaceAlias string

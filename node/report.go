@@ -55,7 +55,8 @@ func (p *Peer) problem() string {
 // node's record.
 const diskRoomStep = 64 << 20
 
-// diskRoom is the room of this peer's data dir disk, as reported.
+// diskRoom is the room of this peer's data dir disk, as reported: with
+// what pooled hot guests give back to a VM placed here.
 func (p *Peer) diskRoom() (int64, bool) {
 	if p.disk == nil {
 		return 0, false
@@ -64,7 +65,7 @@ func (p *Peer) diskRoom() (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return max(0, r.Room) / diskRoomStep * diskRoomStep, true
+	return max(0, r.Room+r.Yieldable) / diskRoomStep * diskRoomStep, true
 }
 
 // offersShared says whether this node offers shared storage now: a store,

@@ -25,6 +25,9 @@ const (
 	// hotSpentKept is how many claimed guests' domains a node remembers,
 	// so that a report made before a claim cannot offer the guest again.
 	hotSpentKept = 256
+	// maxDiskBytes bounds a hot guest's disk as reported: the largest disk
+	// svc takes (64 TiB).
+	maxDiskBytes = 64 << 40
 )
 
 // StartedFromHot says the VM's guest was a node's hot guest.
@@ -38,6 +41,10 @@ type HotGuest struct {
 	// hot prefix (HotDomainPrefix), never used twice.
 	Domain  string    `json:"domain"`
 	ReadyAt time.Time `json:"readyAt"`
+	// DiskBytes is the size of the guest's disk as it sees it (its
+	// image's): the node holds room for it, and it counts in the use of
+	// the node's namespace (QuotaUse.PooledDiskBytes).
+	DiskBytes int64 `json:"diskBytes,omitempty"`
 }
 
 // NodeHot replaces the set of free hot guests a node reports.
@@ -96,7 +103,7 @@ func (s *State) applyNodeHot(c NodeHot) (any, error) {
 	seen := map[string]bool{}
 	guests := make([]HotGuest, 0, len(c.Guests))
 	for _, g := range c.Guests {
-		if !strings.HasPrefix(g.Domain, prefix) || len(g.Domain) > 200 || seen[g.Domain] || len(g.Key) != 16 {
+		if !strings.HasPrefix(g.Domain, prefix) || len(g.Domain) > 200 || seen[g.Domain] || len(g.Key) != 16 || g.DiskBytes < 0 || g.DiskBytes > maxDiskBytes {
 			return nil, ruleErr(ErrInvalid, "hot guest %q of shape %q: not a hot domain of node %s", g.Domain, g.Key, c.Node)
 		}
 		seen[g.Domain] = true

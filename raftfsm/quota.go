@@ -18,6 +18,11 @@ type QuotaUse struct {
 	MemoryBytes int64 `json:"memoryBytes"`
 	VMs         int   `json:"vms"`
 	DiskBytes   int64 `json:"diskBytes"`
+	// PooledDiskBytes is what the free hot guests of the namespace's
+	// nodes hold of disk (in DiskBytes too): they yield to VMs, so a
+	// deploy's quota check leaves them out, and the pools shrink to stay
+	// within the quota.
+	PooledDiskBytes int64 `json:"pooledDiskBytes,omitempty"`
 }
 
 // NamespaceQuotaSet sets (or, with a nil Quota, removes) a namespace's quota.
@@ -109,11 +114,21 @@ func (s *State) checkDiskQuota(vm *VM, bytes int64) error {
 
 func gib(b int64) string { return fmt.Sprintf("%gGi", float64(b)/(1<<30)) }
 
-// QuotaUse adds up what the namespace's VMs take, as its quota counts it.
+// QuotaUse adds up what the namespace's VMs take, as its quota counts it,
+// and the disks of its nodes' free hot guests.
 func (f *FSM) QuotaUse(namespace string) QuotaUse {
 	var u QuotaUse
 	for _, vm := range f.VMs(namespace) {
 		u.add(&vm)
 	}
+	for _, n := range f.Nodes() {
+		if n.Namespace != namespace {
+			continue
+		}
+		for _, g := range n.Hot {
+			u.PooledDiskBytes += g.DiskBytes
+		}
+	}
+	u.DiskBytes += u.PooledDiskBytes
 	return u
 }

@@ -54,9 +54,10 @@ func (f GrowerFunc) Growth() int64 { return f() }
 type Budget struct {
 	cfg Config
 
-	mu      sync.Mutex
-	growers map[string]Grower
-	holds   map[*Hold]struct{}
+	mu       sync.Mutex
+	growers  map[string]Grower
+	holds    map[*Hold]struct{}
+	yielders map[string]Yielder
 }
 
 // New returns a Budget.
@@ -71,7 +72,7 @@ func New(cfg Config) *Budget {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	b := &Budget{cfg: cfg, growers: map[string]Grower{}, holds: map[*Hold]struct{}{}}
+	b := &Budget{cfg: cfg, growers: map[string]Grower{}, holds: map[*Hold]struct{}{}, yielders: map[string]Yielder{}}
 	if cfg.Registry != nil {
 		cfg.Registry.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -109,6 +110,9 @@ type Room struct {
 	// Room is what new work may take: Free - Floor - Promised (below 0
 	// when the disk is past its promises).
 	Room int64
+	// Yieldable is what yielders would give back for work that needs it
+	// (counted in Promised or taken from Free now).
+	Yieldable int64
 }
 
 func (r Room) String() string {
@@ -135,16 +139,29 @@ func (b *Budget) roomLocked() (Room, error) {
 	for h := range b.holds {
 		promised += h.left()
 	}
-	return Room{Free: free, Floor: b.cfg.Floor, Promised: promised, Room: free - b.cfg.Floor - promised}, nil
+	var yieldable int64
+	for _, y := range b.yielders {
+		yieldable += max(0, y.Yieldable())
+	}
+	return Room{Free: free, Floor: b.cfg.Floor, Promised: promised, Room: free - b.cfg.Floor - promised, Yieldable: yieldable}, nil
 }
 
 // Check says whether work that takes n bytes fits now, without holding
-// them (a check before work whose bytes a grower counts once made). A nil
-// budget refuses nothing.
+// them (a check before work whose bytes a grower counts once made): when
+// it fits only with what yielders give back, they give it back first. A
+// nil budget refuses nothing.
 func (b *Budget) Check(what string, n int64) error {
 	if b == nil {
 		return nil
 	}
+	err := b.check(what, n)
+	if err != nil && b.yield(n) {
+		err = b.check(what, n)
+	}
+	return err
+}
+
+func (b *Budget) check(what string, n int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.fitsLocked(what, n)
@@ -166,12 +183,30 @@ func (b *Budget) fitsLocked(what string, n int64) error {
 // hold counts only what that file does not hold yet (its allocated
 // blocks), so that a file being written is not counted twice. Release the
 // hold once the work is done (its bytes then counted by the file system,
-// or by a grower). A nil budget holds nothing (a nil *Hold, whose methods
-// do nothing).
+// or by a grower). When n fits only with what yielders give back (pooled
+// hot guests), they give it back first. A nil budget holds nothing (a nil
+// *Hold, whose methods do nothing).
 func (b *Budget) Reserve(what string, n int64, path string) (*Hold, error) {
 	if b == nil {
 		return nil, nil
 	}
+	h, err := b.reserve(what, n, path)
+	if err != nil && b.yield(n) {
+		h, err = b.reserve(what, n, path)
+	}
+	return h, err
+}
+
+// ReserveSpare is Reserve for work that itself yields to others (a hot
+// guest): it takes only the room no yielder gives back.
+func (b *Budget) ReserveSpare(what string, n int64, path string) (*Hold, error) {
+	if b == nil {
+		return nil, nil
+	}
+	return b.reserve(what, n, path)
+}
+
+func (b *Budget) reserve(what string, n int64, path string) (*Hold, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.fitsLocked(what, n); err != nil {

@@ -1,6 +1,7 @@
 package diskbudget
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -93,5 +94,56 @@ func TestBudget_hold_on_a_path(t *testing.T) {
 	h.Release()
 	if r, _ := b.Room(); r.Promised != 0 || r.Room != 900*mib {
 		t.Fatalf("after the release: %+v", r)
+	}
+}
+
+// fakeYielder is pooled work that holds promised bytes and gives them back.
+type fakeYielder struct {
+	held atomic.Int64
+	asks atomic.Int32
+}
+
+func (y *fakeYielder) Growth() int64    { return y.held.Load() }
+func (y *fakeYielder) Yieldable() int64 { return y.held.Load() }
+func (y *fakeYielder) Yield(_ context.Context, need int64) int64 {
+	y.asks.Add(1)
+	gave := min(need+50*mib, y.held.Load()) // whole guests: more than asked
+	y.held.Add(-gave)
+	return gave
+}
+
+// Pooled work (hot guests) yields room to work that needs it, and only
+// then: what fits without it is not asked, work that yields takes only the
+// room nobody gives back, and what does not fit even with all of it is
+// refused without asking.
+func TestBudget_yielders_give_room_back(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		spare     bool
+		need      int64
+		fits      bool
+		asked     bool
+		heldAfter int64
+	}{
+		{"fits without", false, 100 * mib, true, false, 300 * mib},
+		{"fits with what the pool gives back", false, 300 * mib, true, true, 50 * mib},
+		{"more than the pool holds", false, 500 * mib, false, false, 300 * mib},
+		{"work that yields takes only spare room", true, 300 * mib, false, false, 300 * mib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := newBudget(500 * mib) // 400 MiB above the floor
+			y := &fakeYielder{}
+			y.held.Store(300 * mib)
+			b.Register("hot guests", y)
+			b.RegisterYielder("hot guests", y)
+			reserve := b.Reserve
+			if tc.spare {
+				reserve = b.ReserveSpare
+			}
+			_, err := reserve("a deploy", tc.need, "")
+			if (err == nil) != tc.fits || (y.asks.Load() > 0) != tc.asked || y.held.Load() != tc.heldAfter {
+				t.Fatalf("Reserve(%d MiB) = %v, asked %d times, the pool holds %d MiB", tc.need/mib, err, y.asks.Load(), y.held.Load()/mib)
+			}
+		})
 	}
 }

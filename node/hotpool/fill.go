@@ -83,7 +83,7 @@ func (p *Pool) pass(ctx context.Context) bool {
 	for _, d := range node.HotSpent {
 		spent[d] = true
 	}
-	p.destroy(ctx, p.unwanted(node, want, claimed, spent))
+	p.destroy(ctx, p.unwanted(node, want, claimed, spent, p.shortOfDisk(), p.overQuota(node.Namespace)))
 	// The hypervisor is listed at the first pass (a restart's leftovers)
 	// and then once an Interval: passes come at every node's report.
 	if time.Since(p.listed) >= p.cfg.Interval {
@@ -96,9 +96,11 @@ func (p *Pool) pass(ctx context.Context) bool {
 }
 
 // unwanted takes out of the pool the guests to destroy: claimed ones whose
-// VM is gone, and free ones past their shape's count or the memory the
-// pool may hold (the newest first).
-func (p *Pool) unwanted(node raftfsm.NodeView, want map[string]wanted, claimed, spent map[string]bool) []string {
+// VM is gone, and free ones past their shape's count, the memory the pool
+// may hold, or the bytes of disk it must give back (diskShort, of their
+// bounds: the disk is past its promises; quotaOver, of their disks: the
+// namespace is past its disk quota), the newest first.
+func (p *Pool) unwanted(node raftfsm.NodeView, want map[string]wanted, claimed, spent map[string]bool, diskShort, quotaOver int64) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var drop []string
@@ -117,6 +119,7 @@ func (p *Pool) unwanted(node raftfsm.NodeView, want map[string]wanted, claimed, 
 	slices.SortFunc(free, func(a, b *guest) int { return a.readyAt.Compare(b.readyAt) })
 	room := min(p.maxMemory(node), node.Capacity.MemoryBytes-node.Used.MemoryBytes) - held
 	count := map[string]int{}
+	var kept []*guest
 	for _, g := range free {
 		count[g.key]++
 		if count[g.key] > want[g.key].n || g.memory > room {
@@ -124,6 +127,13 @@ func (p *Pool) unwanted(node raftfsm.NodeView, want map[string]wanted, claimed, 
 			continue
 		}
 		room -= g.memory
+		kept = append(kept, g)
+	}
+	for i := len(kept) - 1; i >= 0 && (diskShort > 0 || quotaOver > 0); i-- {
+		drop = append(drop, kept[i].domain)
+		diskShort -= kept[i].bound
+		quotaOver -= kept[i].disk
+		p.metrics.yielded.Inc()
 	}
 	for _, d := range drop {
 		delete(p.ready, d)
@@ -191,7 +201,7 @@ func (p *Pool) free(spent, claimed map[string]bool) []raftfsm.HotGuest {
 	out := []raftfsm.HotGuest{}
 	for d, g := range p.ready {
 		if !spent[d] && !claimed[d] {
-			out = append(out, raftfsm.HotGuest{Key: g.key, Domain: d, ReadyAt: g.readyAt})
+			out = append(out, raftfsm.HotGuest{Key: g.key, Domain: d, ReadyAt: g.readyAt, DiskBytes: g.disk})
 		}
 	}
 	slices.SortFunc(out, func(a, b raftfsm.HotGuest) int { return strings.Compare(a.Domain, b.Domain) })
@@ -201,7 +211,7 @@ func (p *Pool) free(spent, claimed map[string]bool) []raftfsm.HotGuest {
 // report tells the replicated state which guests are free here, when that
 // changed.
 func (p *Pool) report(ctx context.Context, node raftfsm.NodeView, free []raftfsm.HotGuest) {
-	if slices.EqualFunc(node.Hot, free, func(a, b raftfsm.HotGuest) bool { return a.Domain == b.Domain }) {
+	if slices.EqualFunc(node.Hot, free, func(a, b raftfsm.HotGuest) bool { return a.Domain == b.Domain && a.DiskBytes == b.DiskBytes }) {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -246,7 +256,20 @@ func (p *Pool) fillOne(ctx context.Context, node raftfsm.NodeView, want map[stri
 		if p.backingOff(k) {
 			continue
 		}
-		if err := p.fill(ctx, k, w.shape); err != nil {
+		size, bound := p.cfg.Images.DiskSize(w.shape.ImageDigest, w.shape.ImageFormat)
+		if !p.quotaRoom(node.Namespace, size) {
+			continue // the namespace's disk quota holds no more
+		}
+		// Room for its disk, held while it is restored; only the room
+		// nothing yields (a guest never pushes another out).
+		hold, err := p.cfg.Disk.ReserveSpare("a hot guest of shape "+k, bound, "")
+		if err != nil {
+			p.cfg.Log.Debug("no room on the disk for a hot guest", "key", k, "err", err)
+			continue
+		}
+		err = p.fill(ctx, k, w.shape, size, bound)
+		hold.Release()
+		if err != nil {
 			if ctx.Err() == nil {
 				p.fail(k, err)
 			}
@@ -288,9 +311,12 @@ func (p *Pool) fail(key string, err error) {
 
 // fill restores a guest of shape sh from the node's template, sets it
 // apart (no forwards, its screen on a host socket) and makes it its own
-// (the identity step, as for a restored VM); a guest that fails is
-// destroyed.
-func (p *Pool) fill(ctx context.Context, key string, sh raftfsm.Shape) (err error) {
+// (the identity step, as for a restored VM), within FillTimeout; a guest
+// that fails is destroyed. size is its disk's size as it sees it, bound
+// what its disk file may take.
+func (p *Pool) fill(ctx context.Context, key string, sh raftfsm.Shape, size, bound int64) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.FillTimeout)
+	defer cancel()
 	id := make([]byte, 6)
 	if _, err := rand.Read(id); err != nil {
 		return err
@@ -332,7 +358,7 @@ func (p *Pool) fill(ctx context.Context, key string, sh raftfsm.Shape) (err erro
 		return fmt.Errorf("the identity step of hot guest %s: %w", domain, err)
 	}
 	p.mu.Lock()
-	p.ready[domain] = &guest{key: key, domain: domain, memory: sh.MemoryBytes, readyAt: time.Now()}
+	p.ready[domain] = &guest{key: key, domain: domain, memory: sh.MemoryBytes, disk: size, bound: bound, readyAt: time.Now()}
 	p.mu.Unlock()
 	p.metrics.fills.WithLabelValues("ready").Inc()
 	p.metrics.fillSeconds.Observe(time.Since(start).Seconds())

@@ -8,6 +8,7 @@ type metrics struct {
 	claims      *prometheus.CounterVec
 	fills       *prometheus.CounterVec
 	fillSeconds prometheus.Histogram
+	yielded     prometheus.Counter
 }
 
 // newMetrics registers the pool's metrics; the pool's size is read from p
@@ -27,6 +28,10 @@ func newMetrics(r prometheus.Registerer, p *Pool) *metrics {
 			Help:    "How long restoring a hot guest took, from its template to ready (its identity made).",
 			Buckets: []float64{0.5, 1, 2, 4, 8, 16, 32, 64},
 		}),
+		yielded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "svc_hot_yielded_total",
+			Help: "Free hot guests this node destroyed to give their disk back: to work that needed the room, or because the disk or the namespace's disk quota was past its bound.",
+		}),
 	}
 	size := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "svc_hot_guests",
@@ -36,6 +41,6 @@ func newMetrics(r prometheus.Registerer, p *Pool) *metrics {
 		defer p.mu.Unlock()
 		return float64(len(p.ready))
 	})
-	r.MustRegister(m.claims, m.fills, m.fillSeconds, size)
+	r.MustRegister(m.claims, m.fills, m.fillSeconds, m.yielded, size)
 	return m
 }

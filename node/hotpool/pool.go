@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -58,15 +59,24 @@ type Config struct {
 	// seconds, when its user connects, need more.
 	RefillDelay time.Duration
 	// Interval is the longest time between passes (default 30 s).
-	Interval   time.Duration
-	Registerer prometheus.Registerer
-	Log        *slog.Logger
+	Interval time.Duration
+	// Disk is the node's disk budget: a pooled guest's disk is held in it
+	// for its bound (its image's size as the guest sees it, and tables),
+	// and given back to any work that needs the room (nil: none kept).
+	Disk *diskbudget.Budget
+	// FillTimeout bounds one fill, the restore and the identity step
+	// (default 5 minutes): a guest whose agent never reports the step's
+	// end is destroyed, and its shape waits before it is tried again.
+	FillTimeout time.Duration
+	Registerer  prometheus.Registerer
+	Log         *slog.Logger
 }
 
 // Pool keeps the node's hot guests.
 type Pool struct {
 	cfg     Config
 	claimer hypervisor.HotClaimer // nil: the driver cannot hand a guest over; no pool
+	disks   diskPather            // nil: the driver keeps no disk file per domain here
 	metrics *metrics
 	wake    chan struct{}
 
@@ -100,6 +110,9 @@ type failure struct {
 type guest struct {
 	key, domain string
 	memory      int64
+	// disk is its image's size as the guest sees it; bound what its disk
+	// file may take (diskBound).
+	disk, bound int64
 	readyAt     time.Time
 }
 
@@ -117,6 +130,9 @@ func New(cfg Config) *Pool {
 	if cfg.RefillDelay <= 0 {
 		cfg.RefillDelay = 2 * time.Second
 	}
+	if cfg.FillTimeout <= 0 {
+		cfg.FillTimeout = 5 * time.Minute
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -126,7 +142,10 @@ func New(cfg Config) *Pool {
 	p := &Pool{cfg: cfg, wake: make(chan struct{}, 1), ready: map[string]*guest{}, handed: map[string]bool{}, going: map[string]chan struct{}{},
 		failed: map[string]*failure{}}
 	p.claimer, _ = cfg.Driver.(hypervisor.HotClaimer)
+	p.disks, _ = cfg.Driver.(diskPather)
 	p.metrics = newMetrics(cfg.Registerer, p)
+	cfg.Disk.Register("hot guests", diskbudget.GrowerFunc(p.diskGrowth))
+	cfg.Disk.RegisterYielder("hot guests", p)
 	return p
 }
 

@@ -27,10 +27,6 @@ func (m *Manager) domain(key string) string { return hypervisor.TemplateDomain(m
 // recordPath keeps a ready template's record.
 func (m *Manager) recordPath(key string) string { return filepath.Join(m.cfg.Dir, key+".json") }
 
-// buildDiskRoom is what a template's disk may take while it boots (its
-// guest writes little before it is saved).
-const buildDiskRoom = 256 << 20
-
 // build boots a template of shape sh from its image, waits until it is
 // ready and saves it with its memory.
 func (m *Manager) build(ctx context.Context, sh raftfsm.Shape) (err error) {
@@ -38,9 +34,11 @@ func (m *Manager) build(ctx context.Context, sh raftfsm.Shape) (err error) {
 	if !m.cfg.Images.Has(sh.ImageDigest) {
 		return fmt.Errorf("the image %s is not on this node", sh.ImageDigest)
 	}
-	// Its memory file and what its disk takes while it boots are held:
-	// no build takes the room a VM, a pull or the cluster's log has.
-	hold, err := m.cfg.Disk.Reserve("template "+key, sh.MemoryBytes+buildDiskRoom, m.mem.MemoryPath(name))
+	// Its memory file and what its disk may take while it boots (its
+	// image's size as the guest sees it: a boot may write all of it) are
+	// held: no build takes the room a VM, a pull or the cluster's log has.
+	_, bound := m.cfg.Images.DiskSize(sh.ImageDigest, sh.ImageFormat)
+	hold, err := m.cfg.Disk.Reserve("template "+key, sh.MemoryBytes+bound, m.mem.MemoryPath(name))
 	if err != nil {
 		return err
 	}

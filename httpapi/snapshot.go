@@ -74,6 +74,8 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request, _ httpr
 	switch {
 	case errors.Is(err, backup.ErrCorrupt):
 		return badRequest("the snapshot file is not whole; nothing was restored: %v", err)
+	case errors.Is(err, raftfsm.ErrBadSnapshot):
+		return badRequest("%v; nothing was restored", err)
 	case errors.Is(err, raftfsm.ErrOtherCluster):
 		return errorf(http.StatusConflict, api.ReasonConflict, "%v", err)
 	case err != nil:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +151,67 @@ func TestSnapshot_large_restore_through_a_follower(t *testing.T) {
 	})
 	if _, err := cl.CreateNamespace(ctx(t), "after-restore"); err != nil {
 		t.Fatalf("a write after the restore: %v", err)
+	}
+}
+
+// TestSnapshot_restore_of_a_crafted_state: a file whose checksum is right
+// (anyone can compute one) but whose state is crafted. Before, a state
+// nested past the decoder's depth answered 500, and a state whose maps or
+// records were null was installed as it was (a nil map the next write to
+// it would trip on). Now the first is a 400 that restores nothing, and
+// null maps and records are restored empty and left out: the cluster takes
+// writes to them after.
+func TestSnapshot_restore_of_a_crafted_state(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{Prefix: "crafted"})
+	cl := c.Client(c.Followers()[0])
+	file, _ := saveSnapshot(t, cl)
+	h, top, state := snapshotState(t, file)
+	writeRaw := func(body []byte) []byte {
+		t.Helper()
+		h.Size = int64(len(body))
+		var out bytes.Buffer
+		if err := backup.Write(&out, h, bytes.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	write := func(top map[string]json.RawMessage) []byte {
+		t.Helper()
+		body, err := json.Marshal(top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writeRaw(body)
+	}
+	deep := `{"version":1,"state":{"initialized":true,"namespaces":` + strings.Repeat(`{"a":`, 20000) + `1` + strings.Repeat(`}`, 20000) + `}}`
+	if _, err := cl.RestoreSnapshot(ctx(t), bytes.NewReader(writeRaw([]byte(deep)))); api.CodeOf(err) != http.StatusBadRequest {
+		t.Fatalf("a state nested 20,000 deep: %v, want 400", err)
+	}
+	state["namespaces"] = json.RawMessage(`{"lost":null}`)
+	state["vmConfigs"] = json.RawMessage(`null`)
+	state["isos"] = json.RawMessage(`null`)
+	nulls := map[string]json.RawMessage{}
+	for k, v := range top {
+		nulls[k] = v
+	}
+	var err error
+	if nulls["state"], err = json.Marshal(state); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.RestoreSnapshot(ctx(t), bytes.NewReader(write(nulls))); err != nil {
+		t.Fatalf("a state of null maps and records: %v", err)
+	}
+	for _, name := range []string{"lost", "after"} {
+		if _, err := cl.CreateNamespace(ctx(t), name); err != nil {
+			t.Fatalf("namespace %s after the restore: %v", name, err)
+		}
+	}
+	if _, err := cl.CreateVMConfig(ctx(t), "after", api.VMConfig{Name: "c", Image: "none", CPU: 1}); api.CodeOf(err) >= 500 {
+		t.Fatalf("a VM config after the restore: %v", err)
+	}
+	for _, m := range c.Running() {
+		if h, halted := m.Peer.FSM().Halted(); halted {
+			t.Fatalf("%s halted: %+v", m.Name, h)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"time"
 
@@ -15,19 +16,50 @@ import (
 // this cluster will do (its keys are wrapped under another secret).
 var ErrOtherCluster = errors.New("the snapshot is of another cluster")
 
-// decodeSnapshot reads an FSM snapshot (as Snapshot writes it).
+// ErrBadSnapshot is wrapped by a refusal of a snapshot whose state is not
+// one svc restores (no JSON of the state, a newer version, no cluster).
+var ErrBadSnapshot = errors.New("the snapshot's state cannot be restored")
+
+// decodeSnapshot reads an FSM snapshot (as Snapshot writes it). Maps the
+// file sets to null, and records it sets to null, are left empty and out:
+// nothing restored from a file may be a nil the state would trip on.
 func decodeSnapshot(r io.Reader) (snapshotFile, error) {
 	sf := snapshotFile{State: NewState()}
 	if err := json.NewDecoder(r).Decode(&sf); err != nil {
-		return sf, fmt.Errorf("read the snapshot's state: %w", err)
+		return sf, fmt.Errorf("%w: read the snapshot's state: %w", ErrBadSnapshot, err)
 	}
 	if sf.Version > snapshotVersion || sf.Level > Level {
-		return sf, fmt.Errorf("the snapshot's state is version %d of command level %d, newer than this svc understands (%d, level %d): restore it with the svc that saved it or a newer one", sf.Version, sf.Level, snapshotVersion, Level)
+		return sf, fmt.Errorf("%w: the snapshot's state is version %d of command level %d, newer than this svc understands (%d, level %d): restore it with the svc that saved it or a newer one", ErrBadSnapshot, sf.Version, sf.Level, snapshotVersion, Level)
 	}
 	if sf.State == nil || !sf.State.Initialized || sf.State.Fabric == nil {
-		return sf, errors.New("the snapshot holds no initialised cluster")
+		return sf, fmt.Errorf("%w: the snapshot holds no initialised cluster", ErrBadSnapshot)
 	}
+	noNils(sf.State)
 	return sf, nil
+}
+
+// noNils makes every nil map of s's records an empty one and drops the
+// nil records of its maps.
+func noNils(s *State) {
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() != reflect.Map || !f.CanSet() {
+			continue
+		}
+		if f.IsNil() {
+			f.Set(reflect.MakeMap(f.Type()))
+			continue
+		}
+		if f.Type().Elem().Kind() != reflect.Pointer {
+			continue
+		}
+		for _, k := range f.MapKeys() {
+			if f.MapIndex(k).IsNil() {
+				f.SetMapIndex(k, reflect.Value{})
+			}
+		}
+	}
 }
 
 // SnapshotCluster reads the cluster id of an FSM snapshot.

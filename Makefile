@@ -207,6 +207,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./node
 	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./node
 	$(GO) test -run '^$$' -bench 'Kube_door_vs_api' -benchtime 5x ./httpapi
+	$(GO) test -run '^$$' -bench 'WatchHub_change' -benchtime 200x ./httpapi
+	$(GO) test -run '^$$' -bench 'Kube_selector_watches' -benchtime 1x ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_after_delete' -benchtime 5x -timeout 20m ./node
 	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_hot_vs_template_vs_boot' -benchtime 10x -timeout 20m ./node

@@ -238,7 +238,9 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 }
 
 // errBodyTimeout is a body that did not arrive in time (answered 408).
-var errBodyTimeout = errors.New("the request body did not arrive in time")
+// It is an os.ErrDeadlineExceeded, so that a handler of another package
+// (the Kubernetes door) tells it apart.
+var errBodyTimeout = fmt.Errorf("the request body did not arrive in time: %w", os.ErrDeadlineExceeded)
 
 // withBodyDeadline times r's body, if it has one.
 func (s *Server) withBodyDeadline(w http.ResponseWriter, r *http.Request, mode bodyMode) {

@@ -20,6 +20,13 @@ func (s *Server) kubeRoutes() {
 		Version: s.cfg.Version, Log: s.log.With("door", "kube"),
 	})
 	serve := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		// The door's routes are Stream routes (a watch holds its
+		// connection), which take no body deadline of their own: a body
+		// (a create's, DeleteOptions) gets the one every body gets.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.withBodyDeadline(w, r, bodyWhole)
+			defer drainBody(w, r)
+		}
 		door.ServeHTTP(w, r)
 		return nil
 	}

@@ -73,6 +73,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns str
 	reach := func(evNS string) bool { return evNS == ns && s.canReach(pr, ns) }
 	keep := func(e watchEvent) bool { return reach(e.NS) }
 	if resume {
+		if err := s.reachVersion(r.Context(), from); err != nil {
+			return err
+		}
 		if _, _, _, err := h.since(kind, from, keep); errors.Is(err, errTooOld) {
 			return errorf(http.StatusGone, "Expired", "%s; list again and watch from the list's version", err)
 		}
@@ -113,6 +116,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns str
 	defer bookmark.Stop()
 	s.metrics.watches.Inc()
 	defer s.metrics.watches.Dec()
+	replayed := !resume // a resumed watch says where its replay ends
 	for {
 		if !s.canReach(pr, ns) {
 			_ = send("ERROR", mustJSON(api.NewStatus(http.StatusForbidden, api.ReasonForbidden, pr.String()+" no longer reaches namespace "+strconv.Quote(ns))), from)
@@ -129,6 +133,16 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns str
 			}
 		}
 		from = next
+		if !replayed {
+			// The changes after the version resumed from, up to now, are
+			// sent: a BOOKMARK says so (a client checking what changed
+			// since a version reads up to it).
+			replayed = true
+			if send("BOOKMARK", nil, from) != nil || rc.Flush() != nil {
+				return nil
+			}
+			continue
+		}
 		if len(evs) > 0 && rc.Flush() != nil {
 			return nil
 		}
@@ -142,6 +156,29 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns str
 			}
 		}
 	}
+}
+
+// versionWait bounds how long a watch from a version this peer has not
+// applied yet waits for it (a client that wrote through another peer).
+const versionWait = 3 * time.Second
+
+// reachVersion waits a moment for this peer's replica to apply version v,
+// and refuses a version it does not reach, as Kubernetes does (504, "Too
+// large resource version"): a watch from a version of the future would
+// wait in silence for changes nobody may make.
+func (s *Server) reachVersion(ctx context.Context, v uint64) error {
+	f := s.replica.FSM()
+	if v <= f.Index() {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, versionWait)
+	defer cancel()
+	if f.WaitIndex(wctx, v) == nil {
+		return nil
+	}
+	e := errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "Too large resource version: %d, current: %d", v, f.Index())
+	e.retryAfter = "1"
+	return e
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -66,18 +67,24 @@ type watchHub struct {
 	s    *Server
 	file string
 
-	mu     sync.Mutex
-	last   map[string]map[string]watchObject // kind -> key -> object
-	index  uint64                            // the index the last view was taken at
-	floor  uint64                            // every event after it is in the ring
+	mu    sync.Mutex
+	last  map[string]map[string]watchObject // kind -> key -> object
+	index uint64                            // the index the last view was taken at
+	floor uint64                            // every event after it is in the ring
+	// events are in the order of their versions (never decreasing): a
+	// watcher finds its place by a search, not a scan of the ring.
 	events []watchEvent
-	grew   chan struct{} // closed when events are added
+	grew   map[string]chan struct{} // by kind: closed when events of it are added
 	dirty  bool
 	ready  bool
 }
 
 func newWatchHub(s *Server, file string) *watchHub {
-	return &watchHub{s: s, file: file, last: map[string]map[string]watchObject{}, grew: make(chan struct{})}
+	h := &watchHub{s: s, file: file, last: map[string]map[string]watchObject{}, grew: map[string]chan struct{}{}}
+	for _, k := range watchKinds {
+		h.grew[k] = make(chan struct{})
+	}
+	return h
 }
 
 // savedView is the hub's view on disk.
@@ -217,40 +224,52 @@ func (h *watchHub) refresh(kinds []string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	added := 0
+	var evs []watchEvent
 	for _, k := range kinds {
 		old, cur := h.last[k], views[k]
 		for key, o := range cur {
 			p, ok := old[key]
 			switch {
 			case !ok:
-				h.events = append(h.events, watchEvent{RV: rv, Kind: k, NS: o.NS, Type: eventAdded, Object: o.Object})
+				evs = append(evs, watchEvent{RV: rv, Kind: k, NS: o.NS, Type: eventAdded, Object: o.Object})
 			case !bytes.Equal(p.Object, o.Object):
-				h.events = append(h.events, watchEvent{RV: rv, Kind: k, NS: o.NS, Type: eventModified, Object: o.Object})
-			default:
-				continue
+				evs = append(evs, watchEvent{RV: rv, Kind: k, NS: o.NS, Type: eventModified, Object: o.Object})
 			}
-			added++
 		}
 		for key, p := range old {
 			if _, ok := cur[key]; !ok {
-				h.events = append(h.events, watchEvent{RV: rv, Kind: k, NS: p.NS, Type: eventDeleted, Object: p.Object})
-				added++
+				evs = append(evs, watchEvent{RV: rv, Kind: k, NS: p.NS, Type: eventDeleted, Object: p.Object})
 			}
 		}
 		h.last[k] = cur
 	}
+	h.addLocked(rv, evs)
+}
+
+// addLocked appends events taken at version rv (h.mu held), drops the
+// oldest past the ring's bound, and wakes the watchers of their kinds.
+func (h *watchHub) addLocked(rv uint64, evs []watchEvent) {
 	if rv > h.index {
 		h.index = rv
 	}
-	if over := len(h.events) - maxWatchEvents; over > 0 {
-		h.floor = h.events[over-1].RV
-		h.events = append([]watchEvent(nil), h.events[over:]...)
+	if len(evs) == 0 {
+		return
 	}
-	if added > 0 {
-		h.dirty = true
-		close(h.grew)
-		h.grew = make(chan struct{})
+	h.events = append(h.events, evs...)
+	// The ring is cut by an eighth at a time: a copy of it once every
+	// maxWatchEvents/8 events, not at every change.
+	if over := len(h.events) - maxWatchEvents; over > maxWatchEvents/8 {
+		h.floor = h.events[over-1].RV
+		h.events = append(make([]watchEvent, 0, maxWatchEvents+maxWatchEvents/4), h.events[over:]...)
+	}
+	h.dirty = true
+	woken := map[string]bool{}
+	for _, e := range evs {
+		if !woken[e.Kind] {
+			woken[e.Kind] = true
+			close(h.grew[e.Kind])
+			h.grew[e.Kind] = make(chan struct{})
+		}
 	}
 }
 
@@ -258,20 +277,23 @@ func (h *watchHub) refresh(kinds []string) {
 var errTooOld = errors.New("too old")
 
 // since returns the events of kind after rv (filtered by keep), the
-// version they bring the watcher to, and a channel closed when more come.
+// version they bring the watcher to, and a channel closed when more of
+// kind come. It reads only the events after rv: a watcher resuming at its
+// place costs what is new, however full the ring.
 func (h *watchHub) since(kind string, rv uint64, keep func(watchEvent) bool) ([]watchEvent, uint64, <-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if rv < h.floor {
-		return nil, rv, h.grew, fmt.Errorf("resourceVersion %d: %w (the oldest this peer can resume from is %d)", rv, errTooOld, h.floor)
+		return nil, rv, h.grew[kind], fmt.Errorf("resourceVersion %d: %w (the oldest this peer can resume from is %d)", rv, errTooOld, h.floor)
 	}
 	var out []watchEvent
-	for _, e := range h.events {
-		if e.RV > rv && e.Kind == kind && keep(e) {
+	first := sort.Search(len(h.events), func(i int) bool { return h.events[i].RV > rv })
+	for _, e := range h.events[first:] {
+		if e.Kind == kind && keep(e) {
 			out = append(out, e)
 		}
 	}
-	return out, max(rv, h.index), h.grew, nil
+	return out, max(rv, h.index), h.grew[kind], nil
 }
 
 // list returns the hub's view of kind (filtered by keep) and its version.

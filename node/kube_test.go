@@ -1,9 +1,12 @@
 package node_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -244,6 +247,15 @@ func orkaToolsFlow(t *testing.T, c *testcluster.Cluster, m *testcluster.Member, 
 	})
 }
 
+// manyLabels is a labelSelector of n requirements.
+func manyLabels(n int) string {
+	reqs := make([]string, n)
+	for i := range reqs {
+		reqs[i] = fmt.Sprintf("k%d%%3D%d", i, i)
+	}
+	return strings.Join(reqs, ",")
+}
+
 // TestKube_refusals: the door's bad input answers as a Kubernetes server
 // does, in Status bodies: unknown kinds and versions 404, unknown fields
 // of a create 400 naming them, an unsupported fieldSelector 400, a watch
@@ -291,6 +303,15 @@ func TestKube_refusals(t *testing.T) {
 		{name: "ancient resourceVersion", method: "GET", path: vmis + "?watch=true&resourceVersion=1", code: 410, says: "too old"},
 		{name: "no token", method: "GET", path: vmis, code: 401},
 		{name: "update", method: "PUT", path: vmis + "/x", body: `{}`, code: 405},
+		// A watch holds its selector: a long one, or one of many
+		// requirements, held a megabyte of the peer per watch.
+		{name: "a long labelSelector", method: "GET", path: vmis + "?watch=true&labelSelector=a%3D" + strings.Repeat("b", 5000), code: 400, says: "at most 4096"},
+		{name: "a labelSelector of many requirements", method: "GET", path: vmis + "?labelSelector=" + manyLabels(40), code: 400, says: "40 requirements, at most 32"},
+		{name: "a field named twice", method: "POST", path: vmis, body: `{"metadata":{"name":"x"},"spec":{"image":"tiny","cpu":1,"image":"other"}}`, code: 400, says: `duplicate field "spec.image"`},
+		{name: "a dry run of a create", method: "POST", path: vmis + "?dryRun=All", body: `{"metadata":{"name":"x"},"spec":{"image":"tiny","cpu":1}}`, code: 400, says: "does not support dry runs"},
+		{name: "a dry run of a delete", method: "DELETE", path: vmis + "/x?dryRun=All", code: 400, says: "does not support dry runs"},
+		{name: "a dry run in DeleteOptions", method: "DELETE", path: vmis + "/x", body: `{"dryRun":["All"]}`, code: 400, says: "does not support dry runs"},
+		{name: "a watch from a version of the future", method: "GET", path: vmis + "?watch=true&resourceVersion=99999999", code: 504, says: "Too large resource version: 99999999"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "no token" {
@@ -318,4 +339,88 @@ func TestKube_refusals(t *testing.T) {
 	if code != http.StatusCreated || !strings.Contains(strings.Join(h.Values("Warning"), " "), "spec.colour") {
 		t.Fatalf("create with fieldValidation=Warn: %d, warnings %q", code, h.Values("Warning"))
 	}
+}
+
+// TestKube_delete_preconditions_and_slow_bodies: a delete whose
+// preconditions.resourceVersion is one the object changed after is 409
+// (before, it deleted), one it did not change after deletes; a body that
+// trickles in is 408 at the body deadline, as on /api/v1 (before, a
+// create sent a byte every 5 s held its connection past 51 s).
+func TestKube_delete_preconditions_and_slow_bodies(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Prefix: "kubepre", Configure: func(_ int, cfg *node.Config) {
+		cfg.APILimits.BodyTimeout = 2 * time.Second
+	}})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	upload(t, cl, "tiny", tinyImage(t))
+	if _, err := cl.DeployVM(ctx(t), ns, api.DeployRequest{Image: "tiny", Name: "pre", CPU: intp(1)}); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + m.Peer.APIAddr() + "/apis/orka.macstadium.com/v1/namespaces/svc-default/virtualmachineinstances/"
+	token := c.Token("admin", true)
+	do := func(method, url, body string) (int, string) {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	version := func() string {
+		code, body := do("GET", base+"pre", "")
+		var o kube.VirtualMachineInstance
+		if code != 200 || json.Unmarshal([]byte(body), &o) != nil || o.ResourceVersion == "" {
+			t.Fatalf("GET: %d %s", code, body)
+		}
+		return o.ResourceVersion
+	}
+	stale := version()
+	if _, err := cl.ExecVM(ctx(t), ns, "pre", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor("the VM stopped", 10*time.Second, func() error {
+		if vm, err := cl.GetVM(ctx(t), ns, "pre"); err != nil || vm.Status != api.StatusStopped {
+			return fmt.Errorf("%+v %v", vm.Status, err)
+		}
+		return nil
+	})
+	precondition := func(rv string) string { return `{"preconditions":{"resourceVersion":"` + rv + `"}}` }
+	if code, body := do("DELETE", base+"pre", precondition(stale)); code != http.StatusConflict || !strings.Contains(body, "modified") {
+		t.Fatalf("a delete with a stale resourceVersion: %d %s, want 409", code, body)
+	}
+	if code, body := do("DELETE", base+"pre", precondition("notanumber")); code != http.StatusConflict {
+		t.Fatalf("a delete with a resourceVersion that is none: %d %s, want 409", code, body)
+	}
+	if _, err := cl.GetVM(ctx(t), ns, "pre"); err != nil {
+		t.Fatalf("a refused delete deleted: %v", err)
+	}
+	if code, body := do("DELETE", base+"pre", precondition(version())); code != http.StatusOK {
+		t.Fatalf("a delete with the object's resourceVersion: %d %s", code, body)
+	}
+
+	// A create whose body trickles in.
+	conn, err := net.Dial("tcp", m.Peer.APIAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /apis/orka.macstadium.com/v1/namespaces/svc-default/virtualmachineinstances HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{", token)
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickling body within %s: %v", time.Since(start).Round(time.Second), err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("a trickling body: %d after %s, want 408", resp.StatusCode, time.Since(start))
+	}
+	t.Logf("a trickling body: %d after %s", resp.StatusCode, time.Since(start).Round(time.Millisecond))
 }

@@ -2,14 +2,11 @@ package kube
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/svc-project/svc/api"
 )
 
 // create checks a create's body and has the resource make the object.
@@ -19,13 +16,12 @@ import (
 // not honour. ?fieldValidation=Warn takes the object with a Warning header
 // per field, Ignore without.
 func (c *call) create() {
-	body, err := io.ReadAll(io.LimitReader(c.r.Body, maxBody+1))
-	switch {
-	case err != nil:
-		writeStatus(c.w, badRequest("reading the body: %v", err))
+	if refusedDryRun(c.w, c.r) {
 		return
-	case len(body) > maxBody:
-		writeStatus(c.w, api.NewStatus(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, sprintf("the object is over %d bytes", maxBody)))
+	}
+	body, st := readBody(c.r)
+	if st != nil {
+		writeStatus(c.w, *st)
 		return
 	}
 	validation := c.r.URL.Query().Get("fieldValidation")
@@ -71,6 +67,20 @@ func (c *call) create() {
 		}
 	}
 	c.res.create(c, body)
+}
+
+// refusedDryRun answers a call that asks for a dry run (kubectl
+// --dry-run=server sends dryRun=All) with 400, as a Kubernetes server does
+// for what does not support one: the door's creates and deletes act on
+// real VMs and images and have no mode that only checks, and a dry run
+// that acted would surprise everyone. It reports whether it answered.
+func refusedDryRun(w http.ResponseWriter, r *http.Request) bool {
+	v, asked := r.URL.Query()["dryRun"]
+	if !asked {
+		return false
+	}
+	writeStatus(w, badRequest("dryRun=%s: svc's Kubernetes door does not support dry runs; nothing was created or deleted (send the call without dryRun to make the change)", strings.Join(v, ",")))
+	return true
 }
 
 // unknownFields appends to out the paths of v's fields that type t has

@@ -3,9 +3,10 @@ package kube
 import (
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,14 +79,33 @@ type selector struct {
 	labels labels.Selector
 }
 
+// Bounds of a selector: its length and how many requirements it makes. A
+// watch holds its parsed selector while it is open: without them a member
+// held megabytes of the peer's memory per watch.
+const (
+	maxSelectorBytes        = 4 << 10
+	maxSelectorRequirements = 32
+)
+
 // selectorOf parses the query's selectors: fields metadata.name and
 // metadata.namespace, labels any.
 func selectorOf(q url.Values) (selector, error) {
 	s := selector{fields: fields.Everything(), labels: labels.Everything()}
+	for _, k := range []string{"fieldSelector", "labelSelector"} {
+		if len(q[k]) > 1 {
+			return s, fmt.Errorf("%s is given %d times; give it once", k, len(q[k]))
+		}
+		if n := len(q.Get(k)); n > maxSelectorBytes {
+			return s, fmt.Errorf("%s is %d bytes, at most %d", k, n, maxSelectorBytes)
+		}
+	}
 	if v := q.Get("fieldSelector"); v != "" {
 		f, err := fields.ParseSelector(v)
 		if err != nil {
 			return s, err
+		}
+		if n := len(f.Requirements()); n > maxSelectorRequirements {
+			return s, fmt.Errorf("fieldSelector makes %d requirements, at most %d", n, maxSelectorRequirements)
 		}
 		for _, req := range f.Requirements() {
 			if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
@@ -98,6 +118,9 @@ func selectorOf(q url.Values) (selector, error) {
 		l, err := labels.Parse(v)
 		if err != nil {
 			return s, err
+		}
+		if reqs, _ := l.Requirements(); len(reqs) > maxSelectorRequirements {
+			return s, fmt.Errorf("labelSelector makes %d requirements, at most %d", len(reqs), maxSelectorRequirements)
 		}
 		s.labels = l
 	}
@@ -209,15 +232,22 @@ func (c *call) get(name string) {
 
 // delete deletes name; DeleteOptions' preconditions are checked.
 func (c *call) delete(name string) {
+	if refusedDryRun(c.w, c.r) {
+		return
+	}
 	var opts metav1.DeleteOptions
-	if b, err := io.ReadAll(io.LimitReader(c.r.Body, maxBody)); err != nil {
-		writeStatus(c.w, badRequest("reading the DeleteOptions: %v", err))
+	if b, st := readBody(c.r); st != nil {
+		writeStatus(c.w, *st)
 		return
 	} else if len(strings.TrimSpace(string(b))) > 0 {
 		if err := json.Unmarshal(b, &opts); err != nil {
 			writeStatus(c.w, badRequest("the body is no DeleteOptions: %v", err))
 			return
 		}
+	}
+	if len(opts.DryRun) > 0 {
+		writeStatus(c.w, badRequest("dryRun %v: svc's Kubernetes door does not support dry runs; nothing was deleted (send the call without dryRun to delete)", opts.DryRun))
+		return
 	}
 	if p := opts.Preconditions; p != nil && (p.UID != nil || p.ResourceVersion != nil) {
 		a := c.d.call(c.r, http.MethodGet, c.path(name), nil, nil)
@@ -234,6 +264,12 @@ func (c *call) delete(name string) {
 			writeStatus(c.w, api.NewStatus(http.StatusConflict, api.ReasonConflict, sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, o.meta().UID)))
 			return
 		}
+		if p.ResourceVersion != nil {
+			if st := c.unchangedSince(name, *p.ResourceVersion); st != nil {
+				writeStatus(c.w, *st)
+				return
+			}
+		}
 	}
 	a := c.d.call(c.r, http.MethodDelete, c.path(name), nil, nil)
 	if !a.ok() {
@@ -248,6 +284,44 @@ func (c *call) delete(name string) {
 		"kind": "Status", "apiVersion": "v1", "status": "Success",
 		"details": map[string]string{"name": name, "group": group, "kind": c.res.plural},
 	})
+}
+
+// unchangedSince checks a resourceVersion precondition: the door gives an
+// object the version it was read at, so the precondition holds when the
+// object has not changed after that version (its collection's watch from
+// it names no change of it). A version this peer can no longer tell about,
+// or one it has not reached, fails it as a changed one does: 409.
+func (c *call) unchangedSince(name, version string) *api.Status {
+	conflict := func(why string) *api.Status {
+		st := api.NewStatus(http.StatusConflict, api.ReasonConflict, sprintf("Precondition failed: ResourceVersion in precondition: %s: %s", version, why))
+		return &st
+	}
+	if _, err := strconv.ParseUint(version, 10, 64); err != nil || !c.res.watches {
+		return conflict("it is not a version of this object")
+	}
+	events, stop, refused := c.d.watch(c.r, c.path(), url.Values{"resourceVersion": {version}})
+	if refused != nil {
+		return conflict(statusMessage(refused))
+	}
+	defer stop()
+	for {
+		ev, flushed, err := events.next()
+		if err != nil {
+			return conflict("its changes since could not be read: " + err.Error())
+		}
+		if flushed {
+			continue
+		}
+		switch ev.Type {
+		case "BOOKMARK": // every change after the version is read
+			return nil
+		case "ERROR":
+			return conflict(string(ev.Object))
+		}
+		if o, skip, err := c.res.convert(ev.Object); err == nil && !skip && o.meta().Name == name {
+			return conflict("the object has been modified since; read it again")
+		}
+	}
 }
 
 func internal(format string, args ...any) api.Status {

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/testkit/testcluster"
+)
+
+// kubectls are the kubectl binaries these machines have to test with: the
+// oldest release there and the newest.
+func kubectls(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, p := range []string{"/usr/lib/google-cloud-sdk/bin/kubectl.1.27", "/usr/bin/kubectl"} {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		t.Skip("no kubectl on this machine")
+	}
+	return out
+}
+
+// kubectl runs bin with the kubeconfig file and args, and returns its
+// output (stdout and stderr) and whether it exited 0.
+func kubectl(t *testing.T, bin, file string, args ...string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", file}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	return string(out), err == nil
+}
+
+// TestKubectl_dry_run_server_changes_nothing: kubectl's --dry-run=server
+// (dryRun=All) on the door. Before, a dry-run delete deleted the VM and a
+// dry-run create deployed one. Now both are refused, saying so, and
+// nothing changes; without the flag the same calls act.
+func TestKubectl_dry_run_server_changes_nothing(t *testing.T) {
+	bins := kubectls(t)
+	c, url, token := clusterWithVM(t, testcluster.Options{Prefix: "clikubectl"})
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	checkCLI(t, url, token, "", []string{"config", "kubeconfig", file}, 0, `Wrote context "svc"`)
+	cl := c.Client(c.Members[0])
+	const vmi = "virtualmachineinstances.orka.macstadium.com"
+	manifest := filepath.Join(t.TempDir(), "vmi.yaml")
+	if err := os.WriteFile(manifest, []byte("apiVersion: orka.macstadium.com/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: dry\n  namespace: svc-default\nspec:\n  image: tiny\n  cpu: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bin := range bins {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			if out, ok := kubectl(t, bin, file, "get", vmi, "-n", "svc-default", "-o", "name"); !ok || !strings.Contains(out, "web-1") {
+				t.Fatalf("kubectl get: %v\n%s", ok, out)
+			}
+			out, ok := kubectl(t, bin, file, "delete", vmi, "web-1", "-n", "svc-default", "--dry-run=server")
+			if ok || !strings.Contains(out, "does not support dry runs") {
+				t.Fatalf("kubectl delete --dry-run=server: exit 0 %v\n%s", ok, out)
+			}
+			if _, err := cl.GetVM(context.Background(), api.DefaultNamespace, "web-1"); err != nil {
+				t.Fatalf("after a dry-run delete: %v", err)
+			}
+			out, ok = kubectl(t, bin, file, "create", "-f", manifest, "--dry-run=server", "--validate=false")
+			if ok || !strings.Contains(out, "does not support dry runs") {
+				t.Fatalf("kubectl create --dry-run=server: exit 0 %v\n%s", ok, out)
+			}
+			if _, err := cl.GetVM(context.Background(), api.DefaultNamespace, "dry"); api.CodeOf(err) != 404 {
+				t.Fatalf("after a dry-run create, vm dry: %v", err)
+			}
+		})
+	}
+}

@@ -222,6 +222,9 @@ func printQuota(w io.Writer, nq api.NamespaceQuota) error {
 		{"vms", strconv.Itoa(nq.Used.VMs), bound(float64(q.VMs), has)},
 		{"disk (GiB)", strconv.FormatFloat(nq.Used.Disk, 'f', -1, 64), bound(q.Disk, has)},
 	}
+	if nq.PooledDisk > 0 {
+		rows = append(rows, []string{"  of it pooled hot guests'", strconv.FormatFloat(nq.PooledDisk, 'f', -1, 64), "-"})
+	}
 	return printTable(w, []string{"RESOURCE", "USED", "QUOTA"}, rows)
 }
 

@@ -54,9 +54,12 @@ func (s *Server) AliasTaken() string {
 }
 
 // unalias makes a path that names the default namespace by its alias name
-// it by its own, in the route's parameters and in the URL a forwarded
-// request carries: rules, records and the leader see one namespace.
-func (s *Server) unalias(r *http.Request, p httprouter.Params) {
+// it by its own, in the route's parameters and (unless keepPath) in the URL
+// a forwarded request carries: rules, records and the leader see one
+// namespace. The Kubernetes door keeps the path as its caller sent it: its
+// objects carry the namespace the caller named (kubectl refuses a list
+// whose items name another), and each /api/v1 call it makes is unaliased.
+func (s *Server) unalias(r *http.Request, p httprouter.Params, keepPath bool) {
 	alias := s.alias()
 	if alias == "" {
 		return
@@ -66,6 +69,9 @@ func (s *Server) unalias(r *http.Request, p httprouter.Params) {
 			continue
 		}
 		p[i].Value = api.DefaultNamespace
+		if keepPath {
+			continue
+		}
 		r.URL.Path = strings.Replace(r.URL.Path, "/namespaces/"+alias, "/namespaces/"+api.DefaultNamespace, 1)
 		r.URL.RawPath = ""
 	}

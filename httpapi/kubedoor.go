@@ -35,6 +35,6 @@ func (s *Server) kubeRoutes() {
 		if rt.Open {
 			rule = RuleOpen
 		}
-		s.handle(Route{Method: rt.Method, Path: rt.Path, Rule: rule, Stream: true}, serve)
+		s.handle(Route{Method: rt.Method, Path: rt.Path, Rule: rule, Stream: true, Door: true}, serve)
 	}
 }

@@ -149,6 +149,9 @@ type Route struct {
 	// Stale reads of the leader run on the peer asked with ?stale=true
 	// (what it has applied, even with no leader).
 	Stale bool
+	// Door routes are the Kubernetes door's: it answers in the namespace
+	// its caller named (the alias too), see unalias.
+	Door bool
 }
 
 // leaderHop is how the route's request goes to the leader.
@@ -341,7 +344,7 @@ func (s *Server) handle(rt Route, h handler) {
 		mode = bodyProgress
 	}
 	s.router.Handle(rt.Method, rt.Path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
-		s.unalias(r, p)
+		s.unalias(r, p, rt.Door)
 		if rt.Stream {
 			tokenFromSubprotocol(r)
 		}

@@ -39,23 +39,24 @@ func defaultKubeconfig() (string, error) {
 // Kubernetes-style API with the client's token. An HTTPS address gets the
 // cluster's CA. The file is read and written in the kubeconfig's own
 // format (clientcmd's v1 types, YAML): what it holds besides svc's is kept.
-func writeKubeconfig(ctx context.Context, cl *api.Client, path string) error {
+// It returns the server address it wrote.
+func writeKubeconfig(ctx context.Context, cl *api.Client, path string) (string, error) {
 	if cl.Token == "" {
-		return errors.New("no token to write: sign in (svc login) or set one (svc config set --token)")
+		return "", errors.New("no token to write: sign in (svc login) or set one (svc config set --token)")
 	}
 	cfg := clientcmdv1.Config{APIVersion: "v1", Kind: "Config"}
 	switch b, err := os.ReadFile(path); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("read kubeconfig %s: %w", path, err)
+		return "", fmt.Errorf("read kubeconfig %s: %w", path, err)
 	default:
 		if err := yaml.Unmarshal(b, &cfg); err != nil {
-			return fmt.Errorf("read kubeconfig %s: %w", path, err)
+			return "", fmt.Errorf("read kubeconfig %s: %w", path, err)
 		}
 	}
 	cluster, err := kubeCluster(ctx, cl)
 	if err != nil {
-		return err
+		return "", err
 	}
 	cfg.Clusters = slices.DeleteFunc(cfg.Clusters, func(c clientcmdv1.NamedCluster) bool { return c.Name == kubeName })
 	cfg.AuthInfos = slices.DeleteFunc(cfg.AuthInfos, func(a clientcmdv1.NamedAuthInfo) bool { return a.Name == kubeName })
@@ -69,13 +70,13 @@ func writeKubeconfig(ctx context.Context, cl *api.Client, path string) error {
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
-		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+		return "", fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	// A new file renamed over the old, 0600 from the start: it holds the token.
 	if err := writePrivate(path, b); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
+		return "", fmt.Errorf("write kubeconfig: %w", err)
 	}
-	return nil
+	return cluster.Server, nil
 }
 
 func newKubeconfigCmd(g *globals) *cobra.Command {
@@ -101,10 +102,11 @@ are kept. The token is the one the CLI uses: sign in again (svc login
 			if len(args) == 1 {
 				path = args[0]
 			}
-			if err := writeKubeconfig(cmd.Context(), cl, path); err != nil {
+			server, err := writeKubeconfig(cmd.Context(), cl, path)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Wrote context %q (%s) to %s.\n", kubeName, cl.BaseURL, path)
+			fmt.Fprintf(cmd.OutOrStdout(), "Wrote context %q (%s) to %s.\n", kubeName, server, path)
 			return nil
 		},
 	}

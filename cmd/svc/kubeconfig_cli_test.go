@@ -49,6 +49,12 @@ func TestCLI_kubeconfig_reaches_the_kubernetes_door(t *testing.T) {
 	if err != nil || loaded.CurrentContext != "svc" || loaded.Clusters["other"] == nil {
 		t.Fatalf("kubeconfig: %+v %v", loaded, err)
 	}
+	// What it says it wrote is what it wrote: the HTTPS address, not the
+	// HTTP one the CLI was given.
+	out, err := runSvc(t, url, token, "", "config", "kubeconfig", file)
+	if server := loaded.Clusters["svc"].Server; err != nil || !strings.HasPrefix(server, "https://") || !strings.Contains(out, "("+server+")") {
+		t.Fatalf("it wrote %s and said %q (%v)", server, out, err)
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", file)
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -74,6 +77,61 @@ func TestKubectl_dry_run_server_changes_nothing(t *testing.T) {
 			}
 			if _, err := cl.GetVM(context.Background(), api.DefaultNamespace, "dry"); api.CodeOf(err) != 404 {
 				t.Fatalf("after a dry-run create, vm dry: %v", err)
+			}
+		})
+	}
+}
+
+// TestKubectl_alias_tables_and_names: kubectl on orka-default (the
+// README's `kubectl get vms -n orka-default`), as a new user meets it.
+// Before, the list's items said svc-default and kubectl refused them ("the
+// namespace from the provided object does not match"), tables showed NAME
+// and AGE alone, a missing object's message named svc-default, and
+// `kubectl get nodes` answered orkanodes. Now objects carry the namespace
+// the caller named, tables have the columns people look for, NotFound is
+// worded as Kubernetes words it, and nodes are no orkanodes' short name.
+func TestKubectl_alias_tables_and_names(t *testing.T) {
+	bins := kubectls(t)
+	_, url, token := clusterWithVM(t, testcluster.Options{Prefix: "clikubealias", Configure: func(_ int, cfg *node.Config) {
+		cfg.NamespaceAlias = "orka-default"
+	}})
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	checkCLI(t, url, token, "", []string{"config", "kubeconfig", file}, 0, `Wrote context "svc"`)
+	for _, bin := range bins {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			for _, what := range []string{"vms", "images", "orkanodes", "virtualmachineconfigs"} {
+				out, ok := kubectl(t, bin, file, "get", what, "-n", "orka-default", "-o", "json")
+				if strings.Contains(out, "Warning: ") {
+					t.Fatalf("kubectl get %s warns:\n%s", what, out)
+				}
+				var l struct {
+					Items []struct {
+						Metadata struct{ Namespace string }
+					}
+				}
+				if !ok || json.Unmarshal([]byte(out), &l) != nil || slices.ContainsFunc(l.Items, func(i struct{ Metadata struct{ Namespace string } }) bool {
+					return i.Metadata.Namespace != "orka-default"
+				}) {
+					t.Fatalf("kubectl get %s -n orka-default -o json: exit 0 %v\n%s", what, ok, out)
+				}
+			}
+			out, ok := kubectl(t, bin, file, "get", "vms", "-n", "orka-default")
+			header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+			if !ok || !slices.Equal(header, []string{"NAME", "STATUS", "NODE", "IP", "SSH", "IMAGE", "AGE"}) || !strings.Contains(out, "web-1") || !strings.Contains(out, "Running") {
+				t.Fatalf("kubectl get vms: exit 0 %v\n%s", ok, out)
+			}
+			if out, ok := kubectl(t, bin, file, "get", "vms", "-n", "orka-default", "-o", "wide"); !ok || !strings.Contains(strings.SplitN(out, "\n", 2)[0], "VNC") {
+				t.Fatalf("kubectl get vms -o wide: exit 0 %v\n%s", ok, out)
+			}
+			if out, ok := kubectl(t, bin, file, "get", "orkanodes", "-n", "orka-default"); !ok || !strings.Contains(out, "PHASE") || !strings.Contains(out, "READY") {
+				t.Fatalf("kubectl get orkanodes: exit 0 %v\n%s", ok, out)
+			}
+			out, ok = kubectl(t, bin, file, "get", "vms", "nope", "-n", "orka-default")
+			if ok || !strings.Contains(out, `virtualmachineinstances.orka.macstadium.com "nope" not found`) || strings.Contains(out, "svc-default") {
+				t.Fatalf("kubectl get vms nope: exit 0 %v\n%s", ok, out)
+			}
+			if out, ok := kubectl(t, bin, file, "get", "nodes"); ok || strings.Contains(out, "orkanode") {
+				t.Fatalf("kubectl get nodes answered orkanodes: exit 0 %v\n%s", ok, out)
 			}
 		})
 	}

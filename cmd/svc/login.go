@@ -81,10 +81,11 @@ a browser anywhere else (the device authorization grant).`,
 			fmt.Fprintf(cmd.OutOrStdout(), "Signed in as %s through %s (role %s; groups: %s).\nThe token is valid until %s and kept in %s.\n", got.User, got.Provider, got.Role, groups, until, p)
 			if kubeconfig != "" {
 				cl.Token = got.Token
-				if err := writeKubeconfig(ctx, cl, kubeconfig); err != nil {
+				server, err := writeKubeconfig(ctx, cl, kubeconfig)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Wrote context %q to %s.\n", kubeName, kubeconfig)
+				fmt.Fprintf(cmd.OutOrStdout(), "Wrote context %q (%s) to %s.\n", kubeName, server, kubeconfig)
 			}
 			return nil
 		},

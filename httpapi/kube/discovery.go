@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -35,7 +36,13 @@ func (d *Door) group(name string) (metav1.APIGroup, bool) {
 func (d *Door) resourceList(gv string) metav1.APIResourceList {
 	out := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv}
 	for _, res := range d.resources {
-		out.APIResources = append(out.APIResources, res.discovery())
+		r := res.discovery()
+		if !strings.HasPrefix(gv, OrkaGroup+"/") {
+			// Short names belong to Orka's group alone: the same name in
+			// two groups makes kubectl warn at every use of it.
+			r.ShortNames = nil
+		}
+		out.APIResources = append(out.APIResources, r)
 	}
 	return out
 }

@@ -13,7 +13,7 @@ func (o *OrkaNode) typeMeta() *metav1.TypeMeta { return &o.TypeMeta }
 
 func nodeResource() *resource {
 	return &resource{
-		plural: "orkanodes", singular: "orkanode", kind: "OrkaNode", shortNames: []string{"node", "nodes"}, svc: "nodes", watches: true,
+		plural: "orkanodes", singular: "orkanode", kind: "OrkaNode", svc: "nodes", watches: true,
 		newObject: func() object { return &OrkaNode{} },
 		convert: func(raw json.RawMessage) (object, bool, error) {
 			var n api.Node

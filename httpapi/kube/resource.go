@@ -71,6 +71,9 @@ func (c *call) finish(o object, version string) {
 	*o.typeMeta() = metav1.TypeMeta{APIVersion: c.gv, Kind: c.res.kind}
 	m := o.meta()
 	m.Namespace, m.ResourceVersion = c.ns, version
+	if n, ok := o.(*OrkaNode); ok && n.Spec.Namespace == c.d.canonical(c.ns) {
+		n.Spec.Namespace = c.ns // the name its caller knows the namespace by
+	}
 }
 
 // selector is a list's or watch's fieldSelector and labelSelector.
@@ -185,6 +188,10 @@ func (c *call) list() {
 			out.Items = append(out.Items, o)
 		}
 	}
+	if wantsTable(c.r) {
+		writeJSON(c.w, http.StatusOK, c.table(out.Items, version))
+		return
+	}
 	writeJSON(c.w, http.StatusOK, out)
 }
 
@@ -215,7 +222,7 @@ func (c *call) get(name string) {
 	version := rv(c.d.cfg.Index())
 	a := c.d.call(c.r, http.MethodGet, c.path(name), nil, nil)
 	if !a.ok() {
-		a.passOn(c.w)
+		c.refused(a, name)
 		return
 	}
 	o, skip, err := c.res.convert(a.body.Bytes())
@@ -223,7 +230,10 @@ func (c *call) get(name string) {
 	case err != nil:
 		writeStatus(c.w, internal("reading %s %q: %v", c.res.singular, name, err))
 	case skip:
-		writeStatus(c.w, notFound("%s %q not found", c.res.kind, name))
+		c.notFound(name)
+	case wantsTable(c.r):
+		c.finish(o, version)
+		writeJSON(c.w, http.StatusOK, c.table([]object{o}, version))
 	default:
 		c.finish(o, version)
 		writeJSON(c.w, http.StatusOK, o)
@@ -252,7 +262,7 @@ func (c *call) delete(name string) {
 	if p := opts.Preconditions; p != nil && (p.UID != nil || p.ResourceVersion != nil) {
 		a := c.d.call(c.r, http.MethodGet, c.path(name), nil, nil)
 		if !a.ok() {
-			a.passOn(c.w)
+			c.refused(a, name)
 			return
 		}
 		o, _, err := c.res.convert(a.body.Bytes())
@@ -273,7 +283,7 @@ func (c *call) delete(name string) {
 	}
 	a := c.d.call(c.r, http.MethodDelete, c.path(name), nil, nil)
 	if !a.ok() {
-		a.passOn(c.w)
+		c.refused(a, name)
 		return
 	}
 	group := strings.TrimSuffix(c.gv, "/"+Version)
@@ -322,6 +332,36 @@ func (c *call) unchangedSince(name, version string) *api.Status {
 			return conflict("the object has been modified since; read it again")
 		}
 	}
+}
+
+// refused answers an /api/v1 refusal of a call on the object name: a 404
+// as Kubernetes words it (the object, by its resource and group, never by
+// the namespace /api/v1 knows it in: a caller of the alias named
+// another), any other as it is.
+func (c *call) refused(a *answer, name string) {
+	if a.code == http.StatusNotFound {
+		c.notFound(name)
+		return
+	}
+	a.passOn(c.w)
+}
+
+// notFound answers that the object name is not there, as a Kubernetes
+// server does: `virtualmachineinstances.orka.macstadium.com "x" not found`.
+func (c *call) notFound(name string) {
+	group := strings.TrimSuffix(c.gv, "/"+Version)
+	if c.gv == "v1" {
+		group = ""
+	}
+	resource := c.res.plural
+	if group != "" {
+		resource += "." + group
+	}
+	writeJSON(c.w, http.StatusNotFound, metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+		Message: sprintf("%s %q not found", resource, name), Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound,
+		Details: &metav1.StatusDetails{Name: name, Group: group, Kind: c.res.plural},
+	})
 }
 
 func internal(format string, args ...any) api.Status {

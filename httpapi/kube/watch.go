@@ -54,6 +54,7 @@ func (c *call) serveWatch(sel selector) {
 	_ = rc.Flush()
 	enc := json.NewEncoder(c.w)
 	listed := inner.Get("resourceVersion") != "" // no first list to end
+	asTable := wantsTable(c.r) // kubectl get -w: each event's object a table of one row
 	for {
 		ev, flushed, err := events.next()
 		if err != nil {
@@ -75,6 +76,10 @@ func (c *call) serveWatch(sel selector) {
 			}
 			if r.skip || !sel.matches(r.obj) {
 				continue
+			}
+			if asTable {
+				out = kubeEvent{Type: ev.Type, Object: c.table([]object{r.obj}, ev.ResourceVersion)}
+				break
 			}
 			if _, err := c.w.Write(r.line); err != nil {
 				return

@@ -294,7 +294,14 @@ func TestBinary_peers_trust_only_peers(t *testing.T) {
 	// A peer restarted normally comes back with its data dir, no token.
 	second.stop()
 	back := agent("sec-2", 2, nil)
-	poll("sec-2 back and READY", 60*time.Second, readyNodes(2))
+	// Its node was still READY from before it stopped (the grace a node
+	// has before it is NOT READY): its own API answering says it is back.
+	poll("sec-2 back and READY", 60*time.Second, func() error {
+		if _, err := cli(t, bin, back.api, "node", "list"); err != nil {
+			return err
+		}
+		return readyNodes(2)()
+	})
 	if out, err := cli(t, bin, back.api, "node", "tag", "sec-1", "after-restart"); err != nil {
 		t.Fatalf("a write through the restarted peer: %v %s", err, out)
 	}

@@ -58,7 +58,7 @@ func TestLibvirt_qemu_runs_unprivileged(t *testing.T) {
 	defer cancel()
 	const addr = "127.0.0.1"
 	spec := hypervisor.Spec{
-		Name: hypervisor.DomainName("hvtest", "ns", "unpriv"), CPU: 1, MemoryMiB: 128,
+		Name: hypervisor.DomainName(peerOf(d), "ns", "unpriv"), CPU: 1, MemoryMiB: 128,
 		BaseImage: image, BaseFormat: "qcow2", ListenAddr: addr, VNCPort: guest.FreePort(t, addr), VNCPassword: "pw-8k2m",
 	}
 	t.Cleanup(func() { _ = d.Delete(context.Background(), spec.Name) })
@@ -97,7 +97,7 @@ func TestLibvirt_refuses_a_base_that_names_a_host_file(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			spec := hypervisor.Spec{
-				Name: hypervisor.DomainName("hvtest", "ns", "hostile"+strconv.Itoa(i)), CPU: 1, MemoryMiB: 128,
+				Name: hypervisor.DomainName(peerOf(d), "ns", "hostile"+strconv.Itoa(i)), CPU: 1, MemoryMiB: 128,
 				BaseImage: disktest.Write(t, "base", c.base), BaseFormat: "qcow2", ListenAddr: "127.0.0.1", VNCPort: guest.FreePort(t, "127.0.0.1"),
 			}
 			t.Cleanup(func() { _ = d.Delete(context.Background(), spec.Name) })

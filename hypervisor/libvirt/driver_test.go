@@ -43,7 +43,7 @@ func TestLibvirt_lifecycle(t *testing.T) {
 	const addr = "127.0.0.1"
 	sshPort, vncPort := guest.FreePort(t, addr), guest.FreePort(t, addr)
 	spec := hypervisor.Spec{
-		Name: hypervisor.DomainName("hvtest", "ns", "vm1"), CPU: 1, MemoryMiB: 256,
+		Name: hypervisor.DomainName(peerOf(d), "ns", "vm1"), CPU: 1, MemoryMiB: 256,
 		BaseImage: image, BaseFormat: "qcow2", ListenAddr: addr, VNCPort: vncPort, VNCPassword: "pw-3x7q",
 		Forwards: []hypervisor.Forward{{HostPort: sshPort, GuestPort: 22}},
 	}
@@ -163,7 +163,7 @@ func TestLibvirt_taken_port_fails_create(t *testing.T) {
 	defer l.Close()
 	taken := l.Addr().(*net.TCPAddr).Port
 	spec := hypervisor.Spec{
-		Name: hypervisor.DomainName("hvtest", "ns", "vm2"), CPU: 1, MemoryMiB: 128,
+		Name: hypervisor.DomainName(peerOf(d), "ns", "vm2"), CPU: 1, MemoryMiB: 128,
 		BaseImage: image, BaseFormat: "qcow2", ListenAddr: "127.0.0.1", VNCPort: guest.FreePort(t, "127.0.0.1"),
 		Forwards: []hypervisor.Forward{{HostPort: taken, GuestPort: 22}},
 	}
@@ -203,7 +203,7 @@ func TestLibvirt_iso_is_a_cdrom(t *testing.T) {
 	defer cancel()
 	sshPort := guest.FreePort(t, "127.0.0.1")
 	spec := hypervisor.Spec{
-		Name: hypervisor.DomainName("hvtest", "ns", "iso"), CPU: 1, MemoryMiB: 256, BaseImage: image, BaseFormat: "qcow2",
+		Name: hypervisor.DomainName(peerOf(d), "ns", "iso"), CPU: 1, MemoryMiB: 256, BaseImage: image, BaseFormat: "qcow2",
 		ISO: iso, ListenAddr: "127.0.0.1", VNCPort: guest.FreePort(t, "127.0.0.1"),
 		Forwards: []hypervisor.Forward{{HostPort: sshPort, GuestPort: 22}},
 	}
@@ -220,4 +220,9 @@ func TestLibvirt_iso_is_a_cdrom(t *testing.T) {
 	if got, _ := strconv.ParseInt(strings.TrimSpace(out), 10, 64); got != st.Size()/512 {
 		t.Fatalf("sr0 holds %s sectors, the ISO has %d", strings.TrimSpace(out), st.Size()/512)
 	}
+}
+
+// peerOf is the peer name d's domains are under (its prefix's).
+func peerOf(d *libvirt.Driver) string {
+	return strings.TrimSuffix(strings.TrimPrefix(d.Config().Prefix, "svc."), ".")
 }

@@ -29,7 +29,7 @@ func TestLibvirt_guest_exec(t *testing.T) {
 	const addr = "127.0.0.1"
 	sshPort := guest.FreePort(t, addr)
 	spec := hypervisor.Spec{
-		Name: hypervisor.DomainName("hvtest", "ns", "exec1"), CPU: 1, MemoryMiB: 256,
+		Name: hypervisor.DomainName(peerOf(d), "ns", "exec1"), CPU: 1, MemoryMiB: 256,
 		BaseImage: image, BaseFormat: "qcow2", ListenAddr: addr, VNCPort: guest.FreePort(t, addr),
 		Forwards: []hypervisor.Forward{{HostPort: sshPort, GuestPort: 22}},
 	}

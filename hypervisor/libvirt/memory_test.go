@@ -26,7 +26,7 @@ func TestLibvirt_memory_snapshot(t *testing.T) {
 	const addr = "127.0.0.1"
 	sshPort := guest.FreePort(t, addr)
 	spec := hypervisor.Spec{
-		Name: hypervisor.DomainName("hvtest", "ns", "mem"), CPU: 1, MemoryMiB: 256,
+		Name: hypervisor.DomainName(peerOf(d), "ns", "mem"), CPU: 1, MemoryMiB: 256,
 		BaseImage: image, BaseFormat: "qcow2", ListenAddr: addr, VNCPort: guest.FreePort(t, addr), VNCPassword: "pw-m3m0",
 		Forwards: []hypervisor.Forward{{HostPort: sshPort, GuestPort: 22}},
 	}

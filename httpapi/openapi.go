@@ -168,11 +168,13 @@ func errorCodes(rt Route, path string) []int {
 	return codes
 }
 
-// openAPIPath turns httprouter's ":name" into "{name}".
+// openAPIPath turns httprouter's ":name" and "*name" into "{name}".
 func openAPIPath(p string) string {
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
 		if name, ok := strings.CutPrefix(s, ":"); ok {
+			segs[i] = "{" + name + "}"
+		} else if name, ok := strings.CutPrefix(s, "*"); ok {
 			segs[i] = "{" + name + "}"
 		}
 	}

@@ -49,6 +49,8 @@ func routeDocs() map[string]routeDoc {
 		// The Kubernetes-shaped door (docs/kubernetes.md): Kubernetes' own shapes, not described here.
 		get + "/version":                {Summary: "The Kubernetes-style version (no token needed)", Tag: "kubernetes", Stream: "application/json"},
 		get + "/api":                    {Summary: "Kubernetes discovery: the core group's versions", Tag: "kubernetes", Stream: "application/json"},
+		get + "/openapi/v2":             {Summary: "The Kubernetes door's OpenAPI as Swagger 2.0 (protobuf when asked for, else JSON), for kubectl's validation", Tag: "kubernetes", Stream: "application/json"},
+		get + "/openapi/v3":             {Summary: "The Kubernetes door's OpenAPI v3: an index of its group versions' documents (each at /openapi/v3/apis/{group}/v1, or /openapi/v3/api/v1: OpenAPI 3.0)", Tag: "kubernetes", Stream: "application/json"},
 		get + "/api/v1":                 {Summary: "Kubernetes discovery: the core group's resources served (pods: registry jobs)", Tag: "kubernetes", Stream: "application/json"},
 		get + "/apis":                   {Summary: "Kubernetes discovery: the API groups (orka.macstadium.com, svc-project.io)", Tag: "kubernetes", Stream: "application/json"},
 		get + "/apis/{group}":           {Summary: "Kubernetes discovery: a group", Tag: "kubernetes", Stream: "application/json"},

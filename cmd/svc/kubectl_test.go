@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,6 +133,47 @@ func TestKubectl_alias_tables_and_names(t *testing.T) {
 			}
 			if out, ok := kubectl(t, bin, file, "get", "nodes"); ok || strings.Contains(out, "orkanode") {
 				t.Fatalf("kubectl get nodes answered orkanodes: exit 0 %v\n%s", ok, out)
+			}
+		})
+	}
+}
+
+// TestKubectl_create_validates_against_the_doors_openapi: kubectl create
+// -f with its default validation. Before, it failed at once ("failed to
+// download openapi": /openapi/v3 and /openapi/v2 were 404) unless told
+// --validate=false. Now the door serves both, from the types it decodes
+// with: a VMI is created, and one with a field the kind lacks is refused
+// naming it, before anything is made.
+func TestKubectl_create_validates_against_the_doors_openapi(t *testing.T) {
+	bins := kubectls(t)
+	c, url, token := clusterWithVM(t, testcluster.Options{Prefix: "clikubeoapi"})
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	checkCLI(t, url, token, "", []string{"config", "kubeconfig", file}, 0, `Wrote context "svc"`)
+	cl := c.Client(c.Members[0])
+	for i, bin := range bins {
+		t.Run(filepath.Base(bin), func(t *testing.T) {
+			name := fmt.Sprintf("made-%d", i)
+			good := filepath.Join(t.TempDir(), "vmi.yaml")
+			if err := os.WriteFile(good, []byte("apiVersion: orka.macstadium.com/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: "+name+"\nspec:\n  image: tiny\n  cpu: 1\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, ok := kubectl(t, bin, file, "create", "-f", good, "-n", "svc-default"); !ok || !strings.Contains(out, name+" created") {
+				t.Fatalf("kubectl create -f: exit 0 %v\n%s", ok, out)
+			}
+			if _, err := cl.GetVM(context.Background(), api.DefaultNamespace, name); err != nil {
+				t.Fatalf("the VM kubectl created: %v", err)
+			}
+			bad := filepath.Join(t.TempDir(), "bad.yaml")
+			if err := os.WriteFile(bad, []byte("apiVersion: orka.macstadium.com/v1\nkind: VirtualMachineInstance\nmetadata:\n  name: bad\nspec:\n  image: tiny\n  cpu: 1\n  colour: red\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, ok := kubectl(t, bin, file, "create", "-f", bad, "-n", "svc-default"); ok || !strings.Contains(out, "colour") {
+				t.Fatalf("kubectl create -f with an unknown field: exit 0 %v\n%s", ok, out)
+			} else {
+				t.Logf("%s refused: %s", filepath.Base(bin), strings.TrimSpace(out))
+			}
+			if _, err := cl.GetVM(context.Background(), api.DefaultNamespace, "bad"); api.CodeOf(err) != 404 {
+				t.Fatalf("vm bad: %v", err)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -38,6 +39,8 @@ type Door struct {
 	cfg       Config
 	resources []*resource
 	rendered  *renderCache // watch events as the door sends them
+	// openAPI returns the OpenAPI documents, made at their first call.
+	openAPI func() (*openAPI, error)
 }
 
 // New returns the door.
@@ -45,7 +48,9 @@ func New(cfg Config) *Door {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Door{cfg: cfg, resources: []*resource{vmiResource(), imageResource(), vmConfigResource(), nodeResource()}, rendered: newRenderCache()}
+	d := &Door{cfg: cfg, resources: []*resource{vmiResource(), imageResource(), vmConfigResource(), nodeResource()}, rendered: newRenderCache()}
+	d.openAPI = sync.OnceValues(func() (*openAPI, error) { return buildOpenAPI(d.resources) })
+	return d
 }
 
 // Route is a path (an httprouter pattern) and method the door answers;
@@ -62,6 +67,7 @@ func Routes() []Route {
 	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
 	return []Route{
 		{Method: get, Path: "/version", Open: true},
+		{Method: get, Path: "/openapi/v2"}, {Method: get, Path: "/openapi/v3"}, {Method: get, Path: "/openapi/v3/*rest"},
 		{Method: get, Path: "/api"}, {Method: get, Path: "/api/v1"},
 		{Method: get, Path: "/apis"}, {Method: get, Path: "/apis/:group"}, {Method: get, Path: "/apis/:group/:version"},
 		{Method: get, Path: res}, {Method: post, Path: res},
@@ -76,6 +82,8 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/version":
 		d.only(w, r, func() { d.version(w) })
+	case strings.HasPrefix(r.URL.Path, "/openapi/"):
+		d.only(w, r, func() { d.serveOpenAPI(w, r) })
 	case r.URL.Path == "/api":
 		d.only(w, r, func() { d.coreVersions(w, r) })
 	case r.URL.Path == "/api/v1":

@@ -155,3 +155,48 @@ func TestDeploy_malformed_registry_images_are_the_callers(t *testing.T) {
 		})
 	}
 }
+
+// TestDeploy_an_image_its_registry_refuses: a deploy whose disk the
+// registry refuses to give (its manifest is there, one of its layers is
+// not: the registry answers 404 BLOB_UNKNOWN). Before, that was the
+// server's 500 ("vm failed to start on node: pull ..."); it is the
+// registry's refusal of what the caller named: 400, in the registry's own
+// words, and the VM is not left behind.
+func TestDeploy_an_image_its_registry_refuses(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Options{})
+	c := testcluster.New(t, 1, testcluster.Options{Prefix: "regrefuse"})
+	admin := c.Client(c.WaitLeader())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := admin.SetRegistryCredential(ctx, ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: reg.Password, AllowInsecure: true}); err != nil {
+		t.Fatal(err)
+	}
+	disk := make([]byte, 2<<20)
+	for i := range disk {
+		disk[i] = byte(i * 7)
+	}
+	ref := reg.Host + "/team/gone:v1"
+	pushed := pushDisk(t, reg, ref, disk)
+	// The registry loses a layer (deleted through its own API).
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, "https://"+reg.Host+"/v2/team/gone/blobs/"+pushed.Chunks[0].Layer.Digest.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(reg.Username, reg.Password)
+	resp, err := (&http.Client{Transport: reg.Transport()}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("delete the layer: %d", resp.StatusCode)
+	}
+	_, err = admin.DeployVM(ctx, ns, api.DeployRequest{Image: ref, Name: "refused", CPU: intp(1)})
+	if api.CodeOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "the registry answered 404") {
+		t.Fatalf("a deploy of an image whose layer the registry refuses: %v, want 400 in the registry's words", err)
+	}
+	t.Logf("refused: %v", err)
+	if vms, err := admin.ListVMs(ctx, ns); err != nil || len(vms) != 0 {
+		t.Fatalf("left behind: %+v %v", vms, err)
+	}
+}

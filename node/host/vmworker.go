@@ -11,6 +11,7 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/imagestore/diskcheck"
+	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -140,6 +141,10 @@ func (w *vmWorker) run(ctx context.Context, vm raftfsm.VM, o observation) {
 			msg, reason = "the image's disk is refused: "+r.Reason, api.ReasonBadRequest
 		} else if errors.Is(err, imagestore.ErrDigestMismatch) && vm.ImageSource != "" {
 			// So is a registry whose disk is not the content it names.
+			reason = api.ReasonBadRequest
+		} else if errors.Is(err, ocidisk.ErrRegistryRefused) {
+			// The registry refused the VM's image (unknown, denied, not
+			// spoken to as asked): the caller's to fix, in its words.
 			reason = api.ReasonBadRequest
 		} else if errors.Is(err, diskbudget.ErrNoRoom) {
 			// The node is full: a conflict with what it holds, not a fault.

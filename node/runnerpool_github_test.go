@@ -49,6 +49,24 @@ func TestRunnerPool_runs_on_as_the_docs_write_it(t *testing.T) {
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("records %+v %v: want the three jobs only", recs, err)
 	}
+	// Each job's runner ran it, and GitHub removed it as it removes a JIT
+	// runner after its job: the pool asks GitHub to remove none of them
+	// (before, each finished job cost a DELETE answered 404).
+	r.c.WaitFor("the three jobs' records done", time.Minute, func() error {
+		recs, err := admin.ListRunnerJobs(ctx(t), ns, "ci")
+		if err != nil {
+			return err
+		}
+		for _, j := range recs {
+			if j.State != "done" {
+				return fmt.Errorf("job %d %s", j.ID, j.State)
+			}
+		}
+		return nil
+	})
+	if n := r.gh.GoneRemovals(); n != 0 {
+		t.Fatalf("%d DELETEs of runners GitHub had removed after their jobs", n)
+	}
 }
 
 // Twenty jobs at once under a namespace quota of one VM (the pool's max

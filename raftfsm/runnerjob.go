@@ -36,8 +36,12 @@ type RunnerJob struct {
 	// time; it may be swapped with another job's: see RunnerJobRan).
 	VM string `json:"vm,omitempty"`
 	// Attempts counts the job's claims (each names a new VM).
-	Attempts   int        `json:"attempts,omitempty"`
-	RunnerID   int64      `json:"runnerId,omitempty"`
+	Attempts int   `json:"attempts,omitempty"`
+	RunnerID int64 `json:"runnerId,omitempty"`
+	// RunnerGone: the provider said (its completed event named the runner)
+	// that the job's runner ran it, and removes that runner itself (a
+	// just-in-time runner runs one job): nobody removes it again.
+	RunnerGone bool       `json:"runnerGone,omitempty"`
 	Message    string     `json:"message,omitempty"`
 	Conclusion string     `json:"conclusion,omitempty"`
 	QueuedAt   time.Time  `json:"queuedAt"`

@@ -70,6 +70,9 @@ func (s *State) applyRunnerJobRan(c RunnerJobRan) (any, error) {
 		if in.Conclusion != "" {
 			j.Conclusion = in.Conclusion
 		}
+		if in.State == RunnerJobCompleted && c.Runner != "" {
+			j.RunnerGone = true
+		}
 	}
 	switch {
 	case b != nil && (b.State == RunnerJobCompleted || b.State == RunnerJobDone) && x != nil && x != b:

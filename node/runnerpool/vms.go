@@ -211,8 +211,12 @@ func (c *Controller) finish(ctx context.Context, p raftfsm.RunnerPool, gh *githu
 			return
 		}
 	}
-	if j.RunnerID != 0 {
-		_ = gh.RemoveRunner(ctx, j.RunnerID) // an ephemeral runner is gone already
+	if j.RunnerID != 0 && !j.RunnerGone {
+		// A runner GitHub said ran the job is removed by GitHub itself:
+		// a DELETE of it would be answered 404 and spend a write of the
+		// GitHub budget. Any other (a job cancelled before it started)
+		// is removed; one gone already is no error.
+		_ = gh.RemoveRunner(ctx, j.RunnerID)
 	}
 	j.State, j.Message = raftfsm.RunnerJobDone, ""
 	_ = c.update(ctx, j, false)

@@ -54,6 +54,7 @@ type Server struct {
 	calls            []call
 	windowStart      time.Time
 	used, refusals   int
+	goneRemovals     int
 	forcedUntil      time.Time
 	forcedRetryAfter bool
 }
@@ -64,6 +65,14 @@ func (s *Server) LoseDeliveries(action string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lose[action] += n
+}
+
+// GoneRemovals returns how many DELETEs named a runner that was not
+// registered (404): GitHub counts each against the write budget as any.
+func (s *Server) GoneRemovals() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.goneRemovals
 }
 
 // Requests returns how many requests a route ("METHOD pattern") served.
@@ -288,6 +297,9 @@ func (s *Server) removeRunner(w http.ResponseWriter, r *http.Request) {
 	busy := ok && rn.Busy
 	if ok && !busy {
 		delete(s.runners, id)
+	}
+	if !ok {
+		s.goneRemovals++
 	}
 	s.mu.Unlock()
 	switch {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path"
 	"strconv"
@@ -87,13 +88,52 @@ func (s *Server) runnable(ctx context.Context, p httprouter.Params, what string)
 	return vm, nil
 }
 
+// agentRetryEvery is how often a run asks again for the agent of a guest
+// that is still booting.
+const agentRetryEvery = 500 * time.Millisecond
+
+// errStillBooting is a run that ended waiting for the agent of a guest
+// still booting.
+var errStillBooting = errors.New("the guest is still booting")
+
+// execWhenUp runs c in vm's guest. While the guest is still booting (its
+// agent has not answered since the VM started, within the host's wait for
+// it: its identity step is pending), a run its agent does not take yet
+// waits for it, within ctx, instead of being told the image has no agent.
+func (s *Server) execWhenUp(ctx context.Context, vm raftfsm.VM, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
+	for {
+		res, err := s.guests.Exec(ctx, vm, c)
+		if !errors.Is(err, hypervisor.ErrNoAgent) || !errors.Is(err, hypervisor.ErrNotStarted) || !s.booting(vm) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("%w: %w", errStillBooting, err)
+		case <-time.After(agentRetryEvery):
+		}
+	}
+}
+
+// booting reports whether vm runs and its agent is still awaited: its host
+// has not heard it since the VM started, and its wait for it has not
+// passed (the identity step is pending, or not reported yet).
+func (s *Server) booting(vm raftfsm.VM) bool {
+	cur, ok := s.replica.FSM().VM(vm.Namespace, vm.Name)
+	if !ok || cur.Status != raftfsm.VMRunning || cur.UID != vm.UID {
+		return false
+	}
+	return cur.Identity == nil || cur.Identity.State == raftfsm.IdentityPending
+}
+
 // runError maps what Exec returned to a Status.
 func runError(vm raftfsm.VM, timeout time.Duration, err error) error {
 	switch {
+	case errors.Is(err, errStillBooting):
+		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "vm %q is still booting: its guest agent did not answer within the run's timeout of %s; try again, or give the run a longer timeout", vm.Name, timeout)
 	case errors.Is(err, hypervisor.ErrExecTimeout):
 		return errorf(http.StatusGatewayTimeout, api.ReasonTimeout, "the command did not end within %s in vm %q; it was killed", timeout, vm.Name)
 	case errors.Is(err, hypervisor.ErrNoAgent):
-		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q has no guest agent answering (guestAgent is false): its image needs QEMU's guest agent (Debian's qemu-guest-agent) to run commands", vm.Name)
+		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q has no guest agent answering (guestAgent is false), since it started and past its host's wait for one: its image needs QEMU's guest agent (Debian's qemu-guest-agent) to run commands", vm.Name)
 	case errors.Is(err, hypervisor.ErrUnsupported):
 		return errorf(http.StatusConflict, api.ReasonConflict, "vm %q runs on a hypervisor without a guest agent channel: %v", vm.Name, err)
 	}
@@ -117,7 +157,7 @@ func (s *Server) runVM(w http.ResponseWriter, r *http.Request, p httprouter.Para
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	res, err := s.guests.Exec(ctx, vm, hypervisor.ExecCommand{
+	res, err := s.execWhenUp(ctx, vm, hypervisor.ExecCommand{
 		Argv: req.Command, Stdin: []byte(req.Stdin), Stdout: &stdout, Stderr: &stderr, MaxOutput: api.MaxRunOutput,
 	})
 	s.logRun(r.Context(), vm, req.Command[0], res.ExitCode, err)
@@ -204,7 +244,7 @@ func (s *Server) runVMStream(w http.ResponseWriter, r *http.Request, p httproute
 	ctx := ws.CloseRead(context.Background())
 	ctx, cancel = context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := s.guests.Exec(ctx, vm, hypervisor.ExecCommand{
+	res, err := s.execWhenUp(ctx, vm, hypervisor.ExecCommand{
 		Argv: req.Command, Stdin: []byte(req.Stdin), MaxOutput: api.MaxRunStreamOutput,
 		Stdout: streamWriter{ctx, ws, api.RunStreamStdout}, Stderr: streamWriter{ctx, ws, api.RunStreamStderr},
 	})

@@ -276,6 +276,10 @@ const (
 	MaxShortRun = time.Minute
 )
 
+// ErrNotStarted is wrapped by a failure of Exec or RunShort before the
+// program started in the guest: running it again runs it once.
+var ErrNotStarted = errors.New("the program did not start")
+
 // ErrExecTimeout is returned for a guest program that did not end in time.
 var ErrExecTimeout = errors.New("the program did not end in time")
 

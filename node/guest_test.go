@@ -248,3 +248,37 @@ func TestGuest_remade_domain_is_not_ready_until_its_agent_answers(t *testing.T) 
 		t.Fatal(err)
 	}
 }
+
+// TestGuest_run_waits_for_a_booting_guests_agent: `svc vm run` right after
+// the deploy, while the guest boots and its agent has not answered yet.
+// Before, that was a 409 saying the image needs QEMU's guest agent; now
+// the run waits for the agent within its own timeout and runs, the VM's
+// guest line says the agent answers, and a run whose timeout ends first
+// is a 504 saying the guest is still booting.
+func TestGuest_run_waits_for_a_booting_guests_agent(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{Prefix: "bootrun", GuestAgent: true})
+	m := c.WaitLeader()
+	cl := c.Client(m)
+	m.FakeAgent.SetAnswerFrom(time.Now().Add(2 * time.Second)) // its guests' agents are up 2 s from now
+	vm := tinyVM(t, cl, "early", m.Name)
+	if vm.GuestAgent {
+		t.Fatalf("deployed with its agent up already: %+v", vm)
+	}
+	res, err := cl.RunVM(ctx(t), ns, "early", api.RunRequest{Command: []string{"echo", "hi"}, TimeoutSeconds: intp(30)})
+	if err != nil || res.Stdout != "hi\n" {
+		t.Fatalf("a run while the guest boots: %+v %v", res, err)
+	}
+	c.WaitFor("the guest line says the agent answers", 10*time.Second, func() error {
+		if got, err := cl.GetVM(ctx(t), ns, "early"); err != nil || !got.GuestAgent {
+			return fmt.Errorf("guestAgent %v %v", got.GuestAgent, err)
+		}
+		return nil
+	})
+
+	m.FakeAgent.SetAnswerFrom(time.Now().Add(time.Hour))
+	tinyVM(t, cl, "late", m.Name)
+	_, err = cl.RunVM(ctx(t), ns, "late", api.RunRequest{Command: []string{"true"}, TimeoutSeconds: intp(1)})
+	if api.CodeOf(err) != http.StatusGatewayTimeout || !strings.Contains(err.Error(), "still booting") {
+		t.Fatalf("a run whose timeout ends while the guest boots: %v, want 504 saying it is still booting", err)
+	}
+}

@@ -167,7 +167,7 @@ func printVM(w io.Writer, vm api.VM) error {
 	case vm.Status != api.StatusRunning:
 		fmt.Fprintf(w, "guest:        %s\n", strings.ToLower(first(vm.Status, "not running")))
 	case guestAgentDue(vm):
-		fmt.Fprintln(w, "guest:        booting: its agent has not answered yet (svc vm run works once it does)")
+		fmt.Fprintln(w, "guest:        booting: its agent has not answered yet (svc vm run waits for it)")
 	default:
 		fmt.Fprintln(w, "guest:        no agent answers (svc vm run needs QEMU's guest agent in the image)")
 	}

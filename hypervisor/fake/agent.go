@@ -31,7 +31,8 @@ type Agent struct {
 	Silent bool
 	// AnswerFrom, when set, makes its guests' agents answer only from
 	// then on, as guests still booting; a call before takes NoAnswerWait
-	// to fail, as a real agent's port that nobody answers on does.
+	// to fail, as a real agent's port that nobody answers on does. Set
+	// them before the agent is used, or with SetAnswerFrom while it is.
 	AnswerFrom   time.Time
 	NoAnswerWait time.Duration
 	mu           sync.Mutex
@@ -54,11 +55,21 @@ func (f *Agent) IdentityRuns(name string) []string {
 	return slices.Clone(f.identity[name])
 }
 
+// SetAnswerFrom sets AnswerFrom while the agent is in use.
+func (f *Agent) SetAnswerFrom(t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.AnswerFrom = t
+}
+
 func (f *Agent) running(name string) error {
 	if f.Silent {
 		return fmt.Errorf("%s: %w (its agent is silent)", name, hypervisor.ErrNoAgent)
 	}
-	if time.Now().Before(f.AnswerFrom) {
+	f.mu.Lock()
+	from := f.AnswerFrom
+	f.mu.Unlock()
+	if time.Now().Before(from) {
 		time.Sleep(f.NoAnswerWait)
 		return fmt.Errorf("%s: %w (its agent is not up yet)", name, hypervisor.ErrNoAgent)
 	}
@@ -93,7 +104,7 @@ func (f *Agent) RunShort(ctx context.Context, name string, c hypervisor.ExecComm
 // Exec runs one of the fake's programs.
 func (f *Agent) Exec(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
 	if err := f.running(name); err != nil {
-		return hypervisor.ExecResult{}, err
+		return hypervisor.ExecResult{}, fmt.Errorf("%w: %w", hypervisor.ErrNotStarted, err)
 	}
 	if len(c.Argv) == 0 {
 		return hypervisor.ExecResult{}, fmt.Errorf("exec: no program")

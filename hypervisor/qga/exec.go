@@ -78,13 +78,13 @@ func (a Agent) Exec(ctx context.Context, c hypervisor.ExecCommand) (hypervisor.E
 	defer a.cleanup(dir)
 	if in != "" {
 		if err := a.writeFile(ctx, in, c.Stdin); err != nil {
-			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: its stdin: %w", c.Argv[0], a.Name, err)
+			return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: its stdin: %w: %w", c.Argv[0], a.Name, hypervisor.ErrNotStarted, err)
 		}
 	}
 	argv := append([]string{"-c", execScript, "sh", dir, strconv.FormatInt(max+1, 10), in}, c.Argv...)
 	pid, err := a.start(ctx, "sh", argv, stdin)
 	if err != nil {
-		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], a.Name, err)
+		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w: %w", c.Argv[0], a.Name, hypervisor.ErrNotStarted, err)
 	}
 	out := &guestStream{path: dir + "/out", w: c.Stdout, max: max}
 	errs := &guestStream{path: dir + "/err", w: c.Stderr, max: max}

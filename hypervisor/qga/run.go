@@ -43,7 +43,7 @@ func (a Agent) RunShort(ctx context.Context, c hypervisor.ExecCommand) (hypervis
 		PID int `json:"pid"`
 	}
 	if err := a.Call(ctx, map[string]any{"execute": "guest-exec", "arguments": args}, &started); err != nil {
-		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w", c.Argv[0], a.Name, err)
+		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: %w: %w", c.Argv[0], a.Name, hypervisor.ErrNotStarted, err)
 	}
 	if started.PID <= 0 {
 		return hypervisor.ExecResult{}, fmt.Errorf("run %q in %s: the agent answered pid %d", c.Argv[0], a.Name, started.PID)

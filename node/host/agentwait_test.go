@@ -100,3 +100,27 @@ func TestAgentEvery_backs_off_for_a_silent_agent(t *testing.T) {
 		t.Fatal("an answer did not end the silence")
 	}
 }
+
+// A run that went through the guest's agent makes the worker ask the
+// agent what the guest is at its next run, not at its next probe: the VM's
+// guest line says the agent answers as soon as it does (before, `vm get`
+// still said "booting" after `vm run` had worked).
+func TestAskAgent_at_once_after_a_run_went_through(t *testing.T) {
+	ctx := context.Background()
+	drv := fake.NewAgent(fake.New(hypervisor.DomainPrefix("n1")))
+	name := hypervisor.DomainName("n1", api.DefaultNamespace, "web")
+	if err := drv.Create(ctx, hypervisor.Spec{Name: name, CPU: 1, MemoryMiB: 64}); err != nil {
+		t.Fatal(err)
+	}
+	w := &vmWorker{h: &Host{cfg: Config{Driver: drv}}, domain: name, agentAsked: time.Now()}
+	if r := w.askAgent(ctx, raftfsm.VM{}); r != nil {
+		t.Fatalf("asked before its probe interval: %+v", r)
+	}
+	w.heard.Store(true)
+	if r := w.askAgent(ctx, raftfsm.VM{}); r == nil || !r.Agent {
+		t.Fatalf("after a run went through the agent: %+v, want its report at once", r)
+	}
+	if r := w.askAgent(ctx, raftfsm.VM{}); r != nil {
+		t.Fatalf("asked again at once: %+v", r)
+	}
+}

@@ -72,7 +72,7 @@ func (w *vmWorker) askAgent(ctx context.Context, vm raftfsm.VM) *raftfsm.GuestRe
 	if !ok {
 		return nil
 	}
-	if time.Since(w.agentAsked) < w.agentEvery(vm) {
+	if heard := w.heard.Swap(false); !heard && time.Since(w.agentAsked) < w.agentEvery(vm) {
 		return nil
 	}
 	w.agentAsked = time.Now()

@@ -39,7 +39,11 @@ func (h *Host) Exec(ctx context.Context, vm raftfsm.VM, c hypervisor.ExecCommand
 		return hypervisor.ExecResult{}, fmt.Errorf("run in vm %q: %w (no guest agent channel)", vm.Name, hypervisor.ErrUnsupported)
 	}
 	h.metrics.guestRuns.Inc()
-	return ag.Exec(ctx, name, c)
+	res, err := ag.Exec(ctx, name, c)
+	if vm.Guest == nil && !errors.Is(err, hypervisor.ErrNoAgent) {
+		h.agentHeard(vm) // its record still says no agent answers
+	}
+	return res, err
 }
 
 // GuestPort returns a host address that reaches the VM's guest TCP port

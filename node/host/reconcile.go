@@ -227,6 +227,24 @@ func (h *Host) hasWorker(vm raftfsm.VM) bool {
 	return ok
 }
 
+// agentHeard tells the VM's worker that its guest's agent answered (a run
+// went through it), and wakes it: the agent is asked what the guest is at
+// once, not at its next probe, so that the VM's guest line says the agent
+// answers as soon as it does.
+func (h *Host) agentHeard(vm raftfsm.VM) {
+	h.mu.Lock()
+	w := h.workers[vm.Namespace+"/"+vm.Name]
+	h.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.heard.Store(true)
+	select {
+	case w.kick <- struct{}{}:
+	default: // a run is due already; it asks
+	}
+}
+
 // worker returns the VM's worker, starting it the first time.
 func (h *Host) worker(vm raftfsm.VM, domain string) *vmWorker {
 	h.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svc-project/svc/api"
@@ -64,8 +65,11 @@ type vmWorker struct {
 	identityHow      string    // worker goroutine only: the identity step due (hypervisor.IdentityBoot...), "" when none is
 	identityTried    time.Time // worker goroutine only: when it was last tried
 	identitySince    time.Time // worker goroutine only: since when it is due
-	mu               sync.Mutex
-	latest           observation
+	// heard: a run in the guest went through its agent since the last
+	// time the agent was asked (agentHeard), so it is asked at once.
+	heard  atomic.Bool
+	mu     sync.Mutex
+	latest observation
 }
 
 // observe hands the worker the latest observation and wakes it.

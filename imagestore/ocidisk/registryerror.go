@@ -38,6 +38,9 @@ func (e *RegistryError) Unwrap() error { return e.kind }
 // AsRegistryError returns err as a RegistryError of the pull of ref when
 // the registry caused it, and false for any other failure (this host's).
 func AsRegistryError(ref string, err error) (*RegistryError, bool) {
+	if err == nil {
+		return nil, false
+	}
 	var te *transport.Error
 	switch {
 	case errors.As(err, &te) && te.StatusCode >= 400 && te.StatusCode < 500 && te.StatusCode != http.StatusTooManyRequests && te.StatusCode != http.StatusRequestTimeout:

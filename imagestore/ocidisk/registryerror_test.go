@@ -26,6 +26,7 @@ func TestAsRegistryError_cases(t *testing.T) {
 		{"too many requests", &transport.Error{StatusCode: http.StatusTooManyRequests}, ErrRegistryFailed},
 		{"no answer", fmt.Errorf("pull: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), ErrRegistryFailed},
 		{"this host's disk", fmt.Errorf("write: %w", os.ErrPermission), nil},
+		{"no error at all", nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			re, ok := AsRegistryError("reg/x:1", c.err)

@@ -521,10 +521,10 @@ func (m *Manager) PullVMImage(ctx context.Context, vm raftfsm.VM, digest string)
 		// the registry's disk is at fault, or this host is full
 		return fmt.Errorf("pull %s: %w", vm.ImageSource, err)
 	}
-	if re, ok := ocidisk.AsRegistryError(vm.ImageSource, err); ok {
-		return re // the registry's failure, in its words (the API answers 400 or 502)
-	}
 	if err != nil {
+		if re, ok := ocidisk.AsRegistryError(vm.ImageSource, err); ok {
+			return re // the registry's failure, in its words (a refusal is the caller's 400)
+		}
 		return fmt.Errorf("pull %s: %s", vm.ImageSource, ocidisk.Reason(err))
 	}
 	if _, err := m.record(ctx, pd, vm.Namespace, vm.Image, raftfsm.SourceRegistry, vm.Owner, raftfsm.KindImage); err != nil {

@@ -54,7 +54,7 @@ func (c *call) serveWatch(sel selector) {
 	_ = rc.Flush()
 	enc := json.NewEncoder(c.w)
 	listed := inner.Get("resourceVersion") != "" // no first list to end
-	asTable := wantsTable(c.r) // kubectl get -w: each event's object a table of one row
+	asTable := wantsTable(c.r)                   // kubectl get -w: each event's object a table of one row
 	for {
 		ev, flushed, err := events.next()
 		if err != nil {

@@ -41,6 +41,12 @@ func kubeClients(t testing.TB, c *testcluster.Cluster, m *testcluster.Member, to
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The client's calls are bounded by their contexts, not by the HTTP
+	// client's Timeout: that bounds a whole request, and so cut every
+	// watch at a minute (under load a real VM's save outlasted it, and the
+	// watch "closed").
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 0
 	// The client logs through controller-runtime's logger, which prints a
 	// warning and a stack in every test that never set one: its log is
 	// not what these tests check.

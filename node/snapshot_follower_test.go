@@ -85,9 +85,13 @@ func TestSnapshot_save_through_a_follower_holds_every_acknowledged_write(t *test
 // restored through a follower. Before, the follower buffered the body to
 // forward it and refused any over 1 MiB (413); a 12 MB state cost the
 // leader its leadership. Now the body streams to the leader, which installs
-// it and stays the leader.
+// it and stays the leader. With Raft's production timeouts, as users run
+// it: the tests' own (250 ms) are shorter than three peers sharing one
+// process's two cores and its garbage collector take to decode 25 MB each
+// while the rest of the suite runs (a follower missed 700 ms of
+// heartbeats once so).
 func TestSnapshot_large_restore_through_a_follower(t *testing.T) {
-	c := testcluster.New(t, 3, testcluster.Options{Prefix: "bigsnap"})
+	c := testcluster.New(t, 3, testcluster.Options{Prefix: "bigsnap", ProductionTiming: true})
 	leader := c.WaitLeader()
 	follower := c.Followers()[0]
 	cl := c.Client(follower)

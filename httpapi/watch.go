@@ -79,6 +79,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns str
 		if _, _, _, err := h.since(kind, from, keep); errors.Is(err, errTooOld) {
 			return errorf(http.StatusGone, "Expired", "%s; list again and watch from the list's version", err)
 		}
+		// The replay's BOOKMARK says every change up to now is sent: the
+		// events hold every change the replica has applied first.
+		h.catchUp(s.replica.FSM().Index())
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")

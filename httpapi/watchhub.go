@@ -66,6 +66,10 @@ type watchEvent struct {
 type watchHub struct {
 	s    *Server
 	file string
+	// refreshMu makes one comparison at a time (the run loop's, or
+	// catchUp's): two at once could append an older view's events after a
+	// newer one's.
+	refreshMu sync.Mutex
 
 	mu    sync.Mutex
 	last  map[string]map[string]watchObject // kind -> key -> object
@@ -125,7 +129,9 @@ func (h *watchHub) run(ctx context.Context) {
 		image, blob := f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceImage)), f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceBlob))
 		job := f.Watch(raftfsm.ResourceTopic(raftfsm.ResourceJob))
 		if len(kinds) > 0 {
+			h.refreshMu.Lock()
 			h.refresh(kinds)
+			h.refreshMu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
@@ -270,6 +276,22 @@ func (h *watchHub) addLocked(rv uint64, evs []watchEvent) {
 			close(h.grew[e.Kind])
 			h.grew[e.Kind] = make(chan struct{})
 		}
+	}
+}
+
+// catchUp makes sure the events hold every change of the state up to
+// index upTo: the hub compares its views when a watched kind changes, so
+// its own index may trail the state's (changes of other kinds move it
+// without waking the hub); then it compares every kind now. One caller
+// compares; those waiting behind it find the index reached.
+func (h *watchHub) catchUp(upTo uint64) {
+	h.refreshMu.Lock()
+	defer h.refreshMu.Unlock()
+	h.mu.Lock()
+	done := !h.ready || h.index >= upTo
+	h.mu.Unlock()
+	if !done {
+		h.refresh(watchKinds)
 	}
 }
 

@@ -202,10 +202,10 @@ func (h *watchHub) view(kind string) map[string]watchObject {
 			put(n.Namespace, n.Name, s.nodeRecord(n, images[n.Namespace]))
 		}
 	case watchImages:
-		for _, ns := range f.Namespaces() {
-			for _, img := range f.Images(ns.Name) {
-				put(ns.Name, img.Name, imageToAPI(img))
-			}
+		// One pass over the images, not one per namespace: a restored
+		// state of 200,000 namespaces made every comparison seconds of CPU.
+		for _, img := range f.AllImages() {
+			put(img.Namespace, img.Name, imageToAPI(img))
 		}
 	case watchJobs:
 		for _, j := range f.Jobs("") {

@@ -89,8 +89,10 @@ func TestSnapshot_save_through_a_follower_holds_every_acknowledged_write(t *test
 // leader keeps its term is logged, not asserted: with a 200 ms lease, three
 // peers sharing one process's two cores and collector with the rest of the
 // suite (TCG guests among it) missed a lease's heartbeats as they decoded
-// 25 MB each (CI, twice, after the restore had answered); alone, or with
-// both cores busy, the leader keeps it.
+// 25 MB each (CI, three times; once mid-restore, answered 503). Most of
+// that CPU was the watch hubs' comparison of images, a pass per namespace
+// of 200,000 (now one pass over the images: 14.8 s of CPU for this test
+// before, 4.2 s after); alone, or with both cores busy, the leader keeps it.
 func TestSnapshot_large_restore_through_a_follower(t *testing.T) {
 	c := testcluster.New(t, 3, testcluster.Options{Prefix: "bigsnap", ProductionTiming: true})
 	leader := c.WaitLeader()
@@ -104,9 +106,10 @@ func TestSnapshot_large_restore_through_a_follower(t *testing.T) {
 		t.Fatal(err)
 	}
 	const size = 20 << 20
+	var last string
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("bulk-%06d-%s", i, bytes.Repeat([]byte("x"), 40))
-		nss[name] = json.RawMessage(fmt.Sprintf(`{"name":%q,"createdAt":"2026-12-01T00:00:00Z"}`, name))
+		nss[name], last = json.RawMessage(fmt.Sprintf(`{"name":%q,"createdAt":"2026-12-01T00:00:00Z"}`, name)), name
 		if i%1000 == 0 && i*120 > size {
 			break
 		}
@@ -132,7 +135,17 @@ func TestSnapshot_large_restore_through_a_follower(t *testing.T) {
 	}
 	term := leader.Peer.Store().Stats()["term"]
 	start := time.Now()
-	got, err := cl.RestoreSnapshot(ctx(t), bytes.NewReader(big.Bytes()))
+	// A leadership that moves while the state installs is answered 503
+	// with Retry-After, as every write in flight then is: a caller sends
+	// it again (a restore installs the same state twice alike). At most 3.
+	var got api.SnapshotRestored
+	for try := 1; try <= 3; try++ {
+		if got, err = cl.RestoreSnapshot(ctx(t), bytes.NewReader(big.Bytes())); api.CodeOf(err) != http.StatusServiceUnavailable {
+			break
+		}
+		t.Logf("try %d: %v", try, err)
+		c.WaitLeader()
+	}
 	if err != nil {
 		t.Fatalf("a restore of %d MB through follower %s: %v", big.Len()>>20, follower.Name, err)
 	}
@@ -142,14 +155,11 @@ func TestSnapshot_large_restore_through_a_follower(t *testing.T) {
 	} else {
 		t.Logf("%s kept its leadership (term %s)", leader.Name, term)
 	}
+	// (Each peer's replica, not a list of 200,000 namespaces a poll.)
 	c.WaitFor("every peer holds the restored namespaces", time.Minute, func() error {
 		for _, m := range c.Running() {
-			list, err := c.Client(m).ListNamespaces(ctx(t))
-			if err != nil {
-				return err
-			}
-			if len(list) < len(nss) {
-				return fmt.Errorf("%s holds %d namespaces of %d", m.Name, len(list), len(nss))
+			if _, ok := m.Peer.FSM().Namespace(last); !ok {
+				return fmt.Errorf("%s lacks namespace %s", m.Name, last)
 			}
 		}
 		return nil

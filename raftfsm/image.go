@@ -368,6 +368,10 @@ func (f *FSM) Images(ns string) []Image {
 	return list(f, images, func(img *Image) bool { return img.Namespace == ns })
 }
 
+// AllImages returns the images of every namespace, sorted: one pass over
+// them (Images of each namespace in turn costs a pass per namespace).
+func (f *FSM) AllImages() []Image { return list(f, images, nil) }
+
 // Image returns one image.
 func (f *FSM) Image(ns, name string) (Image, bool) { return get(f, images, key(ns, name)) }
 

@@ -193,8 +193,8 @@ func decodeStatus(resp *http.Response, data []byte) error {
 	var st Status
 	if err := json.Unmarshal(data, &st); err != nil || st.Kind != "Status" {
 		snippet := string(data)
-		if len(snippet) > 200 {
-			snippet = snippet[:200]
+		if len(snippet) > 500 {
+			snippet = snippet[:500]
 		}
 		return fmt.Errorf("%s: %w: %q", resp.Status, ErrNotStatus, snippet)
 	}

@@ -248,6 +248,12 @@ func (s *Server) withBodyDeadline(w http.ResponseWriter, r *http.Request, mode b
 		return
 	}
 	rc := http.NewResponseController(w)
+	// An answer may come before the body is read (a refusal; a forwarded
+	// upload the old leader refused): net/http would then close the
+	// connection under a body of over 256 KiB still being sent, and the
+	// peer that forwarded it could lose the answer mid-way. drainBody
+	// reads what is left after the answer instead.
+	_ = rc.EnableFullDuplex() // HTTP/2 is full duplex always
 	d := s.cfg.Limits.BodyTimeout
 	if mode == bodyProgress {
 		d = s.cfg.Limits.UploadIdleTimeout

@@ -312,3 +312,36 @@ func TestConns_refusals_reach_clients_that_send_first(t *testing.T) {
 		})
 	}
 }
+
+// A refusal answered while a large body is still on its way (what an old
+// leader does to a forwarded upload, what a client that reads as it sends
+// meets) keeps the connection: the peer reads the rest of the body after
+// its answer, where net/http would mark it Connection: close and close it
+// under the sender, who could then lose the answer mid-way (a forwarding
+// peer did, and answered a 500 after the relayed 503).
+func TestConns_an_early_answer_keeps_the_connection(t *testing.T) {
+	addr, _ := serveOn(t, New(fakeConfig(newFakeBackend(t, true), Config{})))
+	const size = 4 << 20
+	c := dialRaw(t, addr)
+	head := "POST /api/v1/namespaces/svc-default/upload/image?name=x HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: " + fmt.Sprint(size) + "\r\n\r\n"
+	chunk := make([]byte, 64<<10)
+	if _, err := c.Write(append([]byte(head), chunk...)); err != nil {
+		t.Fatal(err)
+	}
+	resp, b, err := c.response(10 * time.Second) // no token: refused at once
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("%v %v %s", resp, err, b)
+	}
+	if resp.Close {
+		t.Fatalf("the refusal closes the connection under a body still sent: %v", resp.Header)
+	}
+	for sent := len(chunk); sent < size; sent += len(chunk) {
+		if _, err := c.Write(chunk[:min(len(chunk), size-sent)]); err != nil {
+			t.Fatalf("the rest of the body, after %d bytes: %v", sent, err)
+		}
+	}
+	fmt.Fprintf(c, "GET /api/v1/cluster-info HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, b, err := c.response(10 * time.Second); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the next request on the connection: %v %v %s", resp, err, b)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/node/diskbudget"
@@ -120,7 +121,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		code = http.StatusInternalServerError
 		b, _ = json.Marshal(api.NewStatus(code, api.ReasonInternalError, "encode answer: "+err.Error()))
 	}
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
+	// Its length, so that the answer is whole before a body still on its
+	// way is read (drainBody): a chunked answer ends with the handler.
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -201,6 +202,12 @@ func New(cfg Config) *Server {
 		writeError(w, s.log, errorf(http.StatusMethodNotAllowed, api.ReasonBadRequest, "method %s is not allowed on %s", r.Method, r.URL.Path))
 	})
 	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+			// An answer that cannot go on (a forwarded answer cut off
+			// mid-way): net/http ends the connection, and nothing is
+			// written after what was sent.
+			panic(v)
+		}
 		s.log.Error("panic serving request", "path", r.URL.Path, "panic", v)
 		writeError(w, s.log, errorf(http.StatusInternalServerError, api.ReasonInternalError, "internal error"))
 	}

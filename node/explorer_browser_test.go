@@ -25,7 +25,7 @@ func TestExplorer_browser_try_it_out(t *testing.T) {
 		chromedp.WaitVisible(".swagger-ui .btn.authorize"),
 		chromedp.Click(".swagger-ui .btn.authorize"),
 		chromedp.WaitVisible(".auth-container input"),
-		chromedp.SendKeys(".auth-container input", "Bearer "+c.Token("admin", true)),
+		browser.Paste(".auth-container input", "Bearer "+c.Token("admin", true)),
 		chromedp.Click(".auth-btn-wrapper .modal-btn.auth"),
 		chromedp.Click(".auth-btn-wrapper .btn-done"),
 		chromedp.Click(op+" .opblock-summary-control"),

@@ -283,7 +283,7 @@ func TestWebUI_hot_pool_view(t *testing.T) {
 	c, m, _ := hotRig(t, 2)
 	bctx := browser.New(t, 2*time.Minute)
 	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"),
-		chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
+		browser.Paste("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
 		uiView("vmconfigs"), chromedp.WaitVisible(`tr[data-config="ci"]`)); err != nil {
 		browser.Screenshot(t, bctx, "webui-hotpool-failed")
 		t.Fatal(err)

@@ -447,12 +447,9 @@ func TestWebUI_runner_pools_view(t *testing.T) {
 	// machine the jobs alone have taken most of two minutes.
 	bctx := browser.New(t, 2*time.Minute)
 	m := r.c.WaitLeader()
-	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"),
-		chromedp.SendKeys("#token", r.c.Token("admin", true)), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
-		uiView("runnerpools"), chromedp.WaitVisible(`tr[data-pool="ci"]`)); err != nil {
-		browser.Screenshot(t, bctx, "webui-runnerpools-failed")
-		t.Fatal(err)
-	}
+	browser.Step(t, bctx, "the sign-in page", chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"))
+	browser.Step(t, bctx, "sign in", browser.Paste("#token", r.c.Token("admin", true)), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"))
+	browser.Step(t, bctx, "the runner pools view", uiView("runnerpools"), chromedp.WaitVisible(`tr[data-pool="ci"]`))
 	waitJS(t, r.c, bctx, "the pool's row", `document.querySelector('tr[data-pool="ci"]').textContent.includes("0 / 2") && document.querySelector('tr[data-pool="ci"]').children[6].textContent === "3"`, 10*time.Second)
 	browser.Screenshot(t, bctx, "webui-runnerpools")
 }

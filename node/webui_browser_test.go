@@ -65,7 +65,7 @@ func TestWebUI_browser(t *testing.T) {
 	}
 	do("the sign-in page", chromedp.Navigate(ui), chromedp.WaitVisible("#signin-form"))
 	shot("signin")
-	do("sign in", chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
+	do("sign in", browser.Paste("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
 		chromedp.WaitVisible("#app"), uiView("nodes"), chromedp.WaitVisible(`tr[data-node="`+host.Name+`"]`))
 	shot("nodes")
 
@@ -189,7 +189,7 @@ func TestWebUI_browser(t *testing.T) {
 	}
 	realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "private", Node: host.Name})
 	do("sign in as team-b", chromedp.Click("#signout"), chromedp.WaitVisible("#signin-form"),
-		chromedp.SendKeys("#token", tok.Token), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
+		browser.Paste("#token", tok.Token), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
 		uiView("vms"))
 	waitJS(t, c, ctx, "a refusal shown", `document.querySelector("#error").textContent.includes("is not bound")`, 30*time.Second)
 	if found, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!document.querySelector('tr[data-vm="private"]')`)); err != nil || found {

@@ -41,7 +41,7 @@ func TestWebUI_browser_upload_and_jobs(t *testing.T) {
 		}
 	}
 	do("sign in", chromedp.Navigate(ui+"#images"), chromedp.WaitVisible("#signin-form"),
-		chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
+		browser.Paste("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
 		chromedp.WaitVisible(`#view input[type="file"]`))
 	do("upload", chromedp.SendKeys(`#view form input[name="name"]`, "uploaded"),
 		chromedp.SetUploadFiles(`#view input[type="file"]`, []string{disk}),

@@ -35,7 +35,7 @@ func TestWebUI_browser_watch(t *testing.T) {
 		}
 	}
 	do("sign in", chromedp.Navigate("http://"+m.Peer.APIAddr()+"/ui/"), chromedp.WaitVisible("#signin-form"),
-		chromedp.SendKeys("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
+		browser.Paste("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
 		chromedp.WaitVisible("#app"), uiView("vms"), chromedp.WaitVisible(`tr[data-vm="seed"]`))
 	// The page's own reads are done: the namespaces it offers are filled.
 	waitJS(t, c, ctx, "the namespaces read", `document.querySelectorAll("#namespaces option").length > 0`, 10*time.Second)

@@ -8,9 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 )
 
@@ -44,9 +47,16 @@ func New(t testing.TB, timeout time.Duration) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, tcancel := context.WithTimeout(ctx, timeout)
-	t.Cleanup(func() { tcancel(); cancel(); acancel() })
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); acancel() })
+	// The browser lives as long as the context of its first Run: started
+	// here, without the deadline, it outlives a wait that ran out, so the
+	// screenshot of the failure can still be taken (Screenshot).
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	ctx, tcancel := context.WithTimeout(bctx, timeout)
+	t.Cleanup(tcancel)
 	return ctx
 }
 
@@ -111,4 +121,39 @@ func TextRows(pngData []byte) (bands int, lit float64, err error) {
 		}
 	}
 	return bands, float64(litPixels) / float64(b.Dx()*b.Dy()), nil
+}
+
+// Step runs what's actions in the tab of ctx; when they fail, it saves a
+// screenshot (<test>-failed) and ends the test with the error and what the
+// page showed then: its address and the text of its .error elements.
+func Step(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	began := time.Now()
+	err := chromedp.Do(ctx, actions...)
+	if err == nil {
+		t.Logf("%s: %s", what, time.Since(began).Round(time.Millisecond))
+		return
+	}
+	Screenshot(t, ctx, strings.ReplaceAll(t.Name(), "/", "-")+"-failed")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), screenshotTimeout)
+	defer cancel()
+	page, perr := chromedp.Run(sctx, chromedp.Evaluate[string](`location.href + " " + JSON.stringify([...document.querySelectorAll(".error")].map((e) => e.textContent).filter((s) => s))`))
+	if perr != nil {
+		page = "(unread: " + perr.Error() + ")"
+	}
+	t.Fatalf("%s: %v; the page: %s", what, err, page)
+}
+
+// Paste puts text into the field sel as a person pasting it does: the field
+// focused, the text inserted at once (the page sees its input events). A
+// token typed key by key (SendKeys: three DevTools calls a character) took
+// most of two minutes in a Chromium starved of CPU (CI).
+func Paste(sel, text string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.Focus(sel)(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		_, err := cdp.Call(ctx, tg, input.InsertText, input.InsertTextParams{Text: text})
+		return chromedp.Void{}, err
+	}
 }

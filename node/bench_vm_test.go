@@ -19,6 +19,7 @@ import (
 	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/peerclaim"
@@ -168,11 +169,13 @@ func benchDeploy(b *testing.B, concurrent int) {
 		r, s := deployTimes(b, cl, concurrent)
 		running, ssh = append(running, r...), append(ssh, s...)
 		b.StopTimer()
-		// Let the deleted domains go before the baseline and the next round.
-		c.WaitFor("domains removed", time.Minute, func() error {
+		// Let the deleted domains go before the baseline and the next round:
+		// the host removes them after the delete's answer, each within its
+		// bound (a pass to notice, then host.RemoveTimeout).
+		c.WaitFor("domains removed", host.RemoveTimeout+time.Minute, func() error {
 			doms, err := m.Libvirt.List(context.Background())
 			if err != nil || len(doms) > 0 {
-				return fmt.Errorf("%d domains left (%v)", len(doms), err)
+				return fmt.Errorf("%d domains left: %+v (%v)", len(doms), doms, err)
 			}
 			return nil
 		})

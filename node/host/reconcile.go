@@ -162,8 +162,9 @@ func (h *Host) pass(ctx context.Context) error {
 	return nil
 }
 
-// removeTimeout bounds the removal of one domain.
-const removeTimeout = 2 * time.Minute
+// RemoveTimeout bounds the removal of one domain a deleted VM left (a
+// wait for a deleted VM's domain to go is bounded by it).
+const RemoveTimeout = 2 * time.Minute
 
 // finishWait bounds the listing of finishRemovals.
 const finishWait = 30 * time.Second
@@ -172,7 +173,7 @@ const finishWait = 30 * time.Second
 // deleted since its last pass: a delete the cluster acknowledged is not left
 // half done (a domain defined, shut off) until the peer's next start. The
 // removals under way, and these, run to their end (each bounded by
-// removeTimeout; Run waits for them).
+// RemoveTimeout; Run waits for them).
 func (h *Host) finishRemovals() {
 	if !h.cfg.Ready.CaughtUp() {
 		return
@@ -198,7 +199,7 @@ func (h *Host) finishRemovals() {
 
 // remove takes a domain nobody wants down and away, on a goroutine of its
 // own; a removal under way is not started again. It runs to its end even
-// when the peer stops meanwhile (bounded by removeTimeout).
+// when the peer stops meanwhile (bounded by RemoveTimeout).
 func (h *Host) remove(domain string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -208,7 +209,7 @@ func (h *Host) remove(domain string) {
 	h.removing[domain] = true
 	h.cfg.Log.Info("removing a domain nobody wants", "domain", domain)
 	h.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), removeTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), RemoveTimeout)
 		defer cancel()
 		if err := h.cfg.Driver.Delete(ctx, domain); err != nil {
 			h.cfg.Log.Warn("remove domain", "domain", domain, "err", err)

@@ -62,11 +62,25 @@ run:
 stop:
 	scripts/dev.sh down
 
-## test: everything CI checks (on real libvirt): the packages, the image and the lint, then two lanes at once (lanes)
+## test: everything CI checks (on real libvirt): the packages, the image and the lint, then two lanes at once (lanes);
+## at its end, pass or fail, each stage's wall time and the 15 slowest tests and benchmarks (scripts/test-report.sh)
 test: export SVC_REQUIRE_LIBVIRT=1
 test: export SVC_REQUIRE_REGISTRY=1
 test: export SVC_REQUIRE_BROWSER=1
-test: deps libvirt image lint lanes
+test:
+	@rm -rf $(TEST_REPORT) && mkdir -p $(TEST_REPORT)
+	@s=0; for t in deps libvirt image lint lanes; do \
+		scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; break; }; \
+	done; scripts/test-report.sh; exit $$s
+
+# Where make test's stages keep their times and its go test runs their
+# events (-json), for scripts/test-report.sh. Tests are shown as go test
+# shows them (gotestsum's standard-quiet; tools/go.mod pins it), benchmarks
+# with every line they print (cmd/svc-testreport output).
+TEST_REPORT := $(CURDIR)/build/test-report
+export TEST_REPORT
+gotest = mkdir -p $(TEST_REPORT) && $(GO) tool -modfile=$(CURDIR)/tools/go.mod gotestsum --format standard-quiet --jsonfile $(TEST_REPORT)/$(1).json --
+gobench = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) build -o bin/svc-testreport ./cmd/svc-testreport && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | bin/svc-testreport output
 
 ## lanes: make test's checks after the lint, in two lanes at once, each a sequence: the real-VM lane
 ## (the node package's VM and browser tests, then bench-once-vm) and the other (every other test,
@@ -87,10 +101,10 @@ lanes: build
 	if [ $$v -ne 0 ] || [ $$rest -ne 0 ]; then echo "make test: failed (the VM lane exit $$v, the other lane exit $$rest)"; exit 1; fi
 
 lane-vm:
-	@s=0; for t in unit-vm bench-once-vm; do $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
+	@s=0; for t in unit-vm bench-once-vm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
 
 lane-rest:
-	@s=0; for t in unit-rest fuzz-short netns-test chaos-short bench-once-swarm; do $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; exit $$s
+	@s=0; for t in unit-rest fuzz-short netns-test chaos-short bench-once-swarm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; exit $$s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -134,10 +148,10 @@ unit:
 	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (node e2e exit $$e2e, the rest exit $$r)"; exit 1; fi
 
 unit-vm:
-	$(GO) test -race -count=1 -timeout 30m -run '$(NODE_E2E)' ./node
+	$(call gotest,unit-vm) -race -count=1 -timeout 30m -run '$(NODE_E2E)' ./node
 
 unit-rest: test-js-deps
-	$(GO) test -race -count=1 -timeout 30m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./...
+	$(call gotest,unit-rest) -race -count=1 -timeout 30m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./...
 
 ## fuzz: run each fuzz target from its seeds for a few seconds' worth of executions (times FUZZ_SCALE)
 fuzz: fuzz-short
@@ -153,7 +167,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzx,40000) ./httpapi/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzQcow2Header$$' -fuzztime $(call fuzzx,300000) ./imagestore/diskcheck
 	$(GO) test -run '^$$' -fuzz '^FuzzAgent_answers$$' -fuzztime $(call fuzzx,40000) ./hypervisor/qga
-	$(GO) test -count=1 -run '^FuzzAPI_post_routes$$' ./node
+	$(call gotest,fuzz-api-seeds) -count=1 -run '^FuzzAPI_post_routes$$' ./node
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI (only the packages that
 ## have one: go test ./... would build every package's tests again, without -race, to run nothing;
@@ -164,10 +178,10 @@ SWARM_BENCH := ^BenchmarkImageSwarm$$
 bench-once: bench-once-vm bench-once-swarm
 
 bench-once-vm:
-	$(GO) test -run '^$$' -bench . -skip '$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS)
+	$(call gobench,bench-once-vm,-run '^$$' -bench . -skip '$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS))
 
 bench-once-swarm:
-	SVC_SWARM_MIB=64 $(GO) test -run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./node
+	export SVC_SWARM_MIB=64; $(call gobench,bench-once-swarm,-run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./node)
 
 ## netns-test: 3 peers in network namespaces, then the operators' worst days on them (backup and restore, every host lost, the majority lost, an upgrade from the previous tree: scripts/test-operations.sh); needs root, skipped otherwise
 netns-test: build

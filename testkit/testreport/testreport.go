@@ -1,0 +1,134 @@
+package testreport
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Event is one line of go test -json.
+type Event struct {
+	Time    time.Time
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+// Timing is how long one test, subtest or benchmark took.
+type Timing struct {
+	Package string
+	Test    string
+	Took    time.Duration
+	Failed  bool
+}
+
+// maxLine bounds one event line (a test's output line with its JSON).
+const maxLine = 4 << 20
+
+// Read decodes a stream of events. A line that is not an event (a build
+// error go test printed without -json's framing) is skipped.
+func Read(r io.Reader) ([]Event, error) {
+	var evs []Event
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	for sc.Scan() {
+		var ev Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Action == "" {
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	if err := sc.Err(); err != nil {
+		return evs, fmt.Errorf("read test events: %w", err)
+	}
+	return evs, nil
+}
+
+// Timings returns each test's and benchmark's time in evs, in no order.
+func Timings(evs []Event) []Timing {
+	var out []Timing
+	type key struct{ pkg, test string }
+	bench := map[string]Event{} // package → the benchmark that runs now
+	endBench := func(pkg string, at time.Time) {
+		b, ok := bench[pkg]
+		if !ok {
+			return
+		}
+		delete(bench, pkg)
+		out = append(out, Timing{Package: b.Package, Test: b.Test, Took: at.Sub(b.Time)})
+	}
+	seen := map[key]bool{}
+	for _, ev := range evs {
+		if b, ok := bench[ev.Package]; ok && ev.Test != b.Test && !strings.HasPrefix(ev.Test, b.Test+"/") {
+			endBench(ev.Package, ev.Time)
+		}
+		switch {
+		case ev.Action == "run" && strings.HasPrefix(ev.Test, "Benchmark") && !strings.Contains(ev.Test, "/"):
+			bench[ev.Package] = ev
+		case (ev.Action == "pass" || ev.Action == "fail") && ev.Test != "":
+			if strings.HasPrefix(ev.Test, "Benchmark") {
+				if b, ok := bench[ev.Package]; ok && b.Test == ev.Test {
+					delete(bench, ev.Package)
+					out = append(out, Timing{Package: ev.Package, Test: ev.Test, Took: ev.Time.Sub(b.Time), Failed: ev.Action == "fail"})
+				}
+				continue
+			}
+			k := key{ev.Package, ev.Test}
+			if seen[k] {
+				continue // -count above 1: the first run
+			}
+			seen[k] = true
+			out = append(out, Timing{Package: ev.Package, Test: ev.Test, Took: time.Duration(ev.Elapsed * float64(time.Second)), Failed: ev.Action == "fail"})
+		}
+	}
+	for _, b := range bench { // a package that ended without its pass line (killed)
+		out = append(out, Timing{Package: b.Package, Test: b.Test, Failed: true})
+	}
+	return out
+}
+
+// Slowest returns the n longest of ts, longest first; subtests are left
+// out (their test's time holds theirs).
+func Slowest(ts []Timing, n int) []Timing {
+	var top []Timing
+	for _, t := range ts {
+		if !strings.Contains(t.Test, "/") {
+			top = append(top, t)
+		}
+	}
+	sort.SliceStable(top, func(i, j int) bool { return top[i].Took > top[j].Took })
+	if len(top) > n {
+		top = top[:n]
+	}
+	return top
+}
+
+// Output writes what each event printed, in order: go test -v's output.
+func Output(w io.Writer, r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	for sc.Scan() {
+		var ev Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Action == "" {
+			if _, err := fmt.Fprintln(w, sc.Text()); err != nil { // not an event: as it came
+				return err
+			}
+			continue
+		}
+		if ev.Action == "output" {
+			if _, err := io.WriteString(w, ev.Output); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read test events: %w", err)
+	}
+	return nil
+}

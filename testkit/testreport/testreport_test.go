@@ -1,0 +1,69 @@
+package testreport
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A stream as go test -json writes it: a test with a subtest, a test run
+// twice (-count=2), and two benchmarks, which test2json gives no pass line.
+const stream = `{"Time":"2026-12-07T10:00:00Z","Action":"start","Package":"p"}
+{"Time":"2026-12-07T10:00:00Z","Action":"run","Package":"p","Test":"TestA"}
+{"Time":"2026-12-07T10:00:00Z","Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Time":"2026-12-07T10:00:01Z","Action":"run","Package":"p","Test":"TestA/sub"}
+{"Time":"2026-12-07T10:00:03Z","Action":"pass","Package":"p","Test":"TestA/sub","Elapsed":2}
+{"Time":"2026-12-07T10:00:03Z","Action":"pass","Package":"p","Test":"TestA","Elapsed":3}
+{"Time":"2026-12-07T10:00:03Z","Action":"run","Package":"p","Test":"TestB"}
+{"Time":"2026-12-07T10:00:04Z","Action":"fail","Package":"p","Test":"TestB","Elapsed":1}
+{"Time":"2026-12-07T10:00:04Z","Action":"run","Package":"p","Test":"TestB"}
+{"Time":"2026-12-07T10:00:09Z","Action":"pass","Package":"p","Test":"TestB","Elapsed":5}
+not an event: a build error
+{"Time":"2026-12-07T10:00:10Z","Action":"run","Package":"p","Test":"BenchmarkX"}
+{"Time":"2026-12-07T10:00:10Z","Action":"output","Package":"p","Test":"BenchmarkX","Output":"BenchmarkX-2 1 5 ns/op\n"}
+{"Time":"2026-12-07T10:01:50Z","Action":"run","Package":"p","Test":"BenchmarkY"}
+{"Time":"2026-12-07T10:01:52Z","Action":"output","Package":"p","Output":"PASS\n"}
+{"Time":"2026-12-07T10:01:52Z","Action":"pass","Package":"p","Elapsed":112}
+`
+
+func TestTimings_tests_and_benchmarks(t *testing.T) {
+	evs, err := Read(strings.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Timing{}
+	for _, tm := range Timings(evs) {
+		got[tm.Test] = tm
+	}
+	for _, c := range []struct {
+		test   string
+		took   time.Duration
+		failed bool
+	}{
+		{"TestA", 3 * time.Second, false},
+		{"TestA/sub", 2 * time.Second, false},
+		{"TestB", time.Second, true}, // the first of -count's runs
+		{"BenchmarkX", 100 * time.Second, false},
+		{"BenchmarkY", 2 * time.Second, false},
+	} {
+		if tm, ok := got[c.test]; !ok || tm.Took != c.took || tm.Failed != c.failed {
+			t.Errorf("%s: %+v (found %v), want %s failed=%v", c.test, tm, ok, c.took, c.failed)
+		}
+	}
+	top := Slowest(Timings(evs), 2)
+	if len(top) != 2 || top[0].Test != "BenchmarkX" || top[1].Test != "TestA" {
+		t.Fatalf("slowest two: %+v", top)
+	}
+}
+
+func TestOutput_prints_what_tests_printed(t *testing.T) {
+	var out bytes.Buffer
+	if err := Output(&out, strings.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	want := "=== RUN   TestA\nnot an event: a build error\nBenchmarkX-2 1 5 ns/op\nPASS\n"
+	if out.String() != want {
+		t.Fatalf("output:\n%q\nwant\n%q", out.String(), want)
+	}
+}

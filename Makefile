@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest fuzz fuzz-short bench-once bench-once-vm bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-others unit-node-share fuzz fuzz-short bench-once bench-once-vm bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -83,9 +83,10 @@ gotest = mkdir -p $(TEST_REPORT) && $(GO) tool -modfile=$(CURDIR)/tools/go.mod g
 gobench = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) build -o bin/svc-testreport ./cmd/svc-testreport && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | bin/svc-testreport output
 
 ## lanes: make test's checks after the lint, in two lanes at once, each a sequence: the real-VM lane
-## (the node package's VM and browser tests, then bench-once-vm) and the other (every other test,
-## fuzz-short, netns-test, chaos-short, then bench-once-swarm, which takes the network namespaces
-## netns-test and chaos-short use). One after another they took 40 min on a 2-core machine
+## (the node package's VM and browser tests, then the benchmarks that boot guests: bench-once-vm) and
+## the other (every other test, the node package's in shares at once: unit-rest; fuzz-short; the other
+## benchmarks: bench-once-rest; netns-test, chaos-short, then bench-once-swarm, which takes the network
+## namespaces netns-test and chaos-short use). One after another they took 40 min on a 2-core machine
 ## (2026-12-02: unit 19.5 min, bench-once 9 min, netns and chaos 7.5 min, fuzz 4-8 min), and the
 ## machine idled for minutes of it: the VM lane waits on guests, the other mostly on Raft and peers.
 ## Each lane goes on after a failure (make -k), so that one run shows every failure.
@@ -104,7 +105,7 @@ lane-vm:
 	@s=0; for t in unit-vm bench-once-vm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
 
 lane-rest:
-	@s=0; for t in unit-rest fuzz-short netns-test chaos-short bench-once-swarm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; exit $$s
+	@s=0; for t in unit-rest fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; exit $$s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -150,8 +151,22 @@ unit:
 unit-vm:
 	$(call gotest,unit-vm) -race -count=1 -timeout 30m -run '$(NODE_E2E)' ./node
 
+## unit-rest: every test the VM lane leaves, in processes at once: the node package's cluster tests in
+## NODE_SHARDS shares (scripts/node-shard.sh deals them out by name; one after another they took 635 s),
+## every other package's beside them (unit-others). FuzzAPI_post_routes's seeds run in fuzz-short.
+NODE_SHARDS := 2
 unit-rest: test-js-deps
-	$(call gotest,unit-rest) -race -count=1 -timeout 30m -skip '$(NODE_E2E)|^FuzzAPI_post_routes$$' ./...
+	@pids=; for k in $$(seq $(NODE_SHARDS)); do \
+		$(MAKE) --no-print-directory unit-node-share K=$$k & pids="$$pids $$!"; \
+	done; \
+	$(MAKE) --no-print-directory unit-others; s=$$?; \
+	for p in $$pids; do wait $$p || s=1; done; exit $$s
+
+unit-others:
+	$(call gotest,unit-others) -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/node$$')
+
+unit-node-share:
+	$(call gotest,unit-node-$(K)) -race -count=1 -timeout 30m -run "$$(scripts/node-shard.sh $(K) $(NODE_SHARDS) '$(NODE_E2E)')" ./node
 
 ## fuzz: run each fuzz target from its seeds for a few seconds' worth of executions (times FUZZ_SCALE)
 fuzz: fuzz-short
@@ -175,10 +190,15 @@ fuzz-short:
 ## the network namespaces of netns-test and chaos-short, after them, and bench-once-vm, the rest
 BENCH_PKGS = $(or $(shell git grep -l '^func Benchmark' -- '*_test.go' 2>/dev/null | xargs -r -n1 dirname | sort -u | sed 's|^|./|'),./...)
 SWARM_BENCH := ^BenchmarkImageSwarm$$
-bench-once: bench-once-vm bench-once-swarm
+VM_BENCH := ^(BenchmarkCommit_1GiB|BenchmarkSave_1GiB|BenchmarkRunnerPool_queued_to_started|BenchmarkSharedStorage_|BenchmarkDeploy_)
+bench-once: bench-once-vm bench-once-rest bench-once-swarm
 
+## bench-once-vm: the benchmarks that boot guests (the VM lane); bench-once-rest: the others but the swarm's
 bench-once-vm:
-	$(call gobench,bench-once-vm,-run '^$$' -bench . -skip '$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS))
+	$(call gobench,bench-once-vm,-run '^$$' -bench '$(VM_BENCH)' -benchtime 1x -timeout 20m ./node)
+
+bench-once-rest:
+	$(call gobench,bench-once-rest,-run '^$$' -bench . -skip '$(VM_BENCH)|$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS))
 
 bench-once-swarm:
 	export SVC_SWARM_MIB=64; $(call gobench,bench-once-swarm,-run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./node)

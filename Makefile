@@ -166,7 +166,7 @@ unit-others:
 	$(call gotest,unit-others) -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/node$$')
 
 unit-node-share:
-	$(call gotest,unit-node-$(K)) -race -count=1 -timeout 30m -run "$$(scripts/node-shard.sh $(K) $(NODE_SHARDS) '$(NODE_E2E)')" ./node
+	p=$$(scripts/node-shard.sh $(K) $(NODE_SHARDS) '$(NODE_E2E)') && $(call gotest,unit-node-$(K)) -race -count=1 -timeout 30m -run "$$p" ./node
 
 ## fuzz: run each fuzz target from its seeds for a few seconds' worth of executions (times FUZZ_SCALE)
 fuzz: fuzz-short

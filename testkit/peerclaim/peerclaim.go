@@ -90,8 +90,16 @@ func refused(run bool, c, prev Claimant) bool {
 	if prev.Owner != c.Owner {
 		return run || (prev.Holder != "" && alive(prev.PID))
 	}
-	// The same test or script: only two live holders of one process clash.
-	return prev.PID == c.PID && prev.Holder != "" && prev.Holder != c.Holder
+	// The same test or script: run again, it takes its names again; two
+	// holders at once clash, in one process or in two (two processes of one
+	// command: a make test whose shares of a package were all asked alike).
+	if prev.Holder == "" {
+		return false
+	}
+	if prev.PID == c.PID {
+		return prev.Holder != c.Holder
+	}
+	return alive(prev.PID)
 }
 
 // Release gives up c's hold on keys (its owner keeps them for the run).

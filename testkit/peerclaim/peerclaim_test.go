@@ -35,6 +35,9 @@ func TestClaim_rules(t *testing.T) {
 		{"another owner outside a run, released", false, &Claimant{Owner: "x.sh", PID: me}, a, false},
 		{"another owner outside a run, alive", false, &Claimant{Owner: "x.sh", PID: me, Holder: "x.sh"}, a, true},
 		{"the same test again, another process", true, &Claimant{Owner: a.Owner, PID: dead, Holder: "TestA"}, a, false},
+		// Two processes of one command at once (two shares of a package
+		// that a make test asked alike): the second is refused.
+		{"the same test in another live process", true, &Claimant{Owner: a.Owner, PID: os.Getppid(), Holder: "TestA"}, a, true},
 		{"the same test, released", true, &Claimant{Owner: a.Owner, PID: me}, Claimant{Owner: a.Owner, PID: me, Holder: "TestA/sub"}, false},
 		{"the same test, two live holders", true, &Claimant{Owner: a.Owner, PID: me, Holder: "TestA/one"}, Claimant{Owner: a.Owner, PID: me, Holder: "TestA/two"}, true},
 	}

@@ -74,13 +74,13 @@ test:
 	done; scripts/test-report.sh; exit $$s
 
 # Where make test's stages keep their times and its go test runs their
-# events (-json), for scripts/test-report.sh. Tests are shown as go test
-# shows them (gotestsum's standard-quiet; tools/go.mod pins it), benchmarks
-# with every line they print (cmd/svc-testreport output).
+# events (-json), for scripts/test-report.sh. cmd/svc-testreport shows the
+# events as go test would: tests as without -v (a failed test's output, each
+# package's line), benchmarks with every line they print.
 TEST_REPORT := $(CURDIR)/build/test-report
 export TEST_REPORT
-gotest = mkdir -p $(TEST_REPORT) && $(GO) tool -modfile=$(CURDIR)/tools/go.mod gotestsum --format standard-quiet --jsonfile $(TEST_REPORT)/$(1).json --
-gobench = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) build -o bin/svc-testreport ./cmd/svc-testreport && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | bin/svc-testreport output
+gotest = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport quiet
+gobench = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport output
 
 ## lanes: make test's checks after the lint, in two lanes at once, each a sequence: the real-VM lane
 ## (the node package's VM and browser tests, then the benchmarks that boot guests: bench-once-vm) and
@@ -149,7 +149,7 @@ unit:
 	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (node e2e exit $$e2e, the rest exit $$r)"; exit 1; fi
 
 unit-vm:
-	$(call gotest,unit-vm) -race -count=1 -timeout 30m -run '$(NODE_E2E)' ./node
+	$(call gotest,unit-vm,-race -count=1 -timeout 30m -run '$(NODE_E2E)' ./node)
 
 ## unit-rest: every test the VM lane leaves, in processes at once: the node package's cluster tests in
 ## NODE_SHARDS shares (scripts/node-shard.sh deals them out by name; one after another they took 635 s),
@@ -163,10 +163,10 @@ unit-rest: test-js-deps
 	for p in $$pids; do wait $$p || s=1; done; exit $$s
 
 unit-others:
-	$(call gotest,unit-others) -race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/node$$')
+	$(call gotest,unit-others,-race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/node$$'))
 
 unit-node-share:
-	p=$$(scripts/node-shard.sh $(K) $(NODE_SHARDS) '$(NODE_E2E)') && $(call gotest,unit-node-$(K)) -race -count=1 -timeout 30m -run "$$p" ./node
+	p=$$(scripts/node-shard.sh $(K) $(NODE_SHARDS) '$(NODE_E2E)') && { $(call gotest,unit-node-$(K),-race -count=1 -timeout 30m -run "$$p" ./node); }
 
 ## fuzz: run each fuzz target from its seeds for a few seconds' worth of executions (times FUZZ_SCALE)
 fuzz: fuzz-short
@@ -182,7 +182,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzx,40000) ./httpapi/auth
 	$(GO) test -run '^$$' -fuzz '^FuzzQcow2Header$$' -fuzztime $(call fuzzx,300000) ./imagestore/diskcheck
 	$(GO) test -run '^$$' -fuzz '^FuzzAgent_answers$$' -fuzztime $(call fuzzx,40000) ./hypervisor/qga
-	$(call gotest,fuzz-api-seeds) -count=1 -run '^FuzzAPI_post_routes$$' ./node
+	$(call gotest,fuzz-api-seeds,-count=1 -run '^FuzzAPI_post_routes$$' ./node)
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI (only the packages that
 ## have one: go test ./... would build every package's tests again, without -race, to run nothing;

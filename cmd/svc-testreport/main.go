@@ -1,5 +1,6 @@
 // Command svc-testreport reads go test -json streams for make test:
 //
+//	svc-testreport quiet < events        prints what go test prints without -v (a failed test's output, each package's line)
 //	svc-testreport output < events       prints what the tests printed (go test -v's output)
 //	svc-testreport slowest [-n 15] FILE...   prints the n slowest tests and benchmarks of the files
 //
@@ -25,9 +26,11 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: svc-testreport output, or svc-testreport slowest [-n N] FILE")
+		return errors.New("usage: svc-testreport quiet, svc-testreport output, or svc-testreport slowest [-n N] FILE")
 	}
 	switch args[0] {
+	case "quiet":
+		return testreport.Quiet(os.Stdout, os.Stdin)
 	case "output":
 		return testreport.Output(os.Stdout, os.Stdin)
 	case "slowest":
@@ -58,5 +61,5 @@ func run(args []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown command %q: output or slowest", args[0])
+	return fmt.Errorf("unknown command %q: quiet, output or slowest", args[0])
 }

@@ -132,3 +132,66 @@ func Output(w io.Writer, r io.Reader) error {
 	}
 	return nil
 }
+
+// Quiet writes what go test prints without -v from a stream of events: a
+// package's own lines (its ok or FAIL line, a build error, a panic), and a
+// test's output only when the test failed, with its subtests', in the
+// order it came, after the test ends; a passing test's output, the
+// framing lines of -v (=== RUN and the like) and a bare PASS are left out.
+// Lines that are not events are written as they came.
+func Quiet(w io.Writer, r io.Reader) error {
+	held := map[string][]string{} // package + top-level test → its output so far
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	for sc.Scan() {
+		var ev Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Action == "" {
+			if _, err := fmt.Fprintln(w, sc.Text()); err != nil {
+				return err
+			}
+			continue
+		}
+		top, _, _ := strings.Cut(ev.Test, "/")
+		key := ev.Package + " " + top
+		switch {
+		case ev.Test == "" && (ev.Action == "output" || ev.Action == "build-output"):
+			if ev.Output == "PASS\n" {
+				continue
+			}
+			if _, err := io.WriteString(w, ev.Output); err != nil {
+				return err
+			}
+		case ev.Action == "output":
+			if framing(ev.Output) {
+				continue
+			}
+			held[key] = append(held[key], ev.Output)
+		case (ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip") && ev.Test == top:
+			lines := held[key]
+			delete(held, key)
+			if ev.Action != "fail" {
+				continue
+			}
+			for _, l := range lines {
+				if _, err := io.WriteString(w, l); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read test events: %w", err)
+	}
+	return nil
+}
+
+// framing says whether a line is one of -v's own (a test run, paused,
+// continued or named), which go test without -v does not print.
+func framing(line string) bool {
+	for _, p := range []string{"=== RUN ", "=== PAUSE ", "=== CONT ", "=== NAME "} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
+}

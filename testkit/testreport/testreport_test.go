@@ -67,3 +67,38 @@ func TestOutput_prints_what_tests_printed(t *testing.T) {
 		t.Fatalf("output:\n%q\nwant\n%q", out.String(), want)
 	}
 }
+
+// A failed test's output is shown with its subtests', after it ends; a
+// passing test's is not, nor -v's framing or a bare PASS; the package's
+// lines are.
+func TestQuiet_shows_what_go_test_shows(t *testing.T) {
+	const failing = `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestOK"}
+{"Action":"output","Package":"p","Test":"TestOK","Output":"=== RUN   TestOK\n"}
+{"Action":"output","Package":"p","Test":"TestOK","Output":"    a_test.go:1: chatter\n"}
+{"Action":"output","Package":"p","Test":"TestOK","Output":"--- PASS: TestOK (0.00s)\n"}
+{"Action":"pass","Package":"p","Test":"TestOK"}
+{"Action":"run","Package":"p","Test":"TestBad"}
+{"Action":"output","Package":"p","Test":"TestBad","Output":"=== RUN   TestBad\n"}
+{"Action":"run","Package":"p","Test":"TestBad/sub"}
+{"Action":"output","Package":"p","Test":"TestBad/sub","Output":"=== RUN   TestBad/sub\n"}
+{"Action":"output","Package":"p","Test":"TestBad/sub","Output":"    a_test.go:9: broke\n"}
+{"Action":"output","Package":"p","Test":"TestBad/sub","Output":"    --- FAIL: TestBad/sub (0.00s)\n"}
+{"Action":"fail","Package":"p","Test":"TestBad/sub"}
+{"Action":"output","Package":"p","Test":"TestBad","Output":"--- FAIL: TestBad (0.00s)\n"}
+{"Action":"fail","Package":"p","Test":"TestBad"}
+{"Action":"output","Package":"p","Output":"FAIL\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t0.01s\n"}
+{"Action":"fail","Package":"p"}
+{"Action":"output","Package":"q","Output":"PASS\n"}
+{"Action":"output","Package":"q","Output":"ok  \tq\t0.01s\n"}
+`
+	var out bytes.Buffer
+	if err := Quiet(&out, strings.NewReader(failing)); err != nil {
+		t.Fatal(err)
+	}
+	want := "    a_test.go:9: broke\n    --- FAIL: TestBad/sub (0.00s)\n--- FAIL: TestBad (0.00s)\nFAIL\nFAIL\tp\t0.01s\nok  \tq\t0.01s\n"
+	if out.String() != want {
+		t.Fatalf("quiet output:\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -346,3 +346,9 @@ func TemplateDomain(peer, key string) string { return TemplatePrefix(peer) + key
 
 // TemplatePrefix starts the name of every template domain of peer.
 func TemplatePrefix(peer string) string { return DomainPrefix(peer) + "_template." }
+
+// BootTimeout bounds how long svc waits for a guest from its start until it
+// answers on its SSH port: a template's boot (templates.Config.BootTimeout's
+// default), and what tests wait for a guest. Under emulation on a busy
+// 2-core host a boot has taken over two minutes.
+const BootTimeout = 5 * time.Minute

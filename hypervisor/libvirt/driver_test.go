@@ -38,7 +38,7 @@ func newDriver(t *testing.T) (*libvirt.Driver, string) {
 
 func TestLibvirt_lifecycle(t *testing.T) {
 	d, image := newDriver(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*hypervisor.BootTimeout) // a few boots, each within its bound
 	defer cancel()
 	const addr = "127.0.0.1"
 	sshPort, vncPort := guest.FreePort(t, addr), guest.FreePort(t, addr)
@@ -51,7 +51,7 @@ func TestLibvirt_lifecycle(t *testing.T) {
 	sshAddr := net.JoinHostPort(addr, strconv.Itoa(sshPort))
 	run := func(cmd string) string {
 		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, hypervisor.BootTimeout)
 		defer cancel()
 		out, err := guest.WaitRun(wctx, sshAddr, "admin", "admin", cmd)
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 // was: the same boot (its boot id), not a new one.
 func TestLibvirt_memory_snapshot(t *testing.T) {
 	d, image := realDriver(t, "hvmemory")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*hypervisor.BootTimeout) // a few boots, each within its bound
 	defer cancel()
 	const addr = "127.0.0.1"
 	sshPort := guest.FreePort(t, addr)
@@ -34,7 +34,7 @@ func TestLibvirt_memory_snapshot(t *testing.T) {
 	sshAddr := net.JoinHostPort(addr, strconv.Itoa(sshPort))
 	bootID := func() string {
 		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, hypervisor.BootTimeout)
 		defer cancel()
 		out, err := guest.WaitRun(wctx, sshAddr, "admin", "admin", "cat /proc/sys/kernel/random/boot_id")
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 func TestLibvirt_restore_as(t *testing.T) {
 	const peer = "hvrestore"
 	d, image := realDriver(t, peer)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*hypervisor.BootTimeout) // a few boots, each within its bound
 	defer cancel()
 	const addr = "127.0.0.1"
 	spec := func(name, password string) hypervisor.Spec {
@@ -40,7 +40,7 @@ func TestLibvirt_restore_as(t *testing.T) {
 	}
 	run := func(s hypervisor.Spec, cmd string) string {
 		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, hypervisor.BootTimeout)
 		defer cancel()
 		out, err := guest.WaitRun(wctx, net.JoinHostPort(addr, strconv.Itoa(s.Forwards[0].HostPort)), "admin", "admin", cmd)
 		if err != nil {

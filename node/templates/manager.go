@@ -53,7 +53,7 @@ type Config struct {
 	Healthy func() bool
 	// GuestReady reports whether a booting template's guest is ready to be
 	// saved, given its SSH forward's address (default: it answers with an
-	// SSH banner); BootTimeout bounds the wait (default 5 minutes).
+	// SSH banner); BootTimeout bounds the wait (default hypervisor.BootTimeout).
 	GuestReady  func(ctx context.Context, addr string) error
 	BootTimeout time.Duration
 	// Interval is the longest time between passes (default 30 s).
@@ -105,7 +105,7 @@ func New(cfg Config) *Manager {
 		cfg.Healthy = func() bool { return true }
 	}
 	if cfg.BootTimeout == 0 {
-		cfg.BootTimeout = 5 * time.Minute
+		cfg.BootTimeout = hypervisor.BootTimeout
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = 30 * time.Second

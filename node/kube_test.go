@@ -80,13 +80,19 @@ func watchUntil(t testing.TB, cl client.WithWatch, list client.ObjectList, ns, n
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	// What the watch last said: at a timeout, whether the object was
+	// stuck or its last change never came.
+	last := "no event"
 	for {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("watching %s %s: no end within %s", ns, name, wait)
+			t.Fatalf("watching %s %s: no end within %s; the last event: %s", ns, name, wait, last)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				t.Fatalf("watching %s %s: the watch closed", ns, name)
+				t.Fatalf("watching %s %s: the watch closed; the last event: %s", ns, name, last)
+			}
+			if b, err := json.Marshal(ev.Object); err == nil {
+				last = fmt.Sprintf("%s %.2000s", ev.Type, b)
 			}
 			end, err := done(ev)
 			if err != nil {

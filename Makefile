@@ -154,7 +154,11 @@ unit-vm:
 ## unit-rest: every test the VM lane leaves, in processes at once: the node package's cluster tests in
 ## NODE_SHARDS shares (scripts/node-shard.sh deals them out by name; one after another they took 635 s),
 ## every other package's beside them (unit-others). FuzzAPI_post_routes's seeds run in fuzz-short.
-NODE_SHARDS := 2
+## One share for now: with two (make test 19 min 6 s), three tests whose peers share one process on
+## 200 ms Raft leases lost their leader for want of CPU in one run of three (TestVM_exec_actions, the
+## 13 MB restore three times over, and a runner left registered after a leader's kill); they go back
+## to two shares (make test NODE_SHARDS=2) once they hold up under that load.
+NODE_SHARDS := 1
 unit-rest: test-js-deps
 	@pids=; for k in $$(seq $(NODE_SHARDS)); do \
 		$(MAKE) --no-print-directory unit-node-share K=$$k & pids="$$pids $$!"; \

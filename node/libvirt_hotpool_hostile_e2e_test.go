@@ -47,8 +47,8 @@ func imageWithBootStep(t *testing.T, image, step string, size int64) string {
 
 // Two images a member made, each warm with a hot pool, on a node whose
 // data dir is a small file system of the test's own:
-//   - "filler" writes 1.3 GB to its 1.5 GiB disk some seconds after it
-//     boots, so every guest restored from its template does. Before, each
+//   - "filler" writes 1.2 GB to its 1.5 GiB disk once a restored copy of
+//     it has its own identity, so every guest of its pool does. Before, each
 //     pooled guest's disk was held in no budget: free space went to 0 and
 //     the namespace's disk use stayed 0. Now a pooled guest's disk is held
 //     for its whole size, so the pool keeps the one guest the room holds
@@ -69,7 +69,10 @@ func TestLibvirtHotPool_hostile_images(t *testing.T) {
 		Configure: func(_ int, cfg *node.Config) { cfg.DiskFloor, cfg.HotFillTimeout = floor, 40*time.Second }})
 	m := c.Members[0]
 	cl := c.Client(m)
-	filler := imageWithBootStep(t, image, "(sleep 25; dd if=/dev/zero of=/dev/vda bs=1M seek=80 count=1240 conv=fsync) &\n", 1536*mib)
+	// The filler writes once it is a guest of its own: when the identity
+	// step of a restored copy gives it a new machine id (the template,
+	// saved before any identity step, never writes).
+	filler := imageWithBootStep(t, image, "(m=$(cat /etc/machine-id); while [ \"$(cat /etc/machine-id)\" = \"$m\" ]; do sleep 1; done; dd if=/dev/zero of=/dev/vda bs=1M seek=80 count=1240 conv=fsync) &\n", 1536*mib)
 	stuck := imageWithBootStep(t, image, "printf '#!/bin/sh\\nexec sleep 100000\\n' >/usr/lib/svc/identity.new\nchmod 755 /usr/lib/svc/identity.new\nmv /usr/lib/svc/identity.new /usr/lib/svc/identity\n", 64*mib)
 	upload(t, cl, "filler", filler)
 	upload(t, cl, "stuck", stuck)

@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-others unit-node-share fuzz fuzz-short bench-once bench-once-vm bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-node unit-others unit-node-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -82,13 +82,15 @@ export TEST_REPORT
 gotest = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport quiet
 gobench = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport output
 
-## lanes: make test's checks after the lint, in two lanes at once, each a sequence: the real-VM lane
-## (the node package's VM and browser tests, then the benchmarks that boot guests: bench-once-vm) and
-## the other (every other test, the node package's in shares at once: unit-rest; fuzz-short; the other
-## benchmarks: bench-once-rest; netns-test, chaos-short, then bench-once-swarm, which takes the network
-## namespaces netns-test and chaos-short use). One after another they took 40 min on a 2-core machine
-## (2026-12-02: unit 19.5 min, bench-once 9 min, netns and chaos 7.5 min, fuzz 4-8 min), and the
-## machine idled for minutes of it: the VM lane waits on guests, the other mostly on Raft and peers.
+## lanes: make test's checks after the lint, in two lanes at once. The real-VM lane: the node package's
+## VM and browser tests (unit-vm), then the benchmarks that boot guests but the deploy ones
+## (bench-once-vm). The other lane runs two things at once: the node package's cluster tests (unit-node,
+## in NODE_SHARDS shares), and beside them a sequence: every other package's tests (unit-others),
+## fuzz-short, the other benchmarks (bench-once-rest), netns-test, chaos-short, bench-once-swarm (which
+## takes the network namespaces netns-test and chaos-short use) and the deploy benchmarks
+## (bench-once-deploy: the sequence ends before unit-node does, so they leave the VM lane). One after
+## another all of it took 40 min on a 2-core machine (2026-12-02), and the machine idled for minutes
+## of it: the VM lane waits on guests, the others mostly on Raft and peers.
 ## Each lane goes on after a failure (make -k), so that one run shows every failure.
 ## Every cluster the lanes start on the one libvirtd claims its peer names and addresses for the
 ## whole run in PEER_CLAIMS (testkit/peerclaim): two parts of make test that would share one fail.
@@ -104,8 +106,10 @@ lanes: build
 lane-vm:
 	@s=0; for t in unit-vm bench-once-vm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
 
-lane-rest:
-	@s=0; for t in unit-rest fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; exit $$s
+lane-rest: test-js-deps
+	@scripts/stage.sh unit-node $(MAKE) --no-print-directory unit-node & node=$$!; \
+	s=0; for t in unit-others fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm bench-once-deploy; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; \
+	wait $$node || { s=1; echo "lane-rest: unit-node failed"; }; exit $$s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -151,19 +155,23 @@ unit:
 unit-vm:
 	$(call gotest,unit-vm,-race -count=1 -timeout 30m -run '$(NODE_E2E)' ./node)
 
-## unit-rest: every test the VM lane leaves, in processes at once: the node package's cluster tests in
-## NODE_SHARDS shares (scripts/node-shard.sh deals them out by name; one after another they took 635 s),
-## every other package's beside them (unit-others). FuzzAPI_post_routes's seeds run in fuzz-short.
-## One share for now: with two (make test 19 min 6 s), three tests whose peers share one process on
-## 200 ms Raft leases lost their leader for want of CPU in one run of three (TestVM_exec_actions, the
-## 13 MB restore three times over, and a runner left registered after a leader's kill); they go back
-## to two shares (make test NODE_SHARDS=2) once they hold up under that load.
-NODE_SHARDS := 1
+## unit-rest: every test the VM lane leaves, in processes at once: the node package's cluster tests
+## (unit-node) beside every other package's (unit-others). FuzzAPI_post_routes's seeds run in fuzz-short.
 unit-rest: test-js-deps
-	@pids=; for k in $$(seq $(NODE_SHARDS)); do \
+	@$(MAKE) --no-print-directory unit-node & node=$$!; \
+	$(MAKE) --no-print-directory unit-others; s=$$?; \
+	wait $$node || s=1; exit $$s
+
+## unit-node: the node package's cluster tests in NODE_SHARDS shares at once (scripts/node-shard.sh deals
+## them out by name; one after another they took 635 s). One share for now: with two (make test 19 min
+## 6 s), three tests whose peers share one process on 200 ms Raft leases lost their leader for want of
+## CPU in one run of three (TestVM_exec_actions, the 13 MB restore three times over, and a runner left
+## registered after a leader's kill); make test NODE_SHARDS=2 tries two.
+NODE_SHARDS := 1
+unit-node:
+	@pids=; s=0; for k in $$(seq $(NODE_SHARDS)); do \
 		$(MAKE) --no-print-directory unit-node-share K=$$k & pids="$$pids $$!"; \
 	done; \
-	$(MAKE) --no-print-directory unit-others; s=$$?; \
 	for p in $$pids; do wait $$p || s=1; done; exit $$s
 
 unit-others:
@@ -194,15 +202,20 @@ fuzz-short:
 ## the network namespaces of netns-test and chaos-short, after them, and bench-once-vm, the rest
 BENCH_PKGS = $(or $(shell git grep -l '^func Benchmark' -- '*_test.go' 2>/dev/null | xargs -r -n1 dirname | sort -u | sed 's|^|./|'),./...)
 SWARM_BENCH := ^BenchmarkImageSwarm$$
-VM_BENCH := ^(BenchmarkCommit_1GiB|BenchmarkSave_1GiB|BenchmarkRunnerPool_queued_to_started|BenchmarkSharedStorage_|BenchmarkDeploy_)
-bench-once: bench-once-vm bench-once-rest bench-once-swarm
+DEPLOY_BENCH := ^BenchmarkDeploy_
+VM_BENCH := ^(BenchmarkCommit_1GiB|BenchmarkSave_1GiB|BenchmarkRunnerPool_queued_to_started|BenchmarkSharedStorage_)
+bench-once: bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm
 
-## bench-once-vm: the benchmarks that boot guests (the VM lane); bench-once-rest: the others but the swarm's
+## bench-once-vm: the benchmarks that boot guests but the deploy ones (the VM lane); bench-once-rest: the others but the swarm's
 bench-once-vm:
 	$(call gobench,bench-once-vm,-run '^$$' -bench '$(VM_BENCH)' -benchtime 1x -timeout 20m ./node)
 
+## bench-once-deploy: the deploy benchmarks (guests booted through the API, ten at once among them)
+bench-once-deploy:
+	$(call gobench,bench-once-deploy,-run '^$$' -bench '$(DEPLOY_BENCH)' -benchtime 1x -timeout 20m ./node)
+
 bench-once-rest:
-	$(call gobench,bench-once-rest,-run '^$$' -bench . -skip '$(VM_BENCH)|$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS))
+	$(call gobench,bench-once-rest,-run '^$$' -bench . -skip '$(VM_BENCH)|$(DEPLOY_BENCH)|$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS))
 
 bench-once-swarm:
 	export SVC_SWARM_MIB=64; $(call gobench,bench-once-swarm,-run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./node)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/deploy"
+	"github.com/svc-project/svc/internal/recorder"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -87,24 +87,24 @@ func waitsForRunning(r *http.Request) bool { return r.URL.Query().Get("wait") !=
 // reaches the caller as it is.
 func (s *Server) deployThroughLeader(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	r.Header.Set(api.HeaderPlaceOnly, "1")
-	ans := &answer{header: http.Header{}}
+	ans := recorder.New(maxPlacedAnswer)
 	if !s.fwd.toLeader(ans, r, hopBatch) {
 		r.Header.Del(api.HeaderPlaceOnly)
 		return s.deployHere(w, r, p) // this peer leads now
 	}
-	if ans.code != http.StatusAccepted {
-		ans.copyTo(w)
+	if ans.Code() != http.StatusAccepted {
+		ans.CopyTo(w)
 		return nil
 	}
 	var placed api.PlacedDeploy
-	if err := json.Unmarshal(ans.body.Bytes(), &placed); err != nil || placed.Name == "" || placed.UID == 0 {
+	if err := json.Unmarshal(ans.Body(), &placed); err != nil || placed.Name == "" || placed.UID == 0 {
 		return errorf(http.StatusBadGateway, api.ReasonInternalError, "the leader's answer to a deploy is not a placed VM: %v", err)
 	}
 	run := s.deployRunner()
 	vm := raftfsm.VM{Namespace: placed.Namespace, Name: placed.Name, UID: placed.UID}
 	timeout := time.Duration(placed.TimeoutMillis) * time.Millisecond
 	start := time.Now()
-	if err := s.waitPlaced(r.Context(), ans.header, timeout); err != nil {
+	if err := s.waitPlaced(r.Context(), ans.Header(), timeout); err != nil {
 		return s.answerDeploy(w, vm, nil, run.Abandon(r.Context(), vm, err))
 	}
 	if !waitsForRunning(r) {
@@ -159,45 +159,4 @@ func (s *Server) answerDeploy(w http.ResponseWriter, vm raftfsm.VM, warnings []s
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
-}
-
-// answer keeps a peer's answer to a forwarded request (small JSON) for the
-// forwarding handler to read, or to pass on as it is.
-type answer struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (a *answer) Header() http.Header { return a.header }
-
-func (a *answer) WriteHeader(code int) {
-	if a.code == 0 {
-		a.code = code
-	}
-}
-
-func (a *answer) Write(b []byte) (int, error) {
-	if a.code == 0 {
-		a.code = http.StatusOK
-	}
-	if a.body.Len()+len(b) > maxPlacedAnswer {
-		return 0, errors.New("the leader's answer is too large")
-	}
-	return a.body.Write(b)
-}
-
-// Flush is the reverse proxy's: the answer is kept whole.
-func (a *answer) Flush() {}
-
-// copyTo writes the kept answer to w.
-func (a *answer) copyTo(w http.ResponseWriter) {
-	for k, v := range a.header {
-		w.Header()[k] = v
-	}
-	if a.code == 0 {
-		a.code = http.StatusBadGateway
-	}
-	w.WriteHeader(a.code)
-	_, _ = w.Write(a.body.Bytes())
 }

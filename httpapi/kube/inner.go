@@ -8,46 +8,31 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/internal/recorder"
 )
 
 // answer is an /api/v1 answer read whole.
-type answer struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
+type answer struct{ *recorder.Recorder }
 
-func (a *answer) Header() http.Header { return a.header }
-
-func (a *answer) WriteHeader(code int) {
-	if a.code == 0 {
-		a.code = code
-	}
-}
-
-func (a *answer) Write(b []byte) (int, error) {
-	if a.code == 0 {
-		a.code = http.StatusOK
-	}
-	return a.body.Write(b)
-}
+func newAnswer() *answer { return &answer{recorder.New(0)} }
 
 // ok reports whether the call succeeded.
-func (a *answer) ok() bool { return a.code >= 200 && a.code < 300 }
+func (a *answer) ok() bool { return a.OK() }
 
 // passOn answers the caller an /api/v1 failure as it is (its Status body).
 func (a *answer) passOn(w http.ResponseWriter) {
-	if v := a.header.Get("Retry-After"); v != "" {
+	if v := a.Header().Get("Retry-After"); v != "" {
 		w.Header().Set("Retry-After", v)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(a.code)
-	_, _ = w.Write(a.body.Bytes())
+	w.WriteHeader(a.Code())
+	_, _ = w.Write(a.Body())
 }
 
 // request is the caller's request made the /api/v1 call method path: the
@@ -74,11 +59,11 @@ func (d *Door) request(ctx context.Context, r *http.Request, method, path string
 
 // call makes the /api/v1 call and reads its answer whole.
 func (d *Door) call(r *http.Request, method, path string, q url.Values, body any) *answer {
-	a := &answer{header: http.Header{}}
+	a := newAnswer()
 	sub, err := d.request(r.Context(), r, method, path, q, body)
 	if err != nil {
-		a.code = http.StatusInternalServerError
-		_ = json.NewEncoder(&a.body).Encode(api.NewStatus(a.code, api.ReasonInternalError, err.Error()))
+		a.WriteHeader(http.StatusInternalServerError)
+		_ = json.NewEncoder(a).Encode(api.NewStatus(http.StatusInternalServerError, api.ReasonInternalError, err.Error()))
 		return a
 	}
 	d.cfg.Inner.ServeHTTP(a, sub)
@@ -86,7 +71,7 @@ func (d *Door) call(r *http.Request, method, path string, q url.Values, body any
 }
 
 // decode reads a successful answer's body into v.
-func (a *answer) decode(v any) error { return json.Unmarshal(a.body.Bytes(), v) }
+func (a *answer) decode(v any) error { return json.Unmarshal(a.Body(), v) }
 
 // stream is an /api/v1 answer read as it is written (a watch).
 type stream struct {
@@ -197,8 +182,10 @@ func (d *Door) watch(r *http.Request, path string, q url.Values) (events *watchE
 		<-done
 	}
 	if code := <-s.code; code != http.StatusOK {
-		a := &answer{header: s.header, code: code}
-		_, _ = io.Copy(&a.body, io.LimitReader(pr, 1<<20))
+		a := newAnswer()
+		maps.Copy(a.Header(), s.header)
+		a.WriteHeader(code)
+		_, _ = io.Copy(a, io.LimitReader(pr, 1<<20))
 		stop()
 		return nil, nil, a
 	}

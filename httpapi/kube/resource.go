@@ -225,7 +225,7 @@ func (c *call) get(name string) {
 		c.refused(a, name)
 		return
 	}
-	o, skip, err := c.res.convert(a.body.Bytes())
+	o, skip, err := c.res.convert(a.Body())
 	switch {
 	case err != nil:
 		writeStatus(c.w, internal("reading %s %q: %v", c.res.singular, name, err))
@@ -265,7 +265,7 @@ func (c *call) delete(name string) {
 			c.refused(a, name)
 			return
 		}
-		o, _, err := c.res.convert(a.body.Bytes())
+		o, _, err := c.res.convert(a.Body())
 		if err != nil {
 			writeStatus(c.w, internal("reading %s %q: %v", c.res.singular, name, err))
 			return
@@ -339,7 +339,7 @@ func (c *call) unchangedSince(name, version string) *api.Status {
 // the namespace /api/v1 knows it in: a caller of the alias named
 // another), any other as it is.
 func (c *call) refused(a *answer, name string) {
-	if a.code == http.StatusNotFound {
+	if a.Code() == http.StatusNotFound {
 		c.notFound(name)
 		return
 	}

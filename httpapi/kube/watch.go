@@ -39,7 +39,7 @@ func (c *call) serveWatch(sel selector) {
 	bookmarks := q.Get("allowWatchBookmarks") == "true"
 	events, stop, refused := c.d.watch(c.r, c.path(), inner)
 	if refused != nil {
-		if refused.code == http.StatusGone {
+		if refused.Code() == http.StatusGone {
 			writeStatus(c.w, api.NewStatus(http.StatusGone, "Expired", sprintf("too old resource version: %s: %s", q.Get("resourceVersion"), statusMessage(refused))))
 			return
 		}
@@ -120,7 +120,7 @@ func (c *call) serveWatch(sel selector) {
 func statusMessage(a *answer) string {
 	var st api.Status
 	if a.decode(&st) != nil {
-		return a.body.String()
+		return string(a.Body())
 	}
 	return st.Message
 }

@@ -305,3 +305,27 @@ func waitWaiting(t *testing.T, s *hopbatch.Sender, n int) {
 		return nil
 	})
 }
+
+// An answer larger than a batch carries goes back as a 502 of its own; the
+// others in the batch are answered.
+func TestServe_an_answer_too_large_is_a_502(t *testing.T) {
+	big := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/0") {
+			_, _ = w.Write(bytes.Repeat([]byte("x"), int(hopbatch.DefaultLimits().MaxAnswer)+1))
+			return
+		}
+		echo(w, r)
+	})
+	p := newPeer(t, big)
+	s := p.sender(1, 0)
+	for i, want := range []int{http.StatusBadGateway, http.StatusCreated} {
+		resp, err := s.Do(context.Background(), p.addr(), request(t, i))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want || (i == 0 && !strings.Contains(string(b), "more bytes than a batch carries")) {
+			t.Fatalf("request %d answered %s %.100q, want %d", i, resp.Status, b, want)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+
+	"github.com/svc-project/svc/internal/recorder"
 )
 
 // Serve answers a batch request r: it reads every request in r's body
@@ -36,9 +38,9 @@ func Serve(w http.ResponseWriter, r *http.Request, h http.Handler, l Limits) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec := &recorder{header: http.Header{}}
+			rec := recorder.New(int(l.MaxAnswer))
 			h.ServeHTTP(rec, req)
-			resp := rec.response(i, l)
+			resp := response(rec, i, l)
 			mu.Lock()
 			defer mu.Unlock()
 			if bad != nil {
@@ -55,40 +57,16 @@ func Serve(w http.ResponseWriter, r *http.Request, h http.Handler, l Limits) err
 	return nil
 }
 
-// recorder is the ResponseWriter one request in a batch is served with: it
-// keeps the answer whole until the handler returns.
-type recorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (rec *recorder) Header() http.Header { return rec.header }
-
-func (rec *recorder) WriteHeader(code int) {
-	if rec.code == 0 && code >= 200 {
-		rec.code = code
-	}
-}
-
-func (rec *recorder) Write(b []byte) (int, error) {
-	rec.WriteHeader(http.StatusOK)
-	return rec.body.Write(b)
-}
-
-// Flush is a no-op: the answer goes whole once the handler returns.
-func (rec *recorder) Flush() {}
-
 // response is the recorded answer as it goes back, tagged with item i; an
 // answer larger than l.MaxAnswer is replaced by a 502.
-func (rec *recorder) response(i int, l Limits) *http.Response {
-	code, header, body := rec.code, rec.header.Clone(), rec.body.Bytes()
+func response(rec *recorder.Recorder, i int, l Limits) *http.Response {
+	code, header, body := rec.Code(), rec.Header().Clone(), rec.Body()
 	if code == 0 {
 		code = http.StatusOK
 	}
-	if int64(len(body)) > l.MaxAnswer {
+	if rec.TooLarge() {
 		code, header = http.StatusBadGateway, http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
-		body = fmt.Appendf(nil, "the answer took %d bytes, more than a batch carries (%d)\n", len(body), l.MaxAnswer)
+		body = fmt.Appendf(nil, "the answer took more bytes than a batch carries (%d)\n", l.MaxAnswer)
 	}
 	header.Del("Content-Length")
 	header.Del("Transfer-Encoding")

@@ -191,7 +191,7 @@ fuzz: fuzz-short
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(call fuzzx,60000) ./raftfsm
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(call fuzzx,40000) ./raftfsm
-	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzx,40000) ./httpapi/auth
+	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzx,40000) ./auth
 	$(GO) test -run '^$$' -fuzz '^FuzzQcow2Header$$' -fuzztime $(call fuzzx,300000) ./imagestore/diskcheck
 	$(GO) test -run '^$$' -fuzz '^FuzzAgent_answers$$' -fuzztime $(call fuzzx,40000) ./hypervisor/qga
 	$(call gotest,fuzz-api-seeds,-count=1 -run '^FuzzAPI_post_routes$$' ./node)

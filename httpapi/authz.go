@@ -10,7 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 )
 
 // Rule says who may call a route.

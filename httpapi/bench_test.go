@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 )
 
 // BenchmarkAuth measures the token check on its own (signature, times,

@@ -6,7 +6,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/node/runnerpool"
 )
 

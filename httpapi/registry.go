@@ -9,7 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/imagestore/diskcheck"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"

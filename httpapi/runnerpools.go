@@ -12,7 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/node/runnerpool"
 	"github.com/svc-project/svc/node/signin"
 	"github.com/svc-project/svc/raftfsm"

@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/imagestore"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/scheduler"

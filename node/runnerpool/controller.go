@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/runners/github"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/raftfsm"
 )
 

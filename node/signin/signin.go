@@ -20,7 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/imagestore/ocidisk"
 	"github.com/svc-project/svc/raftfsm"
 )

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/httpapi/auth"
+	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/testkit/poll"
 )
 

@@ -275,36 +275,19 @@ func (p *Pool) fillOne(ctx context.Context, node raftfsm.NodeView, want map[stri
 			}
 			return false // the next change or tick tries again
 		}
-		p.mu.Lock()
-		delete(p.failed, k)
-		p.mu.Unlock()
+		p.failed.Forget(k)
 		return true
 	}
 	return false
 }
 
 // backingOff reports whether shape key's last fill failed and it waits.
-func (p *Pool) backingOff(key string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	f, ok := p.failed[key]
-	return ok && time.Now().Before(f.until)
-}
+func (p *Pool) backingOff(key string) bool { return p.failed.Waiting(key, time.Now()) }
 
 // fail records a failed fill: the shape waits before its next try (from
 // 30 s, doubling to 10 minutes).
 func (p *Pool) fail(key string, err error) {
-	p.mu.Lock()
-	f := p.failed[key]
-	if f == nil {
-		f = &failure{wait: 30 * time.Second}
-		p.failed[key] = f
-	} else {
-		f.wait = min(2*f.wait, 10*time.Minute)
-	}
-	f.until = time.Now().Add(f.wait)
-	wait := f.wait
-	p.mu.Unlock()
+	wait := p.failed.Fail(key, time.Now())
 	p.metrics.fills.WithLabelValues("failed").Inc()
 	p.cfg.Log.Warn("filling a hot pool failed", "key", key, "retry in", wait, "err", err)
 }

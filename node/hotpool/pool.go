@@ -11,6 +11,7 @@ import (
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/internal/backoff"
 	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -93,17 +94,12 @@ type Pool struct {
 	// filling is the domain of the guest being restored ("" when none).
 	filling string
 	// failed are the shapes whose last fill failed, until tried again.
-	failed map[string]*failure
+	failed *backoff.Keyed
 	// claimed is when a guest was last handed over (RefillDelay).
 	claimed time.Time
 	// listed is when the pass last listed the hypervisor's domains (Run's
 	// goroutine only).
 	listed time.Time
-}
-
-type failure struct {
-	until time.Time
-	wait  time.Duration
 }
 
 // guest is a hot guest this run restored.
@@ -140,7 +136,7 @@ func New(cfg Config) *Pool {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
 	p := &Pool{cfg: cfg, wake: make(chan struct{}, 1), ready: map[string]*guest{}, handed: map[string]bool{}, going: map[string]chan struct{}{},
-		failed: map[string]*failure{}}
+		failed: &backoff.Keyed{First: 30 * time.Second, Most: 10 * time.Minute}}
 	p.claimer, _ = cfg.Driver.(hypervisor.HotClaimer)
 	p.disks, _ = cfg.Driver.(diskPather)
 	p.metrics = newMetrics(cfg.Registerer, p)

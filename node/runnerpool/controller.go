@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/auth"
+	"github.com/svc-project/svc/internal/backoff"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/runners/github"
 )
@@ -67,7 +68,7 @@ type Controller struct {
 	starting map[string]bool // "namespace/VM" being started by this leader
 	polled   map[string]time.Time
 	clients  map[string]*poolClient
-	backoffs map[string]*backoff  // "namespace/pool"
+	backoffs *backoff.Keyed       // by "namespace/pool"
 	checked  map[string]time.Time // "namespace/pool/job": when the sweep last asked GitHub of it
 }
 
@@ -90,7 +91,7 @@ func New(cfg Config) *Controller {
 	if cfg.AgentWait <= 0 {
 		cfg.AgentWait = 3 * time.Minute
 	}
-	return &Controller{cfg: cfg, starting: map[string]bool{}, backoffs: map[string]*backoff{}, checked: map[string]time.Time{}}
+	return &Controller{cfg: cfg, starting: map[string]bool{}, backoffs: &backoff.Keyed{First: backoffFirst, Most: backoffMost, Jitter: true}, checked: map[string]time.Time{}}
 }
 
 // Run runs the pools until ctx ends (the end of the leader's term).
@@ -99,7 +100,8 @@ func (c *Controller) Run(ctx context.Context) {
 	// starting is kept across terms: a start of this peer's last term may
 	// still be ending (it fails on its own, its context gone).
 	c.polled, c.clients = map[string]time.Time{}, map[string]*poolClient{}
-	c.backoffs, c.checked = map[string]*backoff{}, map[string]time.Time{}
+	c.backoffs.Reset()
+	c.checked = map[string]time.Time{}
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -175,7 +177,7 @@ func (c *Controller) pool(ctx context.Context, wg *sync.WaitGroup, p raftfsm.Run
 			c.finish(ctx, p, cl, j)
 		}
 	}
-	if held || c.backingOff(poolKey(p), now) {
+	if held || c.backoffs.Waiting(poolKey(p), now) {
 		// Each start asks GitHub for a runner, or failed a moment ago:
 		// the queued jobs wait their turn (the job's message says why).
 		return nil

@@ -46,7 +46,7 @@ func (c *Controller) update(ctx context.Context, j raftfsm.RunnerJob, requeue bo
 // off before its next claim.
 func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob) {
 	fail := func(err error) {
-		wait := c.failed(poolKey(p), time.Now())
+		wait := c.backoffs.Fail(poolKey(p), time.Now())
 		c.cfg.Log.Info("runner pool: job waits", "pool", p.Name, "job", j.ID, "vm", j.VM, "err", err, "backoff", wait.Round(time.Millisecond))
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
@@ -109,7 +109,7 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		fail(fmt.Errorf("start the runner in %s: %v %s", vm.Name, err, r.Stderr))
 		return
 	}
-	c.relieved(poolKey(p))
+	c.backoffs.Forget(poolKey(p))
 	c.cfg.Log.Info("runner pool: runner started", "pool", p.Name, "vm", j.VM, "node", vm.Node,
 		"deploy", deployed.Sub(began).Round(time.Millisecond), "ready", ready.Sub(deployed).Round(time.Millisecond),
 		"register", registered.Sub(ready).Round(time.Millisecond), "start", time.Since(registered).Round(time.Millisecond))
@@ -220,7 +220,7 @@ func (c *Controller) finish(ctx context.Context, p raftfsm.RunnerPool, gh *githu
 	}
 	j.State, j.Message = raftfsm.RunnerJobDone, ""
 	_ = c.update(ctx, j, false)
-	c.relieved(poolKey(p)) // its VM's room is free for the next job
+	c.backoffs.Forget(poolKey(p)) // its VM's room is free for the next job
 }
 
 // orphans deletes VMs of a pool that no starting, running or completed job

@@ -93,9 +93,9 @@ func (m *Manager) build(ctx context.Context, sh raftfsm.Shape) (err error) {
 	if err := os.WriteFile(m.recordPath(key), b, 0o600); err != nil {
 		return err
 	}
+	m.failed.Forget(key)
 	m.mu.Lock()
 	m.ready[key] = e
-	delete(m.failed, key)
 	m.mu.Unlock()
 	m.metrics.builds.WithLabelValues("ready").Inc()
 	m.cfg.Log.Info("template ready", "key", key, "took", time.Since(start).Round(time.Millisecond), "bytes", e.SizeBytes)

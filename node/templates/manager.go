@@ -14,6 +14,7 @@ import (
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/internal/backoff"
 	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -73,8 +74,8 @@ type Manager struct {
 	wake    chan struct{}
 
 	mu     sync.Mutex
-	ready  map[string]*entry   // by key
-	failed map[string]*failure // by key: builds that failed, until tried again
+	ready  map[string]*entry // by key
+	failed *backoff.Keyed    // by key: builds that failed, until tried again
 }
 
 // entry is a ready template.
@@ -85,11 +86,6 @@ type entry struct {
 	MemoryBytes int64 `json:"memoryBytes"`
 	users       int   // restores under way
 	broken      bool  // failed to restore: dropped once unused
-}
-
-type failure struct {
-	until time.Time
-	wait  time.Duration
 }
 
 // New returns the manager; Run starts it. Without a driver that saves
@@ -120,7 +116,7 @@ func New(cfg Config) *Manager {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
 	m := &Manager{cfg: cfg, metrics: newMetrics(cfg.Registerer), wake: make(chan struct{}, 1),
-		ready: map[string]*entry{}, failed: map[string]*failure{}}
+		ready: map[string]*entry{}, failed: &backoff.Keyed{First: cfg.Backoff, Most: time.Hour}}
 	m.mem, _ = cfg.Driver.(hypervisor.MemorySnapshots)
 	return m
 }
@@ -258,27 +254,13 @@ func (m *Manager) isReady(key string) bool {
 	return ok
 }
 
-func (m *Manager) backingOff(key string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, ok := m.failed[key]
-	return ok && time.Now().Before(f.until)
-}
+func (m *Manager) backingOff(key string) bool { return m.failed.Waiting(key, time.Now()) }
 
 // fail records a failed build: the key waits before its next try.
 func (m *Manager) fail(key string, err error) {
-	m.mu.Lock()
-	f := m.failed[key]
-	if f == nil {
-		f = &failure{wait: m.cfg.Backoff}
-		m.failed[key] = f
-	} else {
-		f.wait = min(2*f.wait, time.Hour)
-	}
-	f.until = time.Now().Add(f.wait)
-	m.mu.Unlock()
+	wait := m.failed.Fail(key, time.Now())
 	m.metrics.builds.WithLabelValues("failed").Inc()
-	m.cfg.Log.Warn("building a template failed", "key", key, "retry in", f.wait, "err", err)
+	m.cfg.Log.Warn("building a template failed", "key", key, "retry in", wait, "err", err)
 }
 
 // roomFor reports whether one more template of shape sh fits the caps

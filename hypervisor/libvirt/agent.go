@@ -41,9 +41,3 @@ func isAgentError(err error) bool {
 
 // agentTimeout bounds one call to a guest's agent, in seconds.
 const agentTimeout = 5
-
-// GuestInfo asks QEMU's guest agent what the guest is and where it is
-// reached (qga.Agent.Info).
-func (d *Driver) GuestInfo(ctx context.Context, name string) (hypervisor.GuestInfo, error) {
-	return d.agent(name).Info(ctx)
-}

@@ -15,6 +15,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/digitalocean/go-libvirt/socket/dialers"
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/qga"
 )
 
 // Domain types.
@@ -47,6 +48,10 @@ type Config struct {
 
 // Driver runs VMs through libvirtd.
 type Driver struct {
+	// Guests serves the guest-agent calls through libvirt's agent call
+	// (exec.go).
+	qga.Guests
+
 	cfg  Config
 	user qemuUser
 
@@ -87,7 +92,9 @@ func New(cfg Config) (*Driver, error) {
 	if err := traversable(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("VM dir: %w", err)
 	}
-	return &Driver{cfg: cfg, user: u, deleting: map[string]bool{}, run: newRunID()}, nil
+	d := &Driver{cfg: cfg, user: u, deleting: map[string]bool{}, run: newRunID()}
+	d.Guests = qga.Guests{Agent: d.agent}
+	return d, nil
 }
 
 // DetectDomainType returns TypeKVM when the host's KVM is backed by real

@@ -52,23 +52,3 @@ func (d *Driver) agent(name string) qga.Agent {
 		return d.agentCommand(ctx, name, cmd, out)
 	}}
 }
-
-// Exec runs a program in the guest through its agent and shell, streaming
-// its outputs as they grow (qga.Agent.Exec).
-func (d *Driver) Exec(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
-	return d.agent(name).Exec(ctx, c)
-}
-
-// RunShort runs a short program through the agent's guest-exec, its
-// outputs captured by the agent (qga.Agent.RunShort).
-func (d *Driver) RunShort(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
-	return d.agent(name).RunShort(ctx, c)
-}
-
-// FreezeFS freezes the guest's file systems (guest-fsfreeze-freeze).
-func (d *Driver) FreezeFS(ctx context.Context, name string) (int, error) {
-	return d.agent(name).FreezeFS(ctx)
-}
-
-// ThawFS thaws them (guest-fsfreeze-thaw).
-func (d *Driver) ThawFS(ctx context.Context, name string) error { return d.agent(name).ThawFS(ctx) }

@@ -116,26 +116,3 @@ func (d *Driver) agent(name string) qga.Agent {
 func (d *Driver) SetGuestTime(ctx context.Context, name string) error {
 	return d.agent(name).SetTime(ctx)
 }
-
-// GuestInfo asks the agent what the guest is and where it is reached.
-func (d *Driver) GuestInfo(ctx context.Context, name string) (hypervisor.GuestInfo, error) {
-	return d.agent(name).Info(ctx)
-}
-
-// Exec runs a program in the guest, streaming its outputs.
-func (d *Driver) Exec(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
-	return d.agent(name).Exec(ctx, c)
-}
-
-// RunShort runs a short program in the guest.
-func (d *Driver) RunShort(ctx context.Context, name string, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
-	return d.agent(name).RunShort(ctx, c)
-}
-
-// FreezeFS freezes the guest's file systems.
-func (d *Driver) FreezeFS(ctx context.Context, name string) (int, error) {
-	return d.agent(name).FreezeFS(ctx)
-}
-
-// ThawFS thaws them.
-func (d *Driver) ThawFS(ctx context.Context, name string) error { return d.agent(name).ThawFS(ctx) }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/svc-project/svc/hypervisor"
+	"github.com/svc-project/svc/hypervisor/qga"
 	"github.com/svc-project/svc/imagestore/rawdisk"
 )
 
@@ -71,6 +72,10 @@ const (
 // its control socket; it implements hypervisor.Driver, Pauser, Disks and
 // Console (the screen is the runner's proxy to the guest's).
 type Driver struct {
+	// Guests serves the guest-agent calls through the runner's agent
+	// socket (agent.go).
+	qga.Guests
+
 	cfg        Config
 	conversion singleflight.Group
 }
@@ -100,6 +105,7 @@ func New(cfg Config) (hypervisor.Driver, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	d := &Driver{cfg: cfg}
+	d.Guests = qga.Guests{Agent: d.agent}
 	if p := d.socketPath("x"); len(p) > maxSocketPath {
 		return nil, fmt.Errorf("vz: control sockets under %s would be %d bytes long, over macOS's %d: use a shorter --data-dir", cfg.Dir, len(p), maxSocketPath)
 	}

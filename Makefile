@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-node unit-others unit-node-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-peer unit-others unit-peer-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -82,13 +82,13 @@ export TEST_REPORT
 gotest = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport quiet
 gobench = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport output
 
-## lanes: make test's checks after the lint, in two lanes at once. The real-VM lane: the node package's
+## lanes: make test's checks after the lint, in two lanes at once. The real-VM lane: the peer package's
 ## VM and browser tests (unit-vm), then the benchmarks that boot guests but the deploy ones
-## (bench-once-vm). The other lane runs two things at once: the node package's cluster tests (unit-node,
-## in NODE_SHARDS shares), and beside them a sequence: every other package's tests (unit-others),
+## (bench-once-vm). The other lane runs two things at once: the peer package's cluster tests (unit-peer,
+## in PEER_SHARDS shares), and beside them a sequence: every other package's tests (unit-others),
 ## fuzz-short, the other benchmarks (bench-once-rest), netns-test, chaos-short, bench-once-swarm (which
 ## takes the network namespaces netns-test and chaos-short use) and the deploy benchmarks
-## (bench-once-deploy: the sequence ends before unit-node does, so they leave the VM lane). One after
+## (bench-once-deploy: the sequence ends before unit-peer does, so they leave the VM lane). One after
 ## another all of it took 40 min on a 2-core machine (2026-12-02), and the machine idled for minutes
 ## of it: the VM lane waits on guests, the others mostly on Raft and peers.
 ## Each lane goes on after a failure (make -k), so that one run shows every failure.
@@ -107,9 +107,9 @@ lane-vm:
 	@s=0; for t in unit-vm bench-once-vm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
 
 lane-rest: test-js-deps
-	@scripts/stage.sh unit-node $(MAKE) --no-print-directory unit-node & node=$$!; \
+	@scripts/stage.sh unit-peer $(MAKE) --no-print-directory unit-peer & node=$$!; \
 	s=0; for t in unit-others fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm bench-once-deploy; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; \
-	wait $$node || { s=1; echo "lane-rest: unit-node failed"; }; exit $$s
+	wait $$node || { s=1; echo "lane-rest: unit-peer failed"; }; exit $$s
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -139,13 +139,13 @@ darwin-check:
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./...
 
-## unit: every package's tests, in two processes at once: unit-vm (the node package's real-VM tests:
+## unit: every package's tests, in two processes at once: unit-vm (the peer package's real-VM tests:
 ## clusters, runner pools, and its browser tests) beside unit-rest (every other test). They mostly wait
-## on guests and on Raft respectively. (A third process for the node package's other tests, tried, put
+## on guests and on Raft respectively. (A third process for the peer package's other tests, tried, put
 ## three lanes of TCG guests on two cores: guests missed their boot deadlines and Raft elected all the
 ## time.) The 30-minute bound only stops a hung test binary: on a slow day (a token check at 1.4 µs
 ## against 0.37 µs) the VM tests took 22.5 min. FuzzAPI_post_routes's seeds run in fuzz-short.
-NODE_E2E := ^(TestLibvirtCluster_|TestLibvirtRunnerPool_|TestWebUI_browser|TestExplorer_browser)
+PEER_E2E := ^(TestLibvirtCluster_|TestLibvirtRunnerPool_|TestWebUI_browser|TestExplorer_browser)
 unit:
 	@$(MAKE) --no-print-directory unit-rest & rest=$$!; \
 	$(MAKE) --no-print-directory unit-vm; e2e=$$?; \
@@ -153,40 +153,40 @@ unit:
 	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (node e2e exit $$e2e, the rest exit $$r)"; exit 1; fi
 
 unit-vm:
-	$(call gotest,unit-vm,-race -count=1 -timeout 30m -run '$(NODE_E2E)' ./node)
+	$(call gotest,unit-vm,-race -count=1 -timeout 30m -run '$(PEER_E2E)' ./peer)
 
-## unit-rest: every test the VM lane leaves, in processes at once: the node package's cluster tests
-## (unit-node) beside every other package's (unit-others). FuzzAPI_post_routes's seeds run in fuzz-short.
+## unit-rest: every test the VM lane leaves, in processes at once: the peer package's cluster tests
+## (unit-peer) beside every other package's (unit-others). FuzzAPI_post_routes's seeds run in fuzz-short.
 unit-rest: test-js-deps
-	@$(MAKE) --no-print-directory unit-node & node=$$!; \
+	@$(MAKE) --no-print-directory unit-peer & node=$$!; \
 	$(MAKE) --no-print-directory unit-others; s=$$?; \
 	wait $$node || s=1; exit $$s
 
-## unit-node: the node package's cluster tests in NODE_SHARDS shares at once (scripts/node-shard.sh deals
+## unit-peer: the peer package's cluster tests in PEER_SHARDS shares at once (scripts/peer-shard.sh deals
 ## them out by name; one after another they took 635 s). One share for now: with two (make test 19 min
 ## 6 s), three tests whose peers share one process on 200 ms Raft leases lost their leader for want of
 ## CPU in one run of three (TestVM_exec_actions, the 13 MB restore three times over, and a runner left
-## registered after a leader's kill); make test NODE_SHARDS=2 tries two.
-NODE_SHARDS := 1
-unit-node:
-	@pids=; s=0; for k in $$(seq $(NODE_SHARDS)); do \
-		$(MAKE) --no-print-directory unit-node-share K=$$k & pids="$$pids $$!"; \
+## registered after a leader's kill); make test PEER_SHARDS=2 tries two.
+PEER_SHARDS := 1
+unit-peer:
+	@pids=; s=0; for k in $$(seq $(PEER_SHARDS)); do \
+		$(MAKE) --no-print-directory unit-peer-share K=$$k & pids="$$pids $$!"; \
 	done; \
 	for p in $$pids; do wait $$p || s=1; done; exit $$s
 
 unit-others:
-	$(call gotest,unit-others,-race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/node$$'))
+	$(call gotest,unit-others,-race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/peer$$'))
 
-unit-node-share:
-	p=$$(scripts/node-shard.sh $(K) $(NODE_SHARDS) '$(NODE_E2E)') && { $(call gotest,unit-node-$(K),-race -count=1 -timeout 30m -run "$$p" ./node); }
+unit-peer-share:
+	p=$$(scripts/peer-shard.sh $(K) $(PEER_SHARDS) '$(PEER_E2E)') && { $(call gotest,unit-peer-$(K),-race -count=1 -timeout 30m -run "$$p" ./peer); }
 
 ## fuzz: run each fuzz target from its seeds for a few seconds' worth of executions (times FUZZ_SCALE)
 fuzz: fuzz-short
-	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(call fuzzx,900) ./node
+	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(call fuzzx,900) ./peer
 
 ## fuzz-short: make test's fuzzing: the fuzz targets whose coverage build is small, each for its count
 ## of executions, and FuzzAPI_post_routes's 1,617 seeds (every POST, PATCH and PUT route with every seed
-## body, on a live peer) run as a test: fuzzing it needs a coverage build of the node package and all it
+## body, on a live peer) run as a test: fuzzing it needs a coverage build of the peer package and all it
 ## imports, about 3 minutes, for 900 executions beside the seeds' 1,617 (make fuzz does it)
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(call fuzzx,60000) ./raftfsm
@@ -194,7 +194,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzx,40000) ./auth
 	$(GO) test -run '^$$' -fuzz '^FuzzQcow2Header$$' -fuzztime $(call fuzzx,300000) ./imagestore/diskcheck
 	$(GO) test -run '^$$' -fuzz '^FuzzAgent_answers$$' -fuzztime $(call fuzzx,40000) ./hypervisor/qga
-	$(call gotest,fuzz-api-seeds,-count=1 -run '^FuzzAPI_post_routes$$' ./node)
+	$(call gotest,fuzz-api-seeds,-count=1 -run '^FuzzAPI_post_routes$$' ./peer)
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI (only the packages that
 ## have one: go test ./... would build every package's tests again, without -race, to run nothing;
@@ -208,17 +208,17 @@ bench-once: bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm
 
 ## bench-once-vm: the benchmarks that boot guests but the deploy ones (the VM lane); bench-once-rest: the others but the swarm's
 bench-once-vm:
-	$(call gobench,bench-once-vm,-run '^$$' -bench '$(VM_BENCH)' -benchtime 1x -timeout 20m ./node)
+	$(call gobench,bench-once-vm,-run '^$$' -bench '$(VM_BENCH)' -benchtime 1x -timeout 20m ./peer)
 
 ## bench-once-deploy: the deploy benchmarks (guests booted through the API, ten at once among them)
 bench-once-deploy:
-	$(call gobench,bench-once-deploy,-run '^$$' -bench '$(DEPLOY_BENCH)' -benchtime 1x -timeout 20m ./node)
+	$(call gobench,bench-once-deploy,-run '^$$' -bench '$(DEPLOY_BENCH)' -benchtime 1x -timeout 20m ./peer)
 
 bench-once-rest:
 	$(call gobench,bench-once-rest,-run '^$$' -bench . -skip '$(VM_BENCH)|$(DEPLOY_BENCH)|$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS))
 
 bench-once-swarm:
-	export SVC_SWARM_MIB=64; $(call gobench,bench-once-swarm,-run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./node)
+	export SVC_SWARM_MIB=64; $(call gobench,bench-once-swarm,-run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./peer)
 
 ## netns-test: 3 peers in network namespaces, then the operators' worst days on them (backup and restore, every host lost, the majority lost, an upgrade from the previous tree: scripts/test-operations.sh); needs root, skipped otherwise
 netns-test: build
@@ -239,34 +239,34 @@ chaos-short: deps build
 
 ## failover-soak: 3 peers with the production Raft timeouts, every core busy, 10 minutes: no election
 failover-soak:
-	SVC_SOAK=10m $(GO) test -run 'TestRaft_no_spurious_elections_under_load' -v -timeout 15m ./node
+	SVC_SOAK=10m $(GO) test -run 'TestRaft_no_spurious_elections_under_load' -v -timeout 15m ./peer
 
 ## bench: throughput, latency and failover figures (see README)
 bench:
-	$(GO) test -run '^$$' -bench 'TagWrite$$' -benchtime 300x ./node
-	$(GO) test -run '^$$' -bench 'NodeList' -benchtime 2000x ./node
-	$(GO) test -run '^$$' -bench 'TagWriteParallel' -benchtime 5000x ./node
+	$(GO) test -run '^$$' -bench 'TagWrite$$' -benchtime 300x ./peer
+	$(GO) test -run '^$$' -bench 'NodeList' -benchtime 2000x ./peer
+	$(GO) test -run '^$$' -bench 'TagWriteParallel' -benchtime 5000x ./peer
 	$(GO) test -run '^$$' -bench 'Store_apply_parallel' -benchtime 5000x ./raftstore
-	$(GO) test -run '^$$' -bench 'Failover' -benchtime 20x ./node
+	$(GO) test -run '^$$' -bench 'Failover' -benchtime 20x ./peer
 	$(GO) test -run '^$$' -bench 'Place' -benchtime 2s ./scheduler ./node/leader
 	$(GO) test -run '^$$' -bench 'Auth' -benchtime 2s ./httpapi
 	$(GO) test -run '^$$' -bench 'Apply_roleBinding' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'FSM_scale' -benchtime 200x ./raftfsm
-	$(GO) test -run '^$$' -bench 'Image(Transfer|Download)$$' -benchtime 3x ./node
-	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 25m ./node
+	$(GO) test -run '^$$' -bench 'Image(Transfer|Download)$$' -benchtime 3x ./peer
+	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 25m ./peer
 	$(GO) test -run '^$$' -bench 'Registry_' -benchtime 3x -timeout 20m ./imagestore/ocidisk
-	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./node
-	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./node
+	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./peer
+	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./peer
 	$(GO) test -run '^$$' -bench 'Kube_door_vs_api' -benchtime 5x ./httpapi
 	$(GO) test -run '^$$' -bench 'WatchHub_change' -benchtime 200x ./httpapi
-	$(GO) test -run '^$$' -bench 'Kube_selector_watches' -benchtime 1x ./node
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./node
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_after_delete' -benchtime 5x -timeout 20m ./node
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_hot_vs_template_vs_boot' -benchtime 10x -timeout 20m ./node
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./node
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench '(Commit|Save)_1GiB' -benchtime 3x -timeout 20m ./node
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'RunnerPool_queued_to_started' -benchtime 10x -timeout 20m ./node
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'SharedStorage_256MiB' -benchtime 3x -timeout 20m ./node
+	$(GO) test -run '^$$' -bench 'Kube_selector_watches' -benchtime 1x ./peer
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./peer
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_after_delete' -benchtime 5x -timeout 20m ./peer
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_hot_vs_template_vs_boot' -benchtime 10x -timeout 20m ./peer
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./peer
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench '(Commit|Save)_1GiB' -benchtime 3x -timeout 20m ./peer
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'RunnerPool_queued_to_started' -benchtime 10x -timeout 20m ./peer
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'SharedStorage_256MiB' -benchtime 3x -timeout 20m ./peer
 
 ## bench-compare: make bench's benchmarks in older trees beside this one, in one run, each benchmark in every tree in turn, then benchstat: make bench-compare REVS="d1387bb 51f917c=Failover|Place" (REV=REGEX: that tree runs only the commands the regex matches)
 bench-compare:

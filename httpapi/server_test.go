@@ -104,8 +104,8 @@ func (b *fakeBackend) PeerAddr(name string) string { return b.peers[name] }
 func (b *fakeBackend) PeerScheme() string          { return "http" }
 
 // PeerTransport and PeerOf make the fake peers talk as a cluster running
-// with node.Config.PlainPeers does: the caller names itself in a header.
-// (The real fabric, TLS with certificates, is tested in package node.)
+// with peer.Config.PlainPeers does: the caller names itself in a header.
+// (The real fabric, TLS with certificates, is tested in package peer.)
 func (b *fakeBackend) PeerTransport() http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context())

@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/testkit/syncbuf"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -22,7 +22,7 @@ import (
 // configs, nodes and VMs; a deploy there is svc-default's VM. The alias
 // shows in the namespace list and cannot be made a namespace of its own.
 func TestNamespaceAlias_orka_default(t *testing.T) {
-	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
+	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *peer.Config) { cfg.NamespaceAlias = "orka-default" }})
 	c.WaitLeader()
 	cl := c.Client(c.Members[0])
 	const alias = "orka-default"
@@ -89,7 +89,7 @@ func TestNamespaceAlias_off(t *testing.T) {
 // with a JSON body; the namespace field's check reads that namespace's
 // nodes, where 403 means "no access to namespace".
 func TestNamespaceAlias_jenkins_test_connection(t *testing.T) {
-	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
+	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *peer.Config) { cfg.NamespaceAlias = "orka-default" }})
 	c.WaitLeader()
 	admin := c.Client(c.Members[0])
 	if _, err := admin.CreateNamespace(ctx(t), "orka-team"); err != nil {
@@ -140,7 +140,7 @@ func TestNamespaceAlias_jenkins_test_connection(t *testing.T) {
 // add-subject answered 404.
 func TestNamespaceAlias_subjects_are_canonical(t *testing.T) {
 	const alias = "orka-default"
-	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = alias }})
+	c := testcluster.New(t, 1, testcluster.Options{Configure: func(_ int, cfg *peer.Config) { cfg.NamespaceAlias = alias }})
 	c.WaitLeader()
 	admin := c.Client(c.Members[0])
 	if _, err := admin.CreateNamespace(ctx(t), "team"); err != nil {
@@ -192,7 +192,7 @@ func TestNamespaceAlias_over_an_existing_namespace(t *testing.T) {
 	upload(t, cl, "tiny", tinyImage(t))
 	// The upgrade: the peer starts again with the alias on.
 	c.Stop(m)
-	if err := c.RestartWith(m, func(cfg *node.Config) {
+	if err := c.RestartWith(m, func(cfg *peer.Config) {
 		cfg.NamespaceAlias = alias
 		cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	}); err != nil {

@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -44,11 +44,11 @@ func TestAPIConsensus_user_writes_only_on_the_leader(t *testing.T) {
 		retryable bool // refused as not the leader: the client asks again
 	}{
 		{"user delete on a follower", func() error {
-			_, err := node.APIConsensus(f.Peer).Apply(cctx, raftfsm.TypeVMDelete, del)
+			_, err := peer.APIConsensus(f.Peer).Apply(cctx, raftfsm.TypeVMDelete, del)
 			return err
 		}, true},
 		{"the same through the peer's own path: refused for good", func() error {
-			return node.APIConsensus(f.Peer).Propose(cctx, raftfsm.TypeVMDelete, del)
+			return peer.APIConsensus(f.Peer).Propose(cctx, raftfsm.TypeVMDelete, del)
 		}, false},
 	}
 	for _, tc := range cases {
@@ -63,7 +63,7 @@ func TestAPIConsensus_user_writes_only_on_the_leader(t *testing.T) {
 		})
 	}
 	// On the leader the API's write is carried out.
-	if _, err := node.APIConsensus(leader.Peer).Apply(cctx, raftfsm.TypeVMDelete, del); err != nil {
+	if _, err := peer.APIConsensus(leader.Peer).Apply(cctx, raftfsm.TypeVMDelete, del); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitFor("the VM deleted", 10*time.Second, func() error {

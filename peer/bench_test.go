@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func benchClient(c *testcluster.Cluster, m *testcluster.Member) *api.Client {
 
 // fabrics are the two ways peers talk in the benchmarks that state what
 // the fabric costs: TLS with certificates (what svc runs) and the plain
-// baseline (node.Config.PlainPeers), in the same run.
+// baseline (peer.Config.PlainPeers), in the same run.
 var fabrics = []struct {
 	name  string
 	plain bool

@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/imagestore/diskcheck"
-	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/node/host"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/peerclaim"
@@ -162,7 +162,7 @@ func benchDeploy(b *testing.B, concurrent int) {
 	m := c.WaitLeader()
 	cl := c.Client(m)
 	img := upload(b, cl, "mini-linux", image)
-	base := baselineDriver(b, node.ImageDir(m.DataDir))
+	base := baselineDriver(b, peer.ImageDir(m.DataDir))
 	var running, ssh, alone []time.Duration
 	b.ResetTimer()
 	for range b.N {

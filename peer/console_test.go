@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package node is the svc peer. It wires the roles of a peer together and
+// Package peer is the svc peer. It wires the roles of a peer together and
 // owns what is the peer's own: it opens the Raft store and the gossip pool,
 // serves the API, joins or bootstraps the cluster, catches its replica up
 // before it serves, and names the cluster's ports its guests must not reach.
@@ -19,4 +19,4 @@
 //
 // Peer serves the API's small interfaces (httpapi's Replica, Consensus,
 // Readiness and Peers); the roles serve the others.
-package node
+package peer

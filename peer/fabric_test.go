@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 	"github.com/svc-project/svc/gossip"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/fake"
-	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/node/fabric"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -224,7 +224,7 @@ func TestFabric_a_dead_peers_name_is_not_taken(t *testing.T) {
 		{"a valid token", c.JoinToken(), `a peer named "` + dead.Name + `" is a member`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := node.Start(node.Config{
+			_, err := peer.Start(peer.Config{
 				Name: dead.Name, DataDir: t.TempDir(), Bind: "127.0.0.1", Join: []string{leader.Peer.GossipAddr()}, JoinToken: tc.token,
 				Capacity: raftfsm.Capacity{CPU: 4, MemoryBytes: 8 << 30}, Local: true, RaftTiming: testcluster.Timing(), JoinTimeout: 5 * time.Second,
 			})
@@ -282,7 +282,7 @@ func TestFabric_remove_a_peer(t *testing.T) {
 		}
 		return nil
 	})
-	_, err := node.Start(gone.Config())
+	_, err := peer.Start(gone.Config())
 	if err == nil || !strings.Contains(err.Error(), "was removed from the cluster") {
 		t.Fatalf("the removed peer restarted: %v", err)
 	}
@@ -294,7 +294,7 @@ func TestFabric_remove_a_peer(t *testing.T) {
 		}
 		return nil
 	})
-	p, err := node.Start(node.Config{
+	p, err := peer.Start(peer.Config{
 		Name: gone.Name, DataDir: t.TempDir(), Bind: "127.0.0.1", Join: []string{leader.Peer.GossipAddr()}, JoinToken: c.JoinToken(),
 		Capacity: raftfsm.Capacity{CPU: 4, MemoryBytes: 8 << 30}, Local: true, RaftTiming: testcluster.Timing(), JoinTimeout: 10 * time.Second,
 		Driver: fake.New(hypervisor.DomainPrefix(gone.Name + "-new")),

@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/browser"
 	"github.com/svc-project/svc/testkit/testcluster"
@@ -227,7 +227,7 @@ func TestHotPool_restart_rebuilds(t *testing.T) {
 // fits; deploys past it start from the template, none fails.
 func TestHotPool_memory_cap(t *testing.T) {
 	c := testcluster.New(t, 1, testcluster.Options{Templates: 1, GuestAgent: true, Capacity: raftfsm.Capacity{CPU: 32, MemoryBytes: 64 << 30},
-		Configure: func(_ int, cfg *node.Config) { cfg.HotMaxMemory = 1 << 30 }})
+		Configure: func(_ int, cfg *peer.Config) { cfg.HotMaxMemory = 1 << 30 }})
 	m := c.WaitLeader()
 	cl := c.Client(m)
 	upload(t, cl, "tiny", tinyImage(t))

@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -73,7 +73,7 @@ func TestImageSwarm_four_peers_copy_at_once(t *testing.T) {
 	// Production timeouts: 5 peers in one process copying at once, beside
 	// the rest of CI, starve the short test timeouts into elections and a
 	// node declared NOT READY (which fails its part of the job).
-	c := testcluster.New(t, 5, testcluster.Options{ProductionTiming: true, Configure: func(i int, cfg *node.Config) {
+	c := testcluster.New(t, 5, testcluster.Options{ProductionTiming: true, Configure: func(i int, cfg *peer.Config) {
 		cfg.CorruptServedChunks = i == 4
 	}})
 	cl := c.Client(c.Members[0])
@@ -117,7 +117,7 @@ func TestImageSwarm_four_peers_copy_at_once(t *testing.T) {
 // A holder that serves corrupted chunks is caught: the peer fetching from
 // it and from a sound holder drops it and gets the image whole.
 func TestImageSwarm_bad_chunks_routed_around(t *testing.T) {
-	c := testcluster.New(t, 3, testcluster.Options{Configure: func(i int, cfg *node.Config) {
+	c := testcluster.New(t, 3, testcluster.Options{Configure: func(i int, cfg *peer.Config) {
 		cfg.CorruptServedChunks = i == 2
 	}})
 	cl := c.Client(c.Members[0])

@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"bufio"
@@ -26,7 +26,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/httpapi/kube"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/testkit/registrytest"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -112,7 +112,7 @@ func watchUntil(t testing.TB, cl client.WithWatch, list client.ObjectList, ns, n
 // and deleted.
 func TestKube_orka_tools_flow(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.Options{})
-	c := testcluster.New(t, 2, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
+	c := testcluster.New(t, 2, testcluster.Options{Configure: func(_ int, cfg *peer.Config) { cfg.NamespaceAlias = "orka-default" }})
 	c.WaitLeader()
 	admin := c.Client(c.Members[0])
 	upload(t, admin, "tiny", tinyImage(t))
@@ -359,7 +359,7 @@ func TestKube_refusals(t *testing.T) {
 // trickles in is 408 at the body deadline, as on /api/v1 (before, a
 // create sent a byte every 5 s held its connection past 51 s).
 func TestKube_delete_preconditions_and_slow_bodies(t *testing.T) {
-	c := testcluster.New(t, 1, testcluster.Options{Prefix: "kubepre", Configure: func(_ int, cfg *node.Config) {
+	c := testcluster.New(t, 1, testcluster.Options{Prefix: "kubepre", Configure: func(_ int, cfg *peer.Config) {
 		cfg.APILimits.BodyTimeout = 2 * time.Second
 	}})
 	m := c.WaitLeader()

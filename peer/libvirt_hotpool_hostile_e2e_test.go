@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/node/diskbudget"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/testcluster"
@@ -66,7 +66,7 @@ func TestLibvirtHotPool_hostile_images(t *testing.T) {
 	dir := smallDisk(t, 3*gib)
 	c := testcluster.New(t, 1, testcluster.Options{Libvirt: true, Prefix: "hothostile", Subnet: 25, Templates: 2, Dir: dir,
 		Capacity:  raftfsm.Capacity{CPU: 8, MemoryBytes: 8 << 30},
-		Configure: func(_ int, cfg *node.Config) { cfg.DiskFloor, cfg.HotFillTimeout = floor, 40*time.Second }})
+		Configure: func(_ int, cfg *peer.Config) { cfg.DiskFloor, cfg.HotFillTimeout = floor, 40*time.Second }})
 	m := c.Members[0]
 	cl := c.Client(m)
 	// The filler writes once it is a guest of its own: when the identity

@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/registrytest"
 	"github.com/svc-project/svc/testkit/testcluster"
@@ -23,7 +23,7 @@ func TestLibvirtCluster_orka_tools_flow(t *testing.T) {
 	image := guest.RequireLibvirt(t)
 	reg := registrytest.Start(t, registrytest.Options{})
 	c := testcluster.New(t, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "orka", Subnet: 18,
-		Configure: func(_ int, cfg *node.Config) { cfg.NamespaceAlias = "orka-default" }})
+		Configure: func(_ int, cfg *peer.Config) { cfg.NamespaceAlias = "orka-default" }})
 	m := c.Members[0]
 	upload(t, c.Client(m), "mini-linux", image)
 	orkaToolsFlow(t, c, m, reg, orkaFlow{image: "mini-linux", wait: pushWait, running: func(host string, port int) {

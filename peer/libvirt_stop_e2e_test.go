@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/libvirt"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/peerclaim"
 	"github.com/svc-project/svc/testkit/testcluster"
@@ -34,7 +34,7 @@ func TestLibvirtCluster_delete_then_stop_leaves_no_domain(t *testing.T) {
 	c.Stop(m)
 	// The peer is stopped: what libvirt holds now is what it left.
 	peerclaim.For(t, peerclaim.Peer(m.Name)) // its cluster's claim, held by this test
-	lv, err := libvirt.New(libvirt.Config{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(m.Name)})
+	lv, err := libvirt.New(libvirt.Config{Dir: peer.VMDir(m.DataDir), ImageDir: peer.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(m.Name)})
 	if err != nil {
 		t.Fatal(err)
 	}

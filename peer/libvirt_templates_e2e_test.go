@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/internal/rfb"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/guest"
 	"github.com/svc-project/svc/testkit/testcluster"
@@ -134,7 +134,7 @@ func TestLibvirtCluster_warm_config(t *testing.T) {
 	}
 
 	templateFiles := func() []string {
-		entries, _ := os.ReadDir(node.VMDir(m.DataDir))
+		entries, _ := os.ReadDir(peer.VMDir(m.DataDir))
 		var out []string
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), hypervisor.TemplatePrefix(m.Name)) {

@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/backup"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftstore"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -254,7 +254,7 @@ func TestSnapshot_new_cluster_after_every_host_was_lost(t *testing.T) {
 		}
 	}
 
-	fresh := testcluster.New(t, 1, testcluster.Options{Prefix: "phoenix", Configure: func(i int, cfg *node.Config) {
+	fresh := testcluster.New(t, 1, testcluster.Options{Prefix: "phoenix", Configure: func(i int, cfg *peer.Config) {
 		cfg.Restore = path
 	}, ForeignNodes: true})
 	first := fresh.Members[0]
@@ -308,7 +308,7 @@ func TestRecover_after_the_majority_is_lost(t *testing.T) {
 
 	// A peer of a cluster with a leader may not recover.
 	c.Stop(survivor)
-	err := c.RestartWith(survivor, func(cfg *node.Config) { cfg.Recover, cfg.RecoverProbe = true, 3*time.Second })
+	err := c.RestartWith(survivor, func(cfg *peer.Config) { cfg.Recover, cfg.RecoverProbe = true, 3*time.Second })
 	if !errors.Is(err, raftstore.ErrLeaderAnswers) {
 		t.Fatalf("recover beside a leader: %v, want ErrLeaderAnswers", err)
 	}
@@ -340,7 +340,7 @@ func TestRecover_after_the_majority_is_lost(t *testing.T) {
 		}
 	}
 	c.Stop(survivor)
-	if err := c.RestartWith(survivor, func(cfg *node.Config) { cfg.Recover, cfg.RecoverProbe = true, 2*time.Second }); err != nil {
+	if err := c.RestartWith(survivor, func(cfg *peer.Config) { cfg.Recover, cfg.RecoverProbe = true, 2*time.Second }); err != nil {
 		t.Fatalf("recover: %v", err)
 	}
 	rec := survivor.Peer.Store().Recovered

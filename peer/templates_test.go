@@ -1,4 +1,4 @@
-package node_test
+package peer_test
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
@@ -70,7 +70,7 @@ func TestTemplates_warm_config_restores_vms(t *testing.T) {
 	}
 	template := hypervisor.TemplatePrefix(holder.Name)
 	memoryFiles := func() []string {
-		files, _ := os.ReadDir(node.VMDir(holder.DataDir))
+		files, _ := os.ReadDir(peer.VMDir(holder.DataDir))
 		var out []string
 		for _, f := range files {
 			if filepath.Ext(f.Name()) == ".state" {
@@ -112,7 +112,7 @@ func TestTemplates_warm_config_restores_vms(t *testing.T) {
 	// a memory file cut short: the deploy boots, the template is dropped
 	for _, f := range memoryFiles() {
 		if strings.HasPrefix(f, template) {
-			if err := os.Truncate(filepath.Join(node.VMDir(holder.DataDir), f), 3); err != nil {
+			if err := os.Truncate(filepath.Join(peer.VMDir(holder.DataDir), f), 3); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -217,7 +217,7 @@ func TestTemplates_rebuilt_when_a_commit_moves_the_image(t *testing.T) {
 	waitImage(t, c, cl, "tiny", api.ImageReady, 30*time.Second)
 	waitWarm(t, c, cl, "ci", other.Name)
 	c.WaitFor("the old template's files removed from "+holder.Name, 10*time.Second, func() error {
-		entries, _ := os.ReadDir(node.VMDir(holder.DataDir))
+		entries, _ := os.ReadDir(peer.VMDir(holder.DataDir))
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), hypervisor.TemplatePrefix(holder.Name)) {
 				return fmt.Errorf("left: %s", e.Name())

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The operators' worst days, on peers that are real processes in network
 # namespaces (scripts/local-cluster.sh; the fake hypervisor: the state is
-# what is checked here, real VMs are node/snapshot_test.go's and the
+# what is checked here, real VMs are peer/snapshot_test.go's and the
 # libvirt tests'):
 #   1. backup and restore: a snapshot saved through a follower while writes
 #      go on; a namespace deleted; the snapshot restored: the namespace back

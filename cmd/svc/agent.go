@@ -21,7 +21,7 @@ import (
 	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/hypervisor/libvirt"
 	"github.com/svc-project/svc/imagestore/ocidisk"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 )
 
@@ -210,7 +210,7 @@ func (a *agentFlags) run(cmd *cobra.Command) error {
 	}
 	cfg.Log = log
 	log.Info("hypervisor", "driver", cfg.Driver.Describe(), "abilities", fmt.Sprintf("%+v", hypervisor.AbilitiesOf(cfg.Driver)))
-	p, err := node.Start(cfg)
+	p, err := peer.Start(cfg)
 	if err != nil {
 		return err
 	}
@@ -233,8 +233,8 @@ func devRegistryAllow() []string {
 	return []string{"127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"}
 }
 
-func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
-	cfg := node.Config{
+func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (peer.Config, error) {
+	cfg := peer.Config{
 		Name: a.name, DataDir: a.dataDir, Bind: a.bind,
 		APIPort: a.apiPort, TLSPort: a.tlsPort, RaftPort: a.raftPort, GossipPort: a.gossipPort,
 		BootstrapExpect: a.bootstrapExpect, Join: a.join, JoinToken: a.joinToken, Restore: a.restore, Recover: a.recover, Version: version, ReapAfter: a.reapAfter,
@@ -388,7 +388,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 		dt = ""
 	}
 	drv, err := libvirt.New(libvirt.Config{
-		Socket: a.libvirtSocket, DomainType: dt, Dir: node.VMDir(cfg.DataDir), ImageDir: node.ImageDir(cfg.DataDir),
+		Socket: a.libvirtSocket, DomainType: dt, Dir: peer.VMDir(cfg.DataDir), ImageDir: peer.ImageDir(cfg.DataDir),
 		QEMUUser: a.qemuUser, Prefix: hypervisor.DomainPrefix(cfg.Name),
 	})
 	if err != nil {
@@ -400,7 +400,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (node.Config, error) {
 
 // hostCapacity reads the host and applies --cpu, --memory and --gpu.
 func hostCapacity(a *agentFlags) (raftfsm.Capacity, error) {
-	c, err := node.HostCapacity()
+	c, err := peer.HostCapacity()
 	if err != nil {
 		return c, err
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/svc-project/svc/api"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
@@ -93,7 +93,7 @@ func TestKubectl_dry_run_server_changes_nothing(t *testing.T) {
 // worded as Kubernetes words it, and nodes are no orkanodes' short name.
 func TestKubectl_alias_tables_and_names(t *testing.T) {
 	bins := kubectls(t)
-	_, url, token := clusterWithVM(t, testcluster.Options{Prefix: "clikubealias", Configure: func(_ int, cfg *node.Config) {
+	_, url, token := clusterWithVM(t, testcluster.Options{Prefix: "clikubealias", Configure: func(_ int, cfg *peer.Config) {
 		cfg.NamespaceAlias = "orka-default"
 	}})
 	file := filepath.Join(t.TempDir(), "kubeconfig")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/vz"
-	"github.com/svc-project/svc/node"
+	"github.com/svc-project/svc/peer"
 )
 
 // defaultHypervisor is vz on macOS, libvirt elsewhere.
@@ -26,13 +26,13 @@ func defaultHypervisor() string {
 
 // newVZDriver is the macOS driver: each VM in a runner process of this
 // binary (svc vz-runner DIR).
-func newVZDriver(cfg node.Config, guestVNCPassword string) (hypervisor.Driver, error) {
+func newVZDriver(cfg peer.Config, guestVNCPassword string) (hypervisor.Driver, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("vz: find this binary for the VM runners: %w", err)
 	}
 	drv, err := vz.New(vz.Config{
-		Dir: node.VMDir(cfg.DataDir), Prefix: hypervisor.DomainPrefix(cfg.Name), Runner: []string{self, "vz-runner"},
+		Dir: peer.VMDir(cfg.DataDir), Prefix: hypervisor.DomainPrefix(cfg.Name), Runner: []string{self, "vz-runner"},
 		GuestVNCPassword: guestVNCPassword, SaveRestore: vz.HostSupportsSaveRestore(), Log: cfg.Log,
 	})
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/fake"
 	"github.com/svc-project/svc/hypervisor/libvirt"
-	"github.com/svc-project/svc/node"
 	"github.com/svc-project/svc/node/sharedstore"
+	"github.com/svc-project/svc/peer"
 	"github.com/svc-project/svc/raftfsm"
 	"github.com/svc-project/svc/raftstore"
 	"github.com/svc-project/svc/testkit/guest"
@@ -65,7 +65,7 @@ type Options struct {
 	LifecycleOnly bool
 	// GuestAgent gives the fake drivers' guests an agent (FakeAgent).
 	GuestAgent bool
-	// RunnerPollInterval is the peers' node.Config.RunnerPollInterval.
+	// RunnerPollInterval is the peers' peer.Config.RunnerPollInterval.
 	RunnerPollInterval time.Duration
 	// GuestPrograms, with GuestAgent, stands in for programs of the
 	// guests' image (FakeAgent.Programs).
@@ -79,7 +79,7 @@ type Options struct {
 	Verbose bool
 	// Configure, when set, changes peer i's (0-based) configuration before
 	// it first starts.
-	Configure func(i int, cfg *node.Config)
+	Configure func(i int, cfg *peer.Config)
 	// ForeignNodes: the state holds nodes of hosts that are no members (a
 	// cluster formed from a snapshot): readiness counts the members' only.
 	ForeignNodes bool
@@ -107,7 +107,7 @@ type Cluster struct {
 type Member struct {
 	Name    string
 	DataDir string
-	Peer    *node.Peer
+	Peer    *peer.Peer
 	// Fake is the member's hypervisor (nil with Options.Libvirt); it outlives
 	// restarts, as libvirtd would.
 	Fake *fake.Driver
@@ -116,7 +116,7 @@ type Member struct {
 	// Libvirt is the member's real driver with Options.Libvirt.
 	Libvirt *libvirt.Driver
 	gate    *gate
-	cfg     node.Config
+	cfg     peer.Config
 }
 
 // leaderWait is the production default: with the short timeouts below, a
@@ -196,17 +196,17 @@ func (c *Cluster) addMember() *Member {
 	var drv hypervisor.Driver
 	if opts.Libvirt {
 		peerclaim.For(tb, peerclaim.Peer(name), peerclaim.Addr(bind))
-		lv, err := libvirt.New(libvirt.Config{Dir: node.VMDir(m.DataDir), ImageDir: node.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})
+		lv, err := libvirt.New(libvirt.Config{Dir: peer.VMDir(m.DataDir), ImageDir: peer.ImageDir(m.DataDir), Prefix: hypervisor.DomainPrefix(name)})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		m.Libvirt, drv = lv, lv
 	} else {
 		m.Fake = fake.New(hypervisor.DomainPrefix(name))
-		if err := os.MkdirAll(node.VMDir(m.DataDir), 0o700); err != nil {
+		if err := os.MkdirAll(peer.VMDir(m.DataDir), 0o700); err != nil {
 			tb.Fatal(err)
 		}
-		m.Fake.SetMemoryDir(node.VMDir(m.DataDir))
+		m.Fake.SetMemoryDir(peer.VMDir(m.DataDir))
 		drv = m.Fake
 		if opts.LifecycleOnly {
 			drv = struct{ hypervisor.Driver }{m.Fake}
@@ -217,7 +217,7 @@ func (c *Cluster) addMember() *Member {
 			m.FakeAgent, drv = fa, fa
 		}
 	}
-	m.cfg = node.Config{
+	m.cfg = peer.Config{
 		Name: name, DataDir: m.DataDir, Bind: bind,
 		Capacity: opts.Capacity, Version: "test", Local: true, RaftTiming: Timing(),
 		ReconcileInterval: 200 * time.Millisecond, ReapAfter: opts.ReapAfter,
@@ -322,7 +322,7 @@ func (c *Cluster) joinToken(pending bool) string {
 
 func (c *Cluster) start(m *Member) {
 	c.tb.Helper()
-	p, err := node.Start(m.cfg)
+	p, err := peer.Start(m.cfg)
 	if err != nil {
 		c.tb.Fatalf("start %s: %v", m.Name, err)
 	}
@@ -349,7 +349,7 @@ func (c *Cluster) Close() {
 			cancel()
 			_ = m.Libvirt.Close()
 		}
-		if err := sharedstore.New(sharedstore.Config{Dir: node.SharedDir(m.DataDir)}).Release(); err != nil {
+		if err := sharedstore.New(sharedstore.Config{Dir: peer.SharedDir(m.DataDir)}).Release(); err != nil {
 			c.tb.Logf("release %s's shared folders: %v", m.Name, err)
 		}
 	}
@@ -357,7 +357,7 @@ func (c *Cluster) Close() {
 
 // Config is the configuration m last started with (a test may start it
 // itself, e.g. to see a start refused).
-func (m *Member) Config() node.Config { return m.cfg }
+func (m *Member) Config() peer.Config { return m.cfg }
 
 // Stop stops a peer without leaving the cluster (as a crash or restart would).
 func (c *Cluster) Stop(m *Member) {
@@ -401,12 +401,12 @@ func (c *Cluster) Restart(m *Member) {
 // RestartWith starts a stopped peer again from its data dir, at its old
 // addresses, with its configuration changed by change first (svc agent
 // --recover, say). It returns Start's error instead of failing the test.
-func (c *Cluster) RestartWith(m *Member, change func(*node.Config)) error {
+func (c *Cluster) RestartWith(m *Member, change func(*peer.Config)) error {
 	c.tb.Helper()
 	cfg := m.cfg
 	cfg.Join, cfg.BootstrapExpect, cfg.JoinToken = nil, 0, ""
 	change(&cfg)
-	p, err := node.Start(cfg)
+	p, err := peer.Start(cfg)
 	if err != nil {
 		return err
 	}

@@ -118,6 +118,7 @@ lint:
 	@command -v staticcheck >/dev/null || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	staticcheck ./...
 	scripts/check-layout.sh
+	scripts/check-layers.sh -v
 	$(MAKE) --no-print-directory lint-js
 	$(MAKE) --no-print-directory darwin-check
 

@@ -16,10 +16,16 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-peer unit-others unit-peer-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all help build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-peer unit-others unit-peer-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
+## help: the targets and what each does (the first line of the ## comment above each)
+help:
+	@awk 'NR == FNR { if (match($$0, /^[a-z][a-z0-9-]*:/)) tgt[substr($$0, 1, RLENGTH - 1)] = 1; next } \
+	/^## [a-z][a-z0-9-]*:/ { n = $$2; sub(/:$$/, "", n); if ((n in tgt) && !(n in done)) { done[n] = 1; d = $$0; sub(/^## [^:]*: /, "", d); printf "  %-18s %s\n", n, d } }' Makefile Makefile
+
+## build: bin/svc, the one binary (svc agent and the CLI)
 # -trimpath: a build that names no path of the machine it was made on, and
 # one build cache with the guest image's Go programs (built so too).
 build:
@@ -103,14 +109,17 @@ lanes: build
 	wait $$vm; v=$$?; \
 	if [ $$v -ne 0 ] || [ $$rest -ne 0 ]; then echo "make test: failed (the VM lane exit $$v, the other lane exit $$rest)"; exit 1; fi
 
+## lane-vm: the real-VM lane of make lanes (unit-vm, then bench-once-vm)
 lane-vm:
 	@s=0; for t in unit-vm bench-once-vm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
 
+## lane-rest: the other lane of make lanes (unit-peer beside the sequence of everything else)
 lane-rest: test-js-deps
 	@scripts/stage.sh unit-peer $(MAKE) --no-print-directory unit-peer & node=$$!; \
 	s=0; for t in unit-others fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm bench-once-deploy; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; \
 	wait $$node || { s=1; echo "lane-rest: unit-peer failed"; }; exit $$s
 
+## lint: gofmt, go vet, staticcheck, the layout and layer checks, the web UI's JavaScript, darwin-check
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
@@ -153,6 +162,7 @@ unit:
 	wait $$rest; r=$$?; \
 	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (node e2e exit $$e2e, the rest exit $$r)"; exit 1; fi
 
+## unit-vm: the peer package's real-VM and browser tests (PEER_E2E)
 unit-vm:
 	$(call gotest,unit-vm,-race -count=1 -timeout 30m -run '$(PEER_E2E)' ./peer)
 
@@ -175,9 +185,11 @@ unit-peer:
 	done; \
 	for p in $$pids; do wait $$p || s=1; done; exit $$s
 
+## unit-others: every package's tests but the peer package's
 unit-others:
 	$(call gotest,unit-others,-race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/peer$$'))
 
+## unit-peer-share: share K of PEER_SHARDS of the peer package's cluster tests
 unit-peer-share:
 	p=$$(scripts/peer-shard.sh $(K) $(PEER_SHARDS) '$(PEER_E2E)') && { $(call gotest,unit-peer-$(K),-race -count=1 -timeout 30m -run "$$p" ./peer); }
 
@@ -215,9 +227,11 @@ bench-once-vm:
 bench-once-deploy:
 	$(call gobench,bench-once-deploy,-run '^$$' -bench '$(DEPLOY_BENCH)' -benchtime 1x -timeout 20m ./peer)
 
+## bench-once-rest: the benchmarks that boot no guest, once each (the swarm's aside)
 bench-once-rest:
 	$(call gobench,bench-once-rest,-run '^$$' -bench . -skip '$(VM_BENCH)|$(DEPLOY_BENCH)|$(SWARM_BENCH)' -benchtime 1x -timeout 20m $(BENCH_PKGS))
 
+## bench-once-swarm: the image swarm benchmark once, at 64 MiB (root: network namespaces)
 bench-once-swarm:
 	export SVC_SWARM_MIB=64; $(call gobench,bench-once-swarm,-run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./peer)
 
@@ -273,11 +287,14 @@ bench:
 bench-compare:
 	scripts/bench-compare.sh $(foreach r,$(REVS),'$(r)')
 
+## local-cluster: a namespaced cluster of N peers (default 3) to play with (root)
 local-cluster: build
 	scripts/local-cluster.sh up $(or $(N),3)
 
+## local-cluster-down: stop it
 local-cluster-down:
 	scripts/local-cluster.sh down
 
+## clean: remove the binary and the guest image
 clean:
 	rm -rf bin $(IMAGE) $(ISO)

@@ -174,6 +174,9 @@ func (s *Server) reachVersion(ctx context.Context, v uint64) error {
 	if v <= f.Index() {
 		return nil
 	}
+	if h := s.watchHub(); h != nil && v <= h.version() {
+		return nil // a version this peer's events were stamped with
+	}
 	wctx, cancel := context.WithTimeout(ctx, versionWait)
 	defer cancel()
 	if f.WaitIndex(wctx, v) == nil {

@@ -108,3 +108,60 @@ func TestWatch_burst_of_changes_every_one_carried(t *testing.T) {
 	defer stop2()
 	collect(resumed)
 }
+
+// A change the state applies while the hub takes its views reaches every
+// watcher, whatever version it holds. The hub once stamped a comparison's
+// events with the index read before it: a comparison that began at the
+// version a watcher had just listed at, and took in a change applied
+// meanwhile, stamped that change with the watcher's own version, and the
+// watcher (TestKube_orka_tools_flow's watch of a saved image, under load)
+// never saw it. Read after the views, the index let a change applied after
+// them come in the next comparison with a version already passed (the test
+// above). Each case applies VMs at some views of one comparison.
+func TestWatchHub_a_change_during_a_comparison_reaches_every_watcher(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		kinds   []string
+		applyAt string // the kind whose views apply a VM
+		times   int    // at how many of them
+	}{
+		{"in the view", []string{watchVMs}, watchVMs, 1},
+		{"after the view, while another kind's is taken", []string{watchVMs, watchNodes}, watchNodes, 1},
+		{"after the view at every try (the state never still)", []string{watchVMs, watchNodes}, watchNodes, viewTries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fb := newFakeBackend(t, true)
+			vmFleet(t, fb, 1, viewTries) // room for every VM
+			s := New(fakeConfig(fb, Config{}))
+			h := newWatchHub(s, "")
+			h.index = fb.fsm.Index()
+			for _, k := range watchKinds {
+				h.last[k] = h.view(k)
+			}
+			h.ready = true
+			// A comparison that starts where the last one ended, as one
+			// woken by a change the last one already took in does.
+			h.refresh(tc.kinds)
+			_, listed, _ := h.list(watchVMs, func(string) bool { return true })
+			applied := 0
+			h.viewing = func(kind string) {
+				if kind == tc.applyAt && applied < tc.times {
+					applyVMs(t, fb, 0, applied, 1)
+					applied++
+				}
+			}
+			h.refresh(tc.kinds) // the changes' comparison
+			h.viewing = nil     // then a still state
+			h.refresh(tc.kinds) // the next
+			evs, _, _, err := h.since(watchVMs, listed, func(watchEvent) bool { return true })
+			if err != nil || len(evs) != tc.times {
+				t.Fatalf("after the version listed (%d): %d events %+v %v, want the %d VMs' ADDED", listed, len(evs), evs, err, tc.times)
+			}
+			for _, e := range evs {
+				if e.Type != eventAdded || e.RV <= listed || e.RV > h.version() {
+					t.Fatalf("event %s at version %d: want ADDED after %d, at most the hub's %d", e.Type, e.RV, listed, h.version())
+				}
+			}
+		})
+	}
+}

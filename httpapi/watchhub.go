@@ -81,6 +81,9 @@ type watchHub struct {
 	grew   map[string]chan struct{} // by kind: closed when events of it are added
 	dirty  bool
 	ready  bool
+	// viewing, when set, is called as each view is taken (a test applies
+	// a change there, as Raft may at any moment).
+	viewing func(kind string)
 }
 
 func newWatchHub(s *Server, file string) *watchHub {
@@ -180,6 +183,9 @@ func touched(vm, node, image, blob, job <-chan struct{}) []string {
 
 // view is the current list of a kind as the API shows it, by key.
 func (h *watchHub) view(kind string) map[string]watchObject {
+	if h.viewing != nil {
+		h.viewing(kind)
+	}
 	s, f := h.s, h.s.replica.FSM()
 	out := map[string]watchObject{}
 	put := func(ns, name string, v any) {
@@ -215,18 +221,38 @@ func (h *watchHub) view(kind string) map[string]watchObject {
 	return out
 }
 
+// viewTries bounds how many times refresh takes its views again when the
+// state changed while it took them.
+const viewTries = 3
+
 // refresh compares kinds with the last view and appends the events.
+//
+// Events carry the version they are stamped with, and a watcher reads the
+// events after its version: every event must be stamped after every
+// version a watcher may hold that does not show it (the hub's index, which
+// a list answers with, or an event's version a client resumes from), or
+// that watcher never sees it. The views are the state at the index read
+// before and after them when the two are the same (no change was applied
+// meanwhile); they are taken again, viewTries times at most, while the two
+// differ. A change applied between the last views and the index read
+// after them is in none of them and comes in the next comparison, stamped
+// with a version after the hub's index: at worst one past the state's (a
+// watch that resumes from it here is served; reachVersion).
 func (h *watchHub) refresh(kinds []string) {
-	// The version is read before the views: every change up to it is in
-	// them. A change applied while they are taken may be in them too (a
-	// watcher resuming from rv elsewhere gets it once more), and one that
-	// is not comes in the next comparison at a later version. Read after
-	// the views, rv could be one the watchers had already passed when the
-	// next comparison brought that change, and they would never see it.
-	rv := h.s.replica.FSM().Index()
-	views := map[string]map[string]watchObject{}
-	for _, k := range kinds {
-		views[k] = h.view(k)
+	f := h.s.replica.FSM()
+	var (
+		views map[string]map[string]watchObject
+		rv    uint64
+	)
+	for try := 1; ; try++ {
+		before := f.Index()
+		views = map[string]map[string]watchObject{}
+		for _, k := range kinds {
+			views[k] = h.view(k)
+		}
+		if rv = f.Index(); rv == before || try == viewTries {
+			break
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -237,19 +263,32 @@ func (h *watchHub) refresh(kinds []string) {
 			p, ok := old[key]
 			switch {
 			case !ok:
-				evs = append(evs, watchEvent{RV: rv, Kind: k, NS: o.NS, Type: eventAdded, Object: o.Object})
+				evs = append(evs, watchEvent{Kind: k, NS: o.NS, Type: eventAdded, Object: o.Object})
 			case !bytes.Equal(p.Object, o.Object):
-				evs = append(evs, watchEvent{RV: rv, Kind: k, NS: o.NS, Type: eventModified, Object: o.Object})
+				evs = append(evs, watchEvent{Kind: k, NS: o.NS, Type: eventModified, Object: o.Object})
 			}
 		}
 		for key, p := range old {
 			if _, ok := cur[key]; !ok {
-				evs = append(evs, watchEvent{RV: rv, Kind: k, NS: p.NS, Type: eventDeleted, Object: p.Object})
+				evs = append(evs, watchEvent{Kind: k, NS: p.NS, Type: eventDeleted, Object: p.Object})
 			}
 		}
 		h.last[k] = cur
 	}
+	if len(evs) > 0 && rv <= h.index {
+		rv = h.index + 1 // after every version a watcher holds
+	}
+	for i := range evs {
+		evs[i].RV = rv
+	}
 	h.addLocked(rv, evs)
+}
+
+// version is the index the hub's events are complete up to.
+func (h *watchHub) version() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.index
 }
 
 // addLocked appends events taken at version rv (h.mu held), drops the

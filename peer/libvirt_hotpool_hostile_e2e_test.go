@@ -47,7 +47,7 @@ func imageWithBootStep(t *testing.T, image, step string, size int64) string {
 
 // Two images a member made, each warm with a hot pool, on a node whose
 // data dir is a small file system of the test's own:
-//   - "filler" writes 1.2 GB to its 1.5 GiB disk once a restored copy of
+//   - "filler" writes 620 MB to its 768 MiB disk once a restored copy of
 //     it has its own identity, so every guest of its pool does. Before, each
 //     pooled guest's disk was held in no budget: free space went to 0 and
 //     the namespace's disk use stayed 0. Now a pooled guest's disk is held
@@ -61,18 +61,18 @@ func imageWithBootStep(t *testing.T, image, step string, size int64) string {
 //     the guest is destroyed, and the other pool fills.
 func TestLibvirtHotPool_hostile_images(t *testing.T) {
 	image := guest.RequireLibvirt(t)
-	const mib, gib = 1 << 20, 1 << 30
+	const mib = 1 << 20
 	const floor = 200 * mib
-	dir := smallDisk(t, 3*gib)
+	dir := smallDisk(t, 1792*mib)
 	c := testcluster.New(t, 1, testcluster.Options{Libvirt: true, Prefix: "hothostile", Subnet: 25, Templates: 2, Dir: dir,
 		Capacity:  raftfsm.Capacity{CPU: 8, MemoryBytes: 8 << 30},
-		Configure: func(_ int, cfg *peer.Config) { cfg.DiskFloor, cfg.HotFillTimeout = floor, 40*time.Second }})
+		Configure: func(_ int, cfg *peer.Config) { cfg.DiskFloor, cfg.HotFillTimeout = floor, 20*time.Second }})
 	m := c.Members[0]
 	cl := c.Client(m)
 	// The filler writes once it is a guest of its own: when the identity
 	// step of a restored copy gives it a new machine id (the template,
 	// saved before any identity step, never writes).
-	filler := imageWithBootStep(t, image, "(m=$(cat /etc/machine-id); while [ \"$(cat /etc/machine-id)\" = \"$m\" ]; do sleep 1; done; dd if=/dev/zero of=/dev/vda bs=1M seek=80 count=1240 conv=fsync) &\n", 1536*mib)
+	filler := imageWithBootStep(t, image, "(m=$(cat /etc/machine-id); while [ \"$(cat /etc/machine-id)\" = \"$m\" ]; do sleep 1; done; dd if=/dev/zero of=/dev/vda bs=1M seek=80 count=620 conv=fsync) &\n", 768*mib)
 	stuck := imageWithBootStep(t, image, "printf '#!/bin/sh\\nexec sleep 100000\\n' >/usr/lib/svc/identity.new\nchmod 755 /usr/lib/svc/identity.new\nmv /usr/lib/svc/identity.new /usr/lib/svc/identity\n", 64*mib)
 	upload(t, cl, "filler", filler)
 	upload(t, cl, "stuck", stuck)
@@ -136,7 +136,7 @@ func TestLibvirtHotPool_hostile_images(t *testing.T) {
 	}
 	disk, fillerKey := m.Libvirt.DiskPath(n.Hot[0].Domain), n.Hot[0].Key
 	c.WaitFor("the pooled guest's writes", 3*time.Minute, func() error {
-		if a := diskbudget.Allocated(disk); a < 1200*mib {
+		if a := diskbudget.Allocated(disk); a < 600*mib {
 			return fmt.Errorf("its disk holds %d MiB", a>>20)
 		}
 		return nil
@@ -154,8 +154,8 @@ func TestLibvirtHotPool_hostile_images(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.PooledDisk != 1.5 || q.Used.Disk < 1.5 {
-		t.Fatalf("the namespace's use %+v, want its pooled guest's 1.5 GiB counted", q)
+	if q.PooledDisk != 0.75 || q.Used.Disk < 0.75 {
+		t.Fatalf("the namespace's use %+v, want its pooled guest's 0.75 GiB counted", q)
 	}
 	if got, _ := cl.GetVMConfig(ctx(t), ns, "filler"); got.HotNodes[m.Name] != 1 {
 		t.Fatalf("filler's pool %v: the room holds one of its guests", got.HotNodes)
@@ -165,7 +165,7 @@ func TestLibvirtHotPool_hostile_images(t *testing.T) {
 	// guest is destroyed, the disk keeps its floor.
 	need := int64(room) + 500*mib
 	if _, err := cl.UploadImage(ctx(t), ns, "big", zeros(need), need); err != nil {
-		t.Fatalf("an upload of %d MiB (room %.0f MiB, the pool yields 1.5 GiB): %v", need>>20, room/mib, err)
+		t.Fatalf("an upload of %d MiB (room %.0f MiB, the pool yields 0.75 GiB): %v", need>>20, room/mib, err)
 	}
 	waitHotFor(t, c, cl, time.Minute, "filler", m.Name, 0)
 	doms, err := m.Libvirt.List(ctx(t))

@@ -71,8 +71,7 @@ func chunksSent(t *testing.T, j api.Job) (total, sent int) {
 // The flow on real VMs: a VM with a file under /data is pushed
 // (its host killed midway, the push run again resumes), deployed from the
 // reference on another peer of a 3-peer cluster and on a second cluster:
-// the file is there; a push after a small change sends a few chunks; a
-// KubeVirt containerDisk of the guest deploys and boots.
+// the file is there; a push after a small change sends a few chunks.
 func TestLibvirtCluster_push_deploy_reference(t *testing.T) {
 	image := guest.RequireLibvirt(t)
 	reg := registrytest.Start(t, registrytest.Options{})
@@ -152,6 +151,19 @@ func TestLibvirtCluster_push_deploy_reference(t *testing.T) {
 	if got := guestRun(t, b, vmB, "cat /data/proof /data/proof2"); strings.Join(strings.Fields(got), " ") != "pushed again" {
 		t.Fatalf("on the second cluster: %q", got)
 	}
+}
+
+// Registry images made by other tools deploy and boot: a KubeVirt
+// containerDisk (the guest's qcow2 under /disk/), and a Tart-format image
+// holding the guest's disk (as Mac users keep images), whose NVRAM is kept
+// for vz hosts. (Split from TestLibvirtCluster_push_deploy_reference, which
+// took 144 s with these two guests.)
+func TestLibvirtCluster_container_disk_and_tart_images(t *testing.T) {
+	image := guest.RequireLibvirt(t)
+	reg := registrytest.Start(t, registrytest.Options{})
+	b := testcluster.New(t, 1, testcluster.Options{Libvirt: true, DistinctIPs: true, Prefix: "regcd", Subnet: 26})
+	bcl := b.Client(b.Members[0])
+	setCredential(t, bcl, reg)
 
 	// A KubeVirt containerDisk (the guest's qcow2 under /disk/) deploys and boots.
 	cdRef := reg.Host + "/kubevirt/mini:1"
@@ -164,8 +176,7 @@ func TestLibvirtCluster_push_deploy_reference(t *testing.T) {
 		t.Fatalf("containerDisk image %+v %v", img, err)
 	}
 
-	// A Tart-format image holding the guest's disk (as Mac users keep
-	// images) deploys and boots here; its NVRAM is kept for vz hosts.
+	// The Tart image.
 	tartRef := reg.Host + "/tart/minitart:1"
 	pushTartOf(t, reg, tartRef, image)
 	tv := realDeploy(t, b, api.DeployRequest{Image: tartRef, Name: "from-tart"})

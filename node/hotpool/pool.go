@@ -29,9 +29,11 @@ type Readiness interface {
 }
 
 // Templates restores a domain from the node's booted template of a shape
-// (false: the node holds no usable one).
+// (false: the node holds no usable one); Loaded is closed once the
+// templates a previous run left are taken up.
 type Templates interface {
 	RestoreShape(ctx context.Context, key string, spec hypervisor.Spec, who string) (bool, error)
+	Loaded() <-chan struct{}
 }
 
 // Config is what the pool is given.
@@ -230,6 +232,14 @@ func (p *Pool) Run(ctx context.Context) {
 			return
 		case <-p.cfg.Ready.CaughtUpCh():
 		}
+	}
+	// After a restart the node's record names templates this run has not
+	// taken up yet: a fill from one before would fail, and wait its
+	// back-off (30 s) to be tried again.
+	select {
+	case <-ctx.Done():
+		return
+	case <-p.cfg.Templates.Loaded():
 	}
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()

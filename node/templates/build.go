@@ -137,7 +137,9 @@ func (m *Manager) load(ctx context.Context) {
 			continue
 		}
 		if e, err := m.readRecord(key); err == nil && d.State == hypervisor.StateShutoff {
+			m.mu.Lock()
 			m.ready[key] = e
+			m.mu.Unlock()
 			continue
 		} else if err != nil {
 			m.cfg.Log.Info("dropping a template left unfinished", "key", key, "err", err)
@@ -148,7 +150,10 @@ func (m *Manager) load(ctx context.Context) {
 	names, _ := filepath.Glob(filepath.Join(m.cfg.Dir, "*.json"))
 	for _, p := range names {
 		key := strings.TrimSuffix(filepath.Base(p), ".json")
-		if _, ok := m.ready[key]; !ok {
+		m.mu.Lock()
+		_, ok := m.ready[key]
+		m.mu.Unlock()
+		if !ok {
 			_ = os.Remove(p)
 		}
 	}

@@ -3,6 +3,7 @@ package templates
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -64,5 +65,48 @@ func TestManager_build_holds_its_room(t *testing.T) {
 	}
 	if calls := drv.Calls(); len(calls) != 0 {
 		t.Fatalf("the driver was called: %v", calls)
+	}
+}
+
+// A restarted peer takes up the templates its last run left while hot
+// pools may already ask to restore from them (they wait for Loaded; the
+// race detector watches the rest): once Loaded is closed, the template
+// restores.
+func TestManager_load_then_restore(t *testing.T) {
+	images, err := imagestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := images.Put(context.Background(), strings.NewReader("a tiny disk"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := fake.New(hypervisor.DomainPrefix("n1"))
+	drv.SetMemoryDir(t.TempDir())
+	cfg := Config{Name: "n1", FSM: raftfsm.NewFSM(nil), Driver: drv, Images: images, Dir: t.TempDir(), Max: 1,
+		GuestReady: func(context.Context, string) error { return nil }}
+	sh := raftfsm.Shape{ImageDigest: d, ImageFormat: "raw", CPU: 1, MemoryBytes: 64 << 20}
+	if err := New(cfg).build(context.Background(), sh); err != nil {
+		t.Fatal(err)
+	}
+	m := New(cfg) // the next run of the peer
+	spec := func(i int) hypervisor.Spec {
+		return hypervisor.Spec{Name: fmt.Sprintf("%sguest-%d", hypervisor.DomainPrefix("n1"), i), CPU: 1, MemoryMiB: 64, BaseImage: images.Path(d), BaseFormat: "raw"}
+	}
+	go func() {
+		m.load(context.Background())
+		m.markLoaded()
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-m.Loaded():
+		default:
+			_, _ = m.RestoreShape(context.Background(), sh.Key(), spec(i), "a hot guest")
+			continue
+		}
+		break
+	}
+	if ok, err := m.RestoreShape(context.Background(), sh.Key(), spec(-1), "a hot guest"); !ok || err != nil {
+		t.Fatalf("a restore once the templates are loaded: %v %v", ok, err)
 	}
 }

@@ -72,6 +72,10 @@ type Manager struct {
 	mem     hypervisor.MemorySnapshots // nil: the driver cannot; no templates
 	metrics *metrics
 	wake    chan struct{}
+	// loaded is closed once the templates a previous run left are taken
+	// up (or there are none to take: Run ended first, or is off).
+	loaded     chan struct{}
+	loadedOnce sync.Once
 
 	mu     sync.Mutex
 	ready  map[string]*entry // by key
@@ -115,14 +119,29 @@ func New(cfg Config) *Manager {
 	if cfg.Registerer == nil {
 		cfg.Registerer = prometheus.NewRegistry()
 	}
-	m := &Manager{cfg: cfg, metrics: newMetrics(cfg.Registerer), wake: make(chan struct{}, 1),
+	m := &Manager{cfg: cfg, metrics: newMetrics(cfg.Registerer), wake: make(chan struct{}, 1), loaded: make(chan struct{}),
 		ready: map[string]*entry{}, failed: &backoff.Keyed{First: cfg.Backoff, Most: time.Hour}}
 	m.mem, _ = cfg.Driver.(hypervisor.MemorySnapshots)
 	return m
 }
 
+// Loaded is closed once the templates a previous run of the peer left are
+// taken up (at once on a manager that keeps none): until then a template
+// the node's record names may not be restorable yet.
+func (m *Manager) Loaded() <-chan struct{} {
+	if m == nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return m.loaded
+}
+
+func (m *Manager) markLoaded() { m.loadedOnce.Do(func() { close(m.loaded) }) }
+
 // Run keeps the templates in step with the warm configs until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
+	defer m.markLoaded() // none to wait for once Run has ended
 	if m.mem == nil {
 		m.cfg.Log.Info("booted templates are off: the hypervisor cannot save a guest's memory", "driver", m.cfg.Driver.Describe())
 		return
@@ -139,6 +158,7 @@ func (m *Manager) Run(ctx context.Context) {
 		}
 	}
 	m.load(ctx)
+	m.markLoaded()
 	tick := time.NewTicker(m.cfg.Interval)
 	defer tick.Stop()
 	for {

@@ -302,6 +302,28 @@ func TestRunnerPool_lost_webhook_found_by_polling(t *testing.T) {
 	}
 }
 
+// A runner of a job's attempt left registered by a start whose leader
+// died before it recorded the runner's id (emulated here: the runner is
+// registered under the first attempt's name before the pool takes the job,
+// which GitHub then refuses, 409) is removed by the next attempt; the job
+// runs, and no runner is left. Before, nothing removed it (GitHub keeps an
+// offline runner for a day): TestLibvirtRunnerPool_leader_killed_mid_run
+// once ended with a runner left registered.
+func TestRunnerPool_an_earlier_attempts_runner_is_removed(t *testing.T) {
+	r := newPoolRig(t, 1, time.Second)
+	admin := r.setUp(t, 1)
+	jobs := r.gh.Queue(context.Background(), "acme/app", true, []string{"self-hosted", "svc-linux"}) // found by polling
+	stale := r.gh.RegisterRunner("acme/app", runnerpool.VMName("ci", jobs[0].ID, 1), []string{"svc-linux"})
+	r.waitDone(t, admin, 1, 2*time.Minute)
+	r.checkOnce(t)
+	if left := r.gh.Runners(); len(left) != 0 {
+		t.Fatalf("runners left registered: %+v (the earlier attempt's: %+v)", left, stale)
+	}
+	if ran := r.gh.Jobs()[jobs[0].ID].RunnerName; ran != runnerpool.VMName("ci", jobs[0].ID, 2) {
+		t.Fatalf("the job ran on %q, want its second attempt's runner", ran)
+	}
+}
+
 func TestRunnerPool_leader_killed_mid_run(t *testing.T) {
 	r := newPoolRig(t, 3, time.Second)
 	r.work = 2 * time.Second

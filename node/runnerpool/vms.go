@@ -57,6 +57,7 @@ func (c *Controller) start(ctx context.Context, p raftfsm.RunnerPool, gh *github
 		fail(err)
 		return
 	}
+	c.removeEarlierRunner(ctx, p, gh, j)
 	// fail speaks without ctx's end (context.WithoutCancel).
 	ctx, cancel := c.watchNode(ctx, p.Namespace, j.VM)
 	defer cancel()
@@ -165,6 +166,31 @@ func (c *Controller) watchNode(ctx context.Context, ns, vm string) (context.Cont
 		}
 	}()
 	return wctx, func() { cancel(nil) }
+}
+
+// removeEarlierRunner removes the runner of the job's previous attempt
+// when one is still registered and idle and its VM is gone: a leader that
+// died between GitHub's just-in-time configuration and the record of the
+// runner's id left it unknown to the state, and no undo could remove it
+// (GitHub keeps an offline runner for a day). One read of the sweep's
+// budget, on a job's second attempt and after.
+func (c *Controller) removeEarlierRunner(ctx context.Context, p raftfsm.RunnerPool, gh *github.Client, j raftfsm.RunnerJob) {
+	if j.Attempts < 1 {
+		return // the first attempt: nothing earlier
+	}
+	prev := VMName(p.Name, j.ID, j.Attempts)
+	if _, ok := c.cfg.FSM.VM(p.Namespace, prev); ok {
+		return // its VM is there: its own undo or the sweep deals with it
+	}
+	id, busy, found, err := gh.RunnerNamed(ctx, prev)
+	if err != nil || !found || busy {
+		return // unknown (the next attempt looks again), none, or it runs a job after all
+	}
+	if err := gh.RemoveRunner(ctx, id); err != nil {
+		c.cfg.Log.Info("runner pool: an earlier attempt's runner stays", "pool", p.Name, "runner", prev, "err", err)
+		return
+	}
+	c.cfg.Log.Info("runner pool: removed an earlier attempt's runner left registered", "pool", p.Name, "runner", prev)
 }
 
 // undo takes back a start that did not end with its runner started (it

@@ -160,6 +160,31 @@ func (c *Client) JITConfig(ctx context.Context, name string, labels []string, ru
 	return cfg.GetRunner().GetID(), cfg.GetEncodedJITConfig(), nil
 }
 
+// RunnerNamed finds the runner of a name through GitHub's name filter of
+// the runners list (one read of the sweep's budget); found is false when
+// there is none.
+func (c *Client) RunnerNamed(ctx context.Context, name string) (id int64, busy, found bool, err error) {
+	opts := &gh.ListRunnersOptions{Name: &name, ListOptions: gh.ListOptions{PerPage: 10}}
+	var rs *gh.Runners
+	err = c.call(ctx, sweepRead, func() (resp *gh.Response, err error) {
+		if c.scope.Repo == "" {
+			rs, resp, err = c.gh.Actions.ListOrganizationRunners(ctx, c.scope.Owner, opts)
+		} else {
+			rs, resp, err = c.gh.Actions.ListRunners(ctx, c.scope.Owner, c.scope.Repo, opts)
+		}
+		return resp, err
+	})
+	if err != nil {
+		return 0, false, false, fmt.Errorf("github: the runner named %s of %s: %w", name, c.scope, err)
+	}
+	for _, r := range rs.Runners {
+		if r.GetName() == name {
+			return r.GetID(), r.GetBusy(), true, nil
+		}
+	}
+	return 0, false, false, nil
+}
+
 // ErrRunnerBusy is GitHub refusing to remove a runner that runs a job
 // (422).
 var ErrRunnerBusy = errors.New("github: the runner is running a job")

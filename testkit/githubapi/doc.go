@@ -13,6 +13,8 @@
 //     request without labels. The runner has exactly the labels asked for,
 //     as GitHub documents: a JIT runner never runs config.sh, which is what
 //     adds self-hosted, the OS and the architecture;
+//   - GET /orgs/{org}/actions/runners, /repos/{owner}/{repo}/actions/runners:
+//     {total_count, runners}, ?name= for the runner of that name, paged;
 //   - DELETE /orgs/{org}/actions/runners/{id}, /repos/{owner}/{repo}/...: 204, 404;
 //   - GET /repos/{owner}/{repo}/actions/jobs/{job_id}: one job;
 //   - GET /repos/{owner}/{repo}/actions/runs?status=queued|in_progress (a

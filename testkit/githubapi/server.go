@@ -2,6 +2,7 @@ package githubapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rsa"
@@ -148,6 +149,8 @@ func Start(t testing.TB, key *rsa.PrivateKey, prefix string) *Server {
 	route("POST /app/installations/{id}/access_tokens", s.accessToken)
 	route("POST /orgs/{org}/actions/runners/generate-jitconfig", s.authed(s.jitConfig))
 	route("POST /repos/{owner}/{repo}/actions/runners/generate-jitconfig", s.authed(s.jitConfig))
+	route("GET /orgs/{org}/actions/runners", s.authed(s.listRunners))
+	route("GET /repos/{owner}/{repo}/actions/runners", s.authed(s.listRunners))
 	route("DELETE /orgs/{org}/actions/runners/{id}", s.authed(s.removeRunner))
 	route("DELETE /repos/{owner}/{repo}/actions/runners/{id}", s.authed(s.removeRunner))
 	route("GET /repos/{owner}/{repo}/actions/runs", s.authed(s.listRuns))
@@ -287,6 +290,35 @@ func (s *Server) jitConfig(w http.ResponseWriter, r *http.Request) {
 		"runner":             map[string]any{"id": rn.ID, "name": rn.Name, "os": "unknown", "status": "offline", "busy": false, "labels": labels},
 		"encoded_jit_config": base64.StdEncoding.EncodeToString(enc),
 	})
+}
+
+// listRunners lists the scope's runners, by id, as GitHub's "List
+// self-hosted runners" does: ?name= keeps the runner of that name, pages of
+// per_page (default 30); a runner is online while it has a job.
+func (s *Server) listRunners(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	s.mu.Lock()
+	var rs []Runner
+	for _, rn := range s.runners {
+		if rn.Scope == scopeOf(r) && (name == "" || rn.Name == name) {
+			rs = append(rs, *rn)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(rs, func(a, b Runner) int { return cmp.Compare(a.ID, b.ID) })
+	out := []map[string]any{}
+	for _, rn := range page(w, r, rs) {
+		status := "offline"
+		if rn.Busy {
+			status = "online"
+		}
+		labels := []map[string]any{}
+		for i, l := range rn.Labels {
+			labels = append(labels, map[string]any{"id": i + 1, "name": l, "type": "custom"})
+		}
+		out = append(out, map[string]any{"id": rn.ID, "name": rn.Name, "os": "unknown", "status": status, "busy": rn.Busy, "labels": labels})
+	}
+	reply(w, http.StatusOK, map[string]any{"total_count": len(rs), "runners": out})
 }
 
 func (s *Server) removeRunner(w http.ResponseWriter, r *http.Request) {
@@ -622,6 +654,19 @@ func (s *Server) Runners() []Runner {
 		out = append(out, *r)
 	}
 	return out
+}
+
+// RegisterRunner registers a runner of scope ("owner/repo" or an org) as
+// a generate-jitconfig call does, for a test that stands for a start whose
+// caller died before it recorded the runner.
+func (s *Server) RegisterRunner(scope, name string, labels []string) Runner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	rn := &Runner{ID: s.nextID, Name: name, Scope: scope, Labels: slices.Clone(labels)}
+	s.runners[rn.ID] = rn
+	s.ever = append(s.ever, *rn)
+	return *rn
 }
 
 // Registered returns every runner registered so far (removed ones too), as

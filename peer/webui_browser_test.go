@@ -56,16 +56,9 @@ func TestWebUI_browser(t *testing.T) {
 		t.Logf("%s after %s", name, time.Since(began).Round(time.Second))
 		browser.Screenshot(t, ctx, "webui-"+name)
 	}
-	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			shot("failed")
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	do("the sign-in page", chromedp.Navigate(ui), chromedp.WaitVisible("#signin-form"))
+	browser.Step(t, ctx, "the sign-in page", chromedp.Navigate(ui), chromedp.WaitVisible("#signin-form"))
 	shot("signin")
-	do("sign in", browser.Paste("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
+	browser.Step(t, ctx, "sign in", browser.Paste("#token", c.Token("admin", true)), chromedp.Click("#signin-form button"),
 		chromedp.WaitVisible("#app"), uiView("nodes"), chromedp.WaitVisible(`tr[data-node="`+host.Name+`"]`))
 	shot("nodes")
 
@@ -73,7 +66,7 @@ func TestWebUI_browser(t *testing.T) {
 	if _, err := c.Client(host).SetSharedStorage(context.Background(), ns, 1<<30); err != nil {
 		t.Fatal(err)
 	}
-	do("deploy from the form", uiView("vms"), chromedp.WaitVisible("#deploy-form"),
+	browser.Step(t, ctx, "deploy from the form", uiView("vms"), chromedp.WaitVisible("#deploy-form"),
 		chromedp.SendKeys(`#deploy-form input[name="name"]`, "ui-vm"),
 		chromedp.Click(`#deploy-form input[name="sharedStorage"]`),
 		chromedp.SetValue(`#deploy-form select[name="image"]`, "mini-linux"),
@@ -85,7 +78,7 @@ func TestWebUI_browser(t *testing.T) {
 		chromedp.SendKeys(`#deploy-form textarea[name="customMetadata"]`, "owner=web"),
 		chromedp.WaitVisible(`#deploy-form input[name="reservedPorts"]`))
 	shot("deploy-form")
-	do("submit the form", chromedp.Click(`#deploy-form button[type="submit"]`))
+	browser.Step(t, ctx, "submit the form", chromedp.Click(`#deploy-form button[type="submit"]`))
 	waitJS(t, c, ctx, "the VM Running in the page", `!!document.querySelector('tr[data-vm="ui-vm"] td[data-status="Running"]')`, 4*time.Minute)
 	shot("vm-running")
 	vm, err := c.Client(host).GetVM(context.Background(), ns, "ui-vm")
@@ -100,7 +93,7 @@ func TestWebUI_browser(t *testing.T) {
 		t.Fatalf("the form's shared storage box: the VM says sharedStorage %v, its mounts lack /shared", vm.SharedStorage)
 	}
 
-	do("open the console", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="console"]`), chromedp.WaitVisible("#console canvas"))
+	browser.Step(t, ctx, "open the console", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="console"]`), chromedp.WaitVisible("#console canvas"))
 	waitJS(t, c, ctx, "the console connected", `document.querySelector("#console-status").textContent === "connected"`, time.Minute)
 	// What a person sees: the canvas laid out at least the guest's text
 	// mode (720x400) on the page, and a screenshot of that rectangle of the
@@ -122,7 +115,7 @@ func TestWebUI_browser(t *testing.T) {
 		return nil
 	})
 	shot("console")
-	typeLine := func(s string) { do("type "+s, chromedp.SendKeys("#console canvas", s+"\r")) }
+	typeLine := func(s string) { browser.Step(t, ctx, "type "+s, chromedp.SendKeys("#console canvas", s+"\r")) }
 	tty1 := func(what, pattern string) {
 		c.WaitFor(what, time.Minute, func() error {
 			if out := guestRun(t, c, vm, "ps -o tty,args 2>/dev/null || ps"); !strings.Contains(out, pattern) {
@@ -157,11 +150,11 @@ func TestWebUI_browser(t *testing.T) {
 	})
 	shot("console-typed")
 
-	do("delete the VM", uiView("vms"), chromedp.WaitVisible(`tr[data-vm="ui-vm"]`))
+	browser.Step(t, ctx, "delete the VM", uiView("vms"), chromedp.WaitVisible(`tr[data-vm="ui-vm"]`))
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.confirm = () => true, true)`)); err != nil {
 		t.Fatal(err)
 	}
-	do("click delete", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="delete"]`))
+	browser.Step(t, ctx, "click delete", chromedp.Click(`tr[data-vm="ui-vm"] button[data-action="delete"]`))
 	waitJS(t, c, ctx, "the VM gone from the page", `!document.querySelector('tr[data-vm="ui-vm"]')`, time.Minute)
 	// Its shared folder leaves the host once the namespace's storage is off
 	// (and the test's data dir holds no mount).
@@ -188,7 +181,7 @@ func TestWebUI_browser(t *testing.T) {
 		t.Fatal(err)
 	}
 	realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "private", Node: host.Name})
-	do("sign in as team-b", chromedp.Click("#signout"), chromedp.WaitVisible("#signin-form"),
+	browser.Step(t, ctx, "sign in as team-b", chromedp.Click("#signout"), chromedp.WaitVisible("#signin-form"),
 		browser.Paste("#token", tok.Token), chromedp.Click("#signin-form button"), chromedp.WaitVisible("#app"),
 		uiView("vms"))
 	waitJS(t, c, ctx, "a refusal shown", `document.querySelector("#error").textContent.includes("is not bound")`, 30*time.Second)

@@ -33,25 +33,18 @@ func TestWebUI_signs_in_through_the_provider(t *testing.T) {
 	}
 	ui := "http://" + m.Peer.APIAddr() + "/ui"
 	shot := func(name string) { browser.Screenshot(t, ctx, "webui-signin-"+name) }
-	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			shot("failed")
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	do("the sign-in page offers the provider", chromedp.Navigate(ui), chromedp.WaitVisible(`button[data-provider="corp"]`))
+	browser.Step(t, ctx, "the sign-in page offers the provider", chromedp.Navigate(ui), chromedp.WaitVisible(`button[data-provider="corp"]`))
 	shot("page")
-	do("to the provider's page", chromedp.Click(`button[data-provider="corp"]`), chromedp.WaitVisible("#username"))
+	browser.Step(t, ctx, "to the provider's page", chromedp.Click(`button[data-provider="corp"]`), chromedp.WaitVisible("#username"))
 	if url, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`)); err != nil || !strings.HasPrefix(url, op.Issuer) {
 		t.Fatalf("the browser is at %q (%v), not the provider", url, err)
 	}
 	shot("provider")
-	do("sign in at the provider", chromedp.SendKeys("#username", "alice"), chromedp.SendKeys("#password", "alice-pw"),
+	browser.Step(t, ctx, "sign in at the provider", chromedp.SendKeys("#username", "alice"), chromedp.SendKeys("#password", "alice-pw"),
 		chromedp.Click(`button[type="submit"]`), chromedp.WaitVisible("#app"))
 	waitJS(t, c, ctx, "who is signed in", `document.querySelector("#whoami").textContent === "alice@example.com (user)"`, 10*time.Second)
 	// Her group's namespace opens; the address bar holds no code.
-	do("her group's namespace", chromedp.SetValue("#namespace", "team-dev"),
+	browser.Step(t, ctx, "her group's namespace", chromedp.SetValue("#namespace", "team-dev"),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector("#namespace").dispatchEvent(new Event("change"))`), uiView("vms"), chromedp.WaitVisible("#deploy-form"))
 	waitJS(t, c, ctx, "no error in team-dev", `document.querySelector("#error").textContent === "" && location.pathname === "/ui" && !location.search`, 10*time.Second)
 	shot("signed-in")
@@ -64,8 +57,9 @@ func TestWebUI_signs_in_through_the_provider(t *testing.T) {
 	}
 
 	// An answer of a sign-in this tab did not start is refused.
-	do("sign out", chromedp.Click("#signout"), chromedp.WaitVisible(`button[data-provider="corp"]`))
-	do("a forged answer", chromedp.Navigate(ui+"/callback?code=stolen&state=forged"), chromedp.WaitVisible("#signin-form"))
+	browser.Step(t, ctx, "sign out", chromedp.Click("#signout"), chromedp.WaitVisible(`button[data-provider="corp"]`))
+	browser.Step(t, ctx, "a forged answer", chromedp.Navigate(ui+"/callback?code=stolen&state=forged"))
+	browser.Step(t, ctx, "the sign-in page again", chromedp.WaitVisible("#signin-form"))
 	waitJS(t, c, ctx, "the refusal", `document.querySelector("#provider-error").textContent.includes("not of a sign-in this tab started")`, 10*time.Second)
 	shot("forged")
 }
@@ -86,23 +80,16 @@ func TestWebUI_signs_in_through_a_certified_provider(t *testing.T) {
 	}
 	ui := "http://" + m.Peer.APIAddr() + "/ui"
 	shot := func(name string) { browser.Screenshot(t, ctx, "webui-signin-node-"+name) }
-	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			shot("failed")
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	do("the sign-in page offers the provider", chromedp.Navigate(ui), chromedp.WaitVisible(`button[data-provider="node"]`))
-	do("to the provider's login page", chromedp.Click(`button[data-provider="node"]`), chromedp.WaitVisible(`input[name="login"]`))
+	browser.Step(t, ctx, "the sign-in page offers the provider", chromedp.Navigate(ui), chromedp.WaitVisible(`button[data-provider="node"]`))
+	browser.Step(t, ctx, "to the provider's login page", chromedp.Click(`button[data-provider="node"]`), chromedp.WaitVisible(`input[name="login"]`))
 	if url, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`)); err != nil || strings.Contains(url, "code_verifier") {
 		t.Fatalf("the browser is at %q (%v)", url, err)
 	}
 	shot("provider")
-	do("sign in at the provider", chromedp.SendKeys(`input[name="login"]`, "alice"), chromedp.SendKeys(`input[name="password"]`, "any"),
+	browser.Step(t, ctx, "sign in at the provider", chromedp.SendKeys(`input[name="login"]`, "alice"), chromedp.SendKeys(`input[name="password"]`, "any"),
 		chromedp.Click(`button[type="submit"]`), chromedp.WaitVisible(`button[type="submit"]`))
 	shot("consent")
-	do("consent", chromedp.Click(`button[type="submit"]`), chromedp.WaitVisible("#app"))
+	browser.Step(t, ctx, "consent", chromedp.Click(`button[type="submit"]`), chromedp.WaitVisible("#app"))
 	waitJS(t, c, ctx, "who is signed in", `document.querySelector("#whoami").textContent === "alice@corp.example (user)"`, 10*time.Second)
 	shot("signed-in")
 }

@@ -47,7 +47,8 @@ func New(t testing.TB, timeout time.Duration) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancel := chromedp.NewContext(actx)
+	w := newWatcher()
+	bctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(w.event))
 	t.Cleanup(func() { cancel(); acancel() })
 	// The browser lives as long as the context of its first Run: started
 	// here, without the deadline, it outlives a wait that ran out, so the
@@ -55,7 +56,7 @@ func New(t testing.TB, timeout time.Duration) context.Context {
 	if err := chromedp.Do(bctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	ctx, tcancel := context.WithTimeout(bctx, timeout)
+	ctx, tcancel := context.WithTimeout(context.WithValue(bctx, watcherKey{}, w), timeout)
 	t.Cleanup(tcancel)
 	return ctx
 }
@@ -141,7 +142,7 @@ func Step(t testing.TB, ctx context.Context, what string, actions ...chromedp.Ac
 	if perr != nil {
 		page = "(unread: " + perr.Error() + ")"
 	}
-	t.Fatalf("%s: %v; the page: %s", what, err, page)
+	t.Fatalf("%s: %v; the page: %s%s", what, err, page, report(ctx))
 }
 
 // Paste puts text into the field sel as a person pasting it does: the field

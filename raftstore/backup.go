@@ -46,6 +46,9 @@ func (s *Store) TakeSnapshot(ctx context.Context) (Snapshot, error) {
 	return Snapshot{Index: meta.Index, Term: meta.Term, Size: meta.Size, Body: rc}, nil
 }
 
+// RestoreTimeout bounds a restore whose caller set no deadline.
+const RestoreTimeout = time.Minute
+
 // RestoreSnapshot makes body (size bytes of an FSM snapshot) the state of
 // the whole cluster: the leader installs it and sends it to every follower
 // (raft.Restore; the Raft configuration stays the cluster's own). The log
@@ -56,7 +59,7 @@ func (s *Store) RestoreSnapshot(ctx context.Context, body io.Reader, size int64,
 	if s.raft.State() != raft.Leader {
 		return fmt.Errorf("restore: %w", raftfsm.ErrNotLeader)
 	}
-	timeout := time.Minute
+	timeout := RestoreTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}

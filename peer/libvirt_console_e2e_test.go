@@ -25,7 +25,7 @@ func TestLibvirtCluster_console(t *testing.T) {
 	c, _ := libvirtCluster(t)
 	host, other := c.Members[0], c.Members[1]
 	vm := realDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "screen", Node: host.Name})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*guestRunWait) // the five waits below
 	defer cancel()
 	ws, code, err := dialConsole(ctx, other.Peer.APIAddr(), "screen", c.Token("admin", true))
 	if err != nil {
@@ -44,7 +44,7 @@ func TestLibvirtCluster_console(t *testing.T) {
 		t.Fatalf("server init %+v %v", si, err)
 	}
 	var lit int
-	c.WaitFor("text on the screen", time.Minute, func() error {
+	c.WaitFor("text on the screen", guestRunWait, func() error {
 		px, err := rfb.Frame(conn, si)
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +71,7 @@ func TestLibvirtCluster_console(t *testing.T) {
 	// and ppoll 271 on x86-64, read 63 and ppoll 73 on arm64).
 	tty1Reads := func(what, comm string) {
 		const script = `for d in /proc/[0-9]*; do s=$(cat $d/stat 2>/dev/null) || continue; set -- ${s##*) }; [ "$5" = 1025 ] && echo "$(cat $d/comm) $1 $(cut -d' ' -f1 $d/syscall)"; done; true`
-		c.WaitFor(what, time.Minute, func() error {
+		c.WaitFor(what, guestRunWait, func() error {
 			r, err := c.Client(host).RunVM(ctx, ns, vm.Name, api.RunRequest{Command: []string{"sh", "-c", script}})
 			if err != nil {
 				return err
@@ -98,7 +98,7 @@ func TestLibvirtCluster_console(t *testing.T) {
 	if err := rfb.Type(conn, "touch /tmp/typed\n"); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitFor("the typed command ran", time.Minute, func() error {
+	c.WaitFor("the typed command ran", guestRunWait, func() error {
 		if out := guestRun(t, c, vm, "test -e /tmp/typed && echo yes || echo no"); strings.TrimSpace(out) != "yes" {
 			return fmt.Errorf("/tmp/typed: %q", out)
 		}

@@ -221,7 +221,7 @@ func TestLibvirtCluster_disk_floor(t *testing.T) {
 	if _, err := cl.SaveVM(ctx(t), ns, "filler", api.SaveRequest{ImageName: "filler-saved"}); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitFor("the save done", 3*time.Minute, func() error {
+	c.WaitFor("the save done", imageOpWait, func() error {
 		img, err := cl.GetImage(ctx(t), ns, "filler-saved")
 		if err != nil || img.State != "Ready" {
 			return fmt.Errorf("%+v %v", img, err)

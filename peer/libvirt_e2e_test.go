@@ -56,11 +56,6 @@ func guestRun(t *testing.T, c *testcluster.Cluster, vm api.VM, cmd string) strin
 	return out
 }
 
-// guestBootWait bounds a mini-linux boot under software emulation on a busy
-// two-core machine, where another guest may be booting beside it: the
-// product's own bound (hypervisor.BootTimeout), not a guess of this one.
-const guestBootWait = hypervisor.BootTimeout
-
 // waitGuestAgent waits until the guest's agent has told the VM record what
 // the guest is and its address, and the image's identity step, run through
 // it, is set; on failure it shows the guest's console.
@@ -78,13 +73,19 @@ func waitGuestAgent(t *testing.T, c *testcluster.Cluster, vm api.VM) {
 	if err == nil {
 		return
 	}
+	showConsole(t, c, vm)
+	t.Fatalf("waiting for the guest agent in the VM record: %v", err)
+}
+
+// showConsole logs what vm's console showed, read on its host.
+func showConsole(t *testing.T, c *testcluster.Cluster, vm api.VM) {
+	t.Helper()
 	for _, m := range c.Members {
 		if m.Name == vm.Node && m.Libvirt != nil {
-			log, _ := m.Libvirt.ConsoleLog(hypervisor.DomainName(m.Name, vm.Namespace, vm.Name))
-			t.Logf("console of %s:\n%s", vm.Name, log)
+			log, err := m.Libvirt.ConsoleLog(hypervisor.DomainName(m.Name, vm.Namespace, vm.Name))
+			t.Logf("console of %s (%v):\n%s", vm.Name, err, log)
 		}
 	}
-	t.Fatalf("waiting for the guest agent in the VM record: %v", err)
 }
 
 func TestLibvirtCluster_vm_lifecycle(t *testing.T) {

@@ -41,8 +41,8 @@ func TestLibvirtHotPool_deploys_at_once(t *testing.T) {
 	if _, err := cl.CreateVMConfig(ctx(t), ns, api.VMConfig{Name: "ci", Image: "mini-linux", CPU: 1, Memory: 0.25, Warm: true, Hot: 2}); err != nil {
 		t.Fatal(err)
 	}
-	waitWarmFor(t, c, cl, 3*time.Minute, "ci", m.Name)
-	waitHotFor(t, c, cl, 2*time.Minute, "ci", m.Name, 2)
+	waitWarmFor(t, c, cl, templateWait, "ci", m.Name)
+	waitHotFor(t, c, cl, 2*hotFillWait, "ci", m.Name, 2)
 	n, _ := m.Peer.FSM().Node(m.Name)
 	for _, g := range n.Hot {
 		if on := guest.QEMUListens(t, g.Domain); len(on) != 0 {
@@ -51,7 +51,10 @@ func TestLibvirtHotPool_deploys_at_once(t *testing.T) {
 	}
 
 	// Five guests starting at once under emulation on two cores: minutes.
-	dctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	// Each deploy waits for Running as long as it asks (its timeout, the
+	// product's bound on a boot), then for SSH a short run's time.
+	const deployWait = guestBootWait
+	dctx, cancel := context.WithTimeout(context.Background(), deployWait+guestRunWait)
 	defer cancel()
 	var wg sync.WaitGroup
 	const deploys = 5
@@ -60,7 +63,7 @@ func TestLibvirtHotPool_deploys_at_once(t *testing.T) {
 	for i := range vms {
 		wg.Go(func() {
 			start := time.Now()
-			vm, err := cl.DeployVM(dctx, ns, api.DeployRequest{VMConfig: "ci", Name: fmt.Sprintf("hot-%d", i), Timeout: floatp(5)})
+			vm, err := cl.DeployVM(dctx, ns, api.DeployRequest{VMConfig: "ci", Name: fmt.Sprintf("hot-%d", i), Timeout: floatp(deployWait.Minutes())})
 			if err != nil {
 				t.Errorf("deploy %d: %v", i, err)
 				return
@@ -115,14 +118,14 @@ func TestLibvirtHotPool_deploys_at_once(t *testing.T) {
 	if _, err := rfb.Authenticate(vnc, hotVM.VNCPassword, 10*time.Second); err != nil {
 		t.Fatalf("the hot VM's screen with its password: %v", err)
 	}
-	waitHotFor(t, c, cl, 2*time.Minute, "ci", m.Name, 2)
+	waitHotFor(t, c, cl, 2*hotFillWait, "ci", m.Name, 2)
 
 	// Deleted, its guest goes with it and is never pooled again.
 	rec, _ := m.Peer.FSM().VM(ns, hotVM.Name)
 	if err := cl.DeleteVM(ctx(t), ns, hotVM.Name); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitFor("the hot VM's domain gone", time.Minute, func() error {
+	c.WaitFor("the hot VM's domain gone", domainGoneWait, func() error {
 		doms, err := m.Libvirt.List(ctx(t))
 		if err != nil {
 			return err
@@ -153,7 +156,7 @@ func TestLibvirtHotPool_deploys_at_once(t *testing.T) {
 	c.Restart(m)
 	c.WaitCaughtUp(m)
 	cl = c.Client(m)
-	c.WaitFor("the pool made again of new guests, the old ones gone", 3*time.Minute, func() error {
+	c.WaitFor("the pool made again of new guests, the old ones gone", 2*hotFillWait, func() error {
 		doms, err := m.Libvirt.List(ctx(t))
 		if err != nil {
 			return err

@@ -113,8 +113,8 @@ func TestLibvirtHotPool_hostile_images(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitWarmFor(t, c, cl, 4*time.Minute, "stuck", m.Name)
-	waitWarmFor(t, c, cl, 4*time.Minute, "filler", m.Name)
+	waitWarmFor(t, c, cl, templateWait, "stuck", m.Name)
+	waitWarmFor(t, c, cl, templateWait, "filler", m.Name)
 
 	// The stuck step fails at its bound, and the filler's pool fills.
 	waitHotFor(t, c, cl, 3*time.Minute, "filler", m.Name, 1)

@@ -1,9 +1,11 @@
 package peer_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,12 +17,36 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/testkit/guest"
+	"github.com/svc-project/svc/testkit/poll"
 	"github.com/svc-project/svc/testkit/testcluster"
 )
 
-// imageOpWait bounds a commit or save on real VMs: an ACPI shutdown under
-// emulation, the disk written, the VM booted again.
-const imageOpWait = 5 * time.Minute
+// waitImageOp waits until image name is Ready after a commit or save of
+// vm: a Failed image ends the wait at once with its message, and a wait
+// that runs out shows what the VM's console said.
+func waitImageOp(t *testing.T, c *testcluster.Cluster, cl *api.Client, name string, vm api.VM) api.Image {
+	t.Helper()
+	var img api.Image
+	err := poll.Until(context.Background(), imageOpWait, func() error {
+		var err error
+		if img, err = cl.GetImage(ctx(t), ns, name); err != nil {
+			return err
+		}
+		switch img.State {
+		case api.ImageReady:
+			return nil
+		case api.ImageFailed:
+			showConsole(t, c, vm)
+			t.Fatalf("image %s failed: %s", name, img.ErrorMessage)
+		}
+		return fmt.Errorf("image %s is %s (%s)", name, img.State, img.ErrorMessage)
+	})
+	if err != nil {
+		showConsole(t, c, vm)
+		t.Fatalf("waiting for image %s after an operation on %s: %v", name, vm.Name, err)
+	}
+	return img
+}
 
 // realDeploy deploys a small VM on a node and waits until it answers SSH.
 func realDeploy(t *testing.T, c *testcluster.Cluster, req api.DeployRequest) api.VM {
@@ -75,7 +101,7 @@ func TestLibvirtCluster_commit(t *testing.T) {
 	if err != nil || st.StatusURL != "/api/v1/namespaces/"+ns+"/images/mini-linux" {
 		t.Fatalf("commit: %+v %v", st, err)
 	}
-	after := waitImage(t, c, cl, "mini-linux", api.ImageReady, imageOpWait)
+	after := waitImageOp(t, c, cl, "mini-linux", src)
 	if after.Digest == before.Digest {
 		t.Fatalf("commit left the digest at %s", after.Digest)
 	}
@@ -139,7 +165,7 @@ func TestLibvirtCluster_save(t *testing.T) {
 	if _, err := cl.SaveVM(ctx(t), ns, "src", api.SaveRequest{ImageName: "mini-saved"}); api.CodeOf(err) != 409 {
 		t.Fatalf("a second save to the same name: %v", err)
 	}
-	saved := waitImage(t, c, cl, "mini-saved", api.ImageReady, imageOpWait)
+	saved := waitImageOp(t, c, cl, "mini-saved", src)
 	if saved.SourceType != "vm" || saved.Source != "src" || saved.Description != desc {
 		t.Fatalf("saved image %+v", saved)
 	}
@@ -198,7 +224,7 @@ func TestLibvirtCluster_iso_install(t *testing.T) {
 	if _, err := cl.SaveVM(ctx(t), ns, "installer", api.SaveRequest{ImageName: "installed"}); err != nil {
 		t.Fatal(err)
 	}
-	waitImage(t, c, cl, "installed", api.ImageReady, imageOpWait)
+	waitImageOp(t, c, cl, "installed", inst)
 	vm := realDeploy(t, c, api.DeployRequest{Image: "installed", ISO: "mini-linux.iso", Name: "reader", Node: b.Name})
 	if got := guestRun(t, c, vm, "cat /sys/block/vda/size"); strings.TrimSpace(got) != sectors {
 		t.Fatalf("the saved disk is %s sectors", got)
@@ -245,7 +271,7 @@ func TestLibvirtCluster_host_crash_during_commit(t *testing.T) {
 		t.Fatalf("with the host down the image is %+v", img)
 	}
 	c.Restart(host)
-	img := waitImage(t, c, cl, "mini-linux", api.ImageReady, imageOpWait)
+	img := waitImageOp(t, c, cl, "mini-linux", vm)
 	if img.Digest == orig.Digest {
 		t.Fatal("the commit was not carried out")
 	}
@@ -262,7 +288,7 @@ func TestLibvirtCluster_host_crash_during_commit(t *testing.T) {
 	if tmp, _ := os.ReadDir(filepath.Join(host.DataDir, "images", "tmp")); len(tmp) != 0 {
 		t.Fatalf("staging files left: %v", tmp)
 	}
-	waitRunning(t, c, cl, "w", imageOpWait)
+	waitRunning(t, c, cl, "w", hypervisor.BootTimeout)
 	if got := guestRun(t, c, vm, "cat /data/proof"); strings.TrimSpace(got) != "committed" {
 		t.Fatalf("after the crash: %q", got)
 	}

@@ -44,9 +44,6 @@ func leadOn(t *testing.T, c *testcluster.Cluster, m *testcluster.Member) {
 	t.Fatalf("%s never became the leader", m.Name)
 }
 
-// pushWait bounds a push or pull job of a real VM's disk.
-const pushWait = 5 * time.Minute
-
 func setCredential(t *testing.T, cl *api.Client, reg *registrytest.Server) {
 	t.Helper()
 	if _, err := cl.SetRegistryCredential(ctx(t), ns, api.RegistryCredentialRequest{Server: reg.Host, Username: reg.Username, Password: reg.Password, AllowInsecure: true}); err != nil {

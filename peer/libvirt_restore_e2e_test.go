@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/hypervisor"
@@ -55,7 +54,7 @@ func TestLibvirtCluster_restore_recreates_a_vm(t *testing.T) {
 	if err := cl.DeleteVM(ctx(t), ns, vm.Name); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitFor("the deleted VM's domain gone", time.Minute, func() error {
+	c.WaitFor("the deleted VM's domain gone", domainGoneWait, func() error {
 		doms, err := m.Libvirt.List(context.Background())
 		for _, d := range doms {
 			if d.Name == domain {
@@ -67,7 +66,7 @@ func TestLibvirtCluster_restore_recreates_a_vm(t *testing.T) {
 	if _, err := cl.RestoreSnapshot(ctx(t), bytes.NewReader(snap.Bytes())); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	c.WaitFor("the VM made again and running", 3*time.Minute, func() error {
+	c.WaitFor("the VM made again and running", guestBootWait, func() error {
 		running, err := hasDomain()
 		if err != nil {
 			return err

@@ -51,7 +51,7 @@ func newLibvirtPoolRig(t *testing.T, peers int, prefix string, subnet, hostNet i
 	for _, m := range r.c.Members {
 		names = append(names, m.Name)
 	}
-	waitWarmFor(t, r.c, admin, 5*time.Minute, "runner", names...)
+	waitWarmFor(t, r.c, admin, templateWait, "runner", names...)
 	r.createPool(t, admin, "runner", ghRunnerCommand, 4)
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -108,7 +108,7 @@ func (r *poolRig) checkRealRun(t *testing.T, admin *api.Client, jobs int) {
 	if err != nil || len(vms) != 0 {
 		t.Errorf("VMs left: %+v %v", vms, err)
 	}
-	r.c.WaitFor("no domain of the pool left in libvirt", time.Minute, func() error {
+	r.c.WaitFor("no domain of the pool left in libvirt", domainGoneWait, func() error {
 		for _, m := range r.c.Running() {
 			doms, err := m.Libvirt.List(ctx(t))
 			if err != nil {
@@ -160,7 +160,7 @@ func TestLibvirtRunnerPool_jobs_under_a_quota_as_GitHub_documents(t *testing.T) 
 	queued[3].Lost = true // its run is in progress long before its turn
 	jobs := r.gh.QueueRun(context.Background(), "acme/app", queued...)
 	lost := jobs[3]
-	r.waitDone(t, admin, n, 8*time.Minute)
+	r.waitDone(t, admin, n, jobsWait(n, 1))
 	if peak := r.stopPeak(); peak != 1 {
 		t.Errorf("%d VMs at once under a quota of 1", peak)
 	}
@@ -199,8 +199,8 @@ func TestLibvirtRunnerPool_jobs_under_a_quota_as_GitHub_documents(t *testing.T) 
 // (it removes the domains it no longer has).
 func TestLibvirtRunnerPool_leader_killed_mid_run(t *testing.T) {
 	r, admin := newLibvirtPoolRig(t, 3, "ghkill", 10, 10, 2*time.Second)
-	admin, old := r.killLeaderWhileRunning(t, admin, 8, 3*time.Minute)
-	r.waitDone(t, admin, 8, 8*time.Minute)
+	admin, old := r.killLeaderWhileRunning(t, admin, 8, runnerJobWait)
+	r.waitDone(t, admin, 8, jobsWait(8, 4)) // the pool's max
 	r.c.Restart(old)
 	r.c.WaitCaughtUp(old)
 	r.checkRealRun(t, admin, 8)

@@ -38,7 +38,7 @@ func TestLibvirtCluster_warm_config(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitWarmFor(t, c, cl, 3*time.Minute, "ci", m.Name)
+	waitWarmFor(t, c, cl, templateWait, "ci", m.Name)
 	warm := time.Now() // the template was saved before this
 	t.Logf("template ready %v after the config", time.Since(start).Round(time.Millisecond))
 

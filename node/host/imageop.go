@@ -74,7 +74,7 @@ func (w *vmWorker) imageOp(ctx context.Context, vm raftfsm.VM, o observation) er
 	}
 	if o.state != hypervisor.StateShutoff {
 		w.settled = time.Now()
-		if err := p.cfg.Driver.Stop(ctx, w.domain, stopGrace); err != nil {
+		if err := p.cfg.Driver.Stop(ctx, w.domain, StopGrace); err != nil {
 			return fmt.Errorf("stop the VM: %w", err)
 		}
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-// stopGrace is how long a guest gets to shut down over ACPI before it is
+// StopGrace is how long a guest gets to shut down over ACPI before it is
 // forced off.
-const stopGrace = 20 * time.Second
+const StopGrace = 20 * time.Second
 
 // maxFailures is how many runs in a row may fail to recreate or start a VM
 // that ran before (libvirt restarting, a domain removed behind the peer's
@@ -279,7 +279,7 @@ func (w *vmWorker) converge(ctx context.Context, vm raftfsm.VM, st hypervisor.St
 		}
 		identity = w.identityDue(hypervisor.IdentityBoot)
 	case actStop:
-		changed, err = true, p.cfg.Driver.Stop(ctx, name, stopGrace)
+		changed, err = true, p.cfg.Driver.Stop(ctx, name, StopGrace)
 	case actSuspend:
 		changed, err = true, p.suspend(ctx, name)
 	}

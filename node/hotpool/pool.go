@@ -36,6 +36,9 @@ type Templates interface {
 	Loaded() <-chan struct{}
 }
 
+// DefaultFillTimeout bounds one fill unless Config says otherwise.
+const DefaultFillTimeout = 5 * time.Minute
+
 // Config is what the pool is given.
 type Config struct {
 	// Name is this node's name; Bind its address (a claimed guest's
@@ -68,8 +71,8 @@ type Config struct {
 	// and given back to any work that needs the room (nil: none kept).
 	Disk *diskbudget.Budget
 	// FillTimeout bounds one fill, the restore and the identity step
-	// (default 5 minutes): a guest whose agent never reports the step's
-	// end is destroyed, and its shape waits before it is tried again.
+	// (default DefaultFillTimeout): a guest whose agent never reports the
+	// step's end is destroyed, and its shape waits before it is tried again.
 	FillTimeout time.Duration
 	Registerer  prometheus.Registerer
 	Log         *slog.Logger
@@ -129,7 +132,7 @@ func New(cfg Config) *Pool {
 		cfg.RefillDelay = 2 * time.Second
 	}
 	if cfg.FillTimeout <= 0 {
-		cfg.FillTimeout = 5 * time.Minute
+		cfg.FillTimeout = DefaultFillTimeout
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)

@@ -14,8 +14,8 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-// pushStopTimeout bounds the wait for a VM to stop before its disk is read.
-const pushStopTimeout = 3 * time.Minute
+// PushStopTimeout bounds the wait for a VM to stop before its disk is read.
+const PushStopTimeout = 3 * time.Minute
 
 // push sends a VM's disk or an image to the job's reference.
 func (m *Manager) push(ctx context.Context, j raftfsm.Job, rep *jobReporter) (string, error) {
@@ -135,7 +135,7 @@ func (m *Manager) setDesired(ctx context.Context, vm raftfsm.VM, action, status 
 	if _, err := m.cfg.Proposer.Apply(ctx, raftfsm.TypeVMAction, raftfsm.VMAction{Namespace: vm.Namespace, Name: vm.Name, Action: action}); err != nil {
 		return fmt.Errorf("%s the VM: %w", action, err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, pushStopTimeout)
+	wctx, cancel := context.WithTimeout(ctx, PushStopTimeout)
 	defer cancel()
 	return m.cfg.FSM.WaitOn(wctx, raftfsm.VMTopic(vm.Namespace, vm.Name), func() bool {
 		cur, ok := m.cfg.FSM.VM(vm.Namespace, vm.Name)

@@ -39,6 +39,10 @@ func VMName(pool string, job int64, attempt int) string {
 	return pool + "-" + id
 }
 
+// DefaultAgentWait bounds the wait for a new VM's agent unless Config says
+// otherwise.
+const DefaultAgentWait = 3 * time.Minute
+
 // Config configures a Controller.
 type Config struct {
 	FSM *raftfsm.FSM
@@ -54,7 +58,8 @@ type Config struct {
 	PollInterval time.Duration
 	// Tick is the longest time between passes (default 2 s).
 	Tick time.Duration
-	// AgentWait bounds the wait for a new VM's agent (default 3 min).
+	// AgentWait bounds the wait for a new VM's agent (default
+	// DefaultAgentWait).
 	AgentWait time.Duration
 	Log       *slog.Logger
 	Metrics   *Metrics
@@ -89,7 +94,7 @@ func New(cfg Config) *Controller {
 		cfg.Tick = 2 * time.Second
 	}
 	if cfg.AgentWait <= 0 {
-		cfg.AgentWait = 3 * time.Minute
+		cfg.AgentWait = DefaultAgentWait
 	}
 	return &Controller{cfg: cfg, starting: map[string]bool{}, backoffs: &backoff.Keyed{First: backoffFirst, Most: backoffMost, Jitter: true}, checked: map[string]time.Time{}}
 }

@@ -30,7 +30,7 @@ func ValidNamespaceAlias(alias string) error {
 // alias was: an upgrade). Such a namespace stays reachable by its name,
 // and the alias is off until it is gone (the peer says so at its start,
 // AliasTaken).
-func (s *Server) alias() string {
+func (s *core) alias() string {
 	a := s.cfg.NamespaceAlias
 	if a == "" {
 		return ""
@@ -80,7 +80,7 @@ func (s *Server) unalias(r *http.Request, p httprouter.Params, keepPath bool) {
 // canonicalSubject names a service account ("namespace:name") of the
 // default namespace by the namespace's own name when it names it by its
 // alias; any other subject as it is. Every rule and record sees one name.
-func (s *Server) canonicalSubject(ref string) string {
+func (s *core) canonicalSubject(ref string) string {
 	if ns, name, ok := strings.Cut(ref, ":"); ok && s.isAlias(ns) {
 		return api.DefaultNamespace + ":" + name
 	}
@@ -88,7 +88,7 @@ func (s *Server) canonicalSubject(ref string) string {
 }
 
 // canonicalSubjects is canonicalSubject of each of refs (a new slice).
-func (s *Server) canonicalSubjects(refs []string) []string {
+func (s *core) canonicalSubjects(refs []string) []string {
 	out := make([]string, len(refs))
 	for i, r := range refs {
 		out[i] = s.canonicalSubject(r)
@@ -97,7 +97,7 @@ func (s *Server) canonicalSubjects(refs []string) []string {
 }
 
 // isAlias reports whether name is the default namespace's alias.
-func (s *Server) isAlias(name string) bool {
+func (s *core) isAlias(name string) bool {
 	a := s.alias()
 	return a != "" && name == a
 }

@@ -30,7 +30,7 @@ func isoArtifact() artifact[api.ISO] {
 	return artifact[api.ISO]{kind: raftfsm.KindISO, param: "iso", list: (*raftfsm.FSM).ISOs, get: (*raftfsm.FSM).ISO, toAPI: isoToAPI}
 }
 
-func (a artifact[T]) listHandler(s *Server) handler {
+func (a artifact[T]) listHandler(s *core) handler {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		ns := p.ByName("namespace")
 		if err := s.requireNamespace(ns); err != nil {
@@ -52,7 +52,7 @@ func (a artifact[T]) listHandler(s *Server) handler {
 }
 
 // lookup returns the named record of the path or a 404.
-func (a artifact[T]) lookup(s *Server, p httprouter.Params) (raftfsm.Image, error) {
+func (a artifact[T]) lookup(s *core, p httprouter.Params) (raftfsm.Image, error) {
 	ns, name := p.ByName("namespace"), p.ByName(a.param)
 	if err := s.requireNamespace(ns); err != nil {
 		return raftfsm.Image{}, err
@@ -64,7 +64,7 @@ func (a artifact[T]) lookup(s *Server, p httprouter.Params) (raftfsm.Image, erro
 	return img, nil
 }
 
-func (a artifact[T]) getHandler(s *Server) handler {
+func (a artifact[T]) getHandler(s *core) handler {
 	return func(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 		img, err := a.lookup(s, p)
 		if err != nil {
@@ -76,7 +76,7 @@ func (a artifact[T]) getHandler(s *Server) handler {
 }
 
 // copyHandler gives the content a second name: O(1), the same digest.
-func (a artifact[T]) copyHandler(s *Server) handler {
+func (a artifact[T]) copyHandler(s *core) handler {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		var req api.CopyRequest
 		if err := decodeJSON(w, r, &req); err != nil {
@@ -104,7 +104,7 @@ func (a artifact[T]) copyHandler(s *Server) handler {
 	}
 }
 
-func (a artifact[T]) describeHandler(s *Server) handler {
+func (a artifact[T]) describeHandler(s *core) handler {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		var req api.DescriptionRequest
 		if err := decodeJSON(w, r, &req); err != nil {
@@ -128,7 +128,7 @@ func (a artifact[T]) describeHandler(s *Server) handler {
 	}
 }
 
-func (a artifact[T]) deleteHandler(s *Server) handler {
+func (a artifact[T]) deleteHandler(s *core) handler {
 	return s.deleter(raftfsm.TypeImageDelete, a.param, func(ns, name string) any {
 		return raftfsm.ImageDelete{Kind: a.kind, Namespace: ns, Name: name}
 	})

@@ -82,7 +82,7 @@ func (s *Server) auditSignIn(r *http.Request, p httprouter.Params, sw *statusRec
 
 // auditRecord writes one audit entry of r, answered with code, as
 // subject's, whose request carried token.
-func (s *Server) auditRecord(r *http.Request, subject, ns string, code int, start time.Time, token string) {
+func (s *core) auditRecord(r *http.Request, subject, ns string, code int, start time.Time, token string) {
 	if s.cfg.Audit == nil {
 		return
 	}
@@ -104,7 +104,7 @@ func (s *Server) auditRecord(r *http.Request, subject, ns string, code int, star
 // the proposing peer's own root; any other goes with the calls that
 // carried no valid token, saying whom it named. And a peer never trims:
 // the log keeps the leader's configured bound, whatever the peer asked.
-func (s *Server) vetAudit(peer string, body json.RawMessage, tokens []string) (json.RawMessage, error) {
+func (s *peerAPI) vetAudit(peer string, body json.RawMessage, tokens []string) (json.RawMessage, error) {
 	var c raftfsm.AuditAppend
 	if err := json.Unmarshal(body, &c); err != nil {
 		return nil, badRequest("audit append: %v", err)
@@ -133,7 +133,7 @@ func (s *Server) vetAudit(peer string, body json.RawMessage, tokens []string) (j
 
 // listAudit answers the audit log, filtered: ?namespace=, ?subject=,
 // ?since= (RFC 3339, or a duration back from now such as 1h), ?limit=.
-func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
 	flt := raftfsm.AuditFilter{Namespace: q.Get("namespace"), Subject: s.canonicalSubject(q.Get("subject")), Limit: defaultAuditLimit}
 	if s.isAlias(flt.Namespace) {

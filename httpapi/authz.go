@@ -93,7 +93,7 @@ func (s *Server) authorize(r *http.Request, rule Rule, p httprouter.Params) (aut
 const subjectSyncWait = 3 * time.Second
 
 // canReach reports whether p may use namespace ns.
-func (s *Server) canReach(p auth.Principal, ns string) bool {
+func (s *core) canReach(p auth.Principal, ns string) bool {
 	switch {
 	case p.IsAdmin():
 		return true

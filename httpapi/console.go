@@ -65,7 +65,7 @@ func tokenFromSubprotocol(r *http.Request) {
 }
 
 // console accepts the websocket and carries the VM's screen.
-func (s *Server) console(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *guestAPI) console(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	vm, err := s.vmOf(p)
 	if err != nil {
 		return err

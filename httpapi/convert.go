@@ -62,7 +62,7 @@ func FormatDecimalG(bytes int64) string {
 	return fmt.Sprintf("%.2fG", float64(bytes)/1e9)
 }
 
-func (s *Server) namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
+func (s *core) namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
 	created := ns.CreatedAt
 	q := s.namespaceQuota(ns)
 	out := api.Namespace{Name: ns.Name, CreatedAt: &created, Quota: q.Quota, Used: &q.Used}
@@ -77,7 +77,7 @@ func (s *Server) namespaceToAPI(ns raftfsm.Namespace) api.Namespace {
 
 // vmToAPI converts a VM of the replicated state to its API record. A VM on a
 // node that is NOT READY shows status Unknown.
-func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
+func (s *core) vmToAPI(vm raftfsm.VM) api.VM {
 	status := vm.Status
 	if ready, _ := s.replica.FSM().NodeReady(vm.Node); !ready {
 		status = api.StatusUnknown
@@ -111,7 +111,7 @@ func (s *Server) vmToAPI(vm raftfsm.VM) api.VM {
 
 // vmConfigToAPI is a config as answers show it: with the nodes where its
 // booted template is ready.
-func (s *Server) vmConfigToAPI(c raftfsm.VMConfig) api.VMConfig {
+func (s *core) vmConfigToAPI(c raftfsm.VMConfig) api.VMConfig {
 	created := c.CreatedAt
 	warmNodes := []string{}
 	var hotNodes map[string]int

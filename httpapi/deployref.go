@@ -17,7 +17,7 @@ const resolveTimeout = 10 * time.Minute
 
 // resolveImage reads a registry reference named by a deploy, answering a
 // registry's refusal with a Status that carries its reason.
-func (s *Server) resolveImage(ctx context.Context, ns, ref string) (raftfsm.Image, error) {
+func (s *vmsAPI) resolveImage(ctx context.Context, ns, ref string) (raftfsm.Image, error) {
 	if _, err := ocidisk.ParseUserReference(ref, true, false); err != nil {
 		return raftfsm.Image{}, badRequest("field %q: %s", "image", err)
 	}

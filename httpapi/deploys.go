@@ -27,7 +27,7 @@ import (
 // maxPlacedAnswer bounds the leader's answer a follower reads whole.
 const maxPlacedAnswer = 1 << 20
 
-func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if !s.raft.IsLeader() && forwarded(r) == "" {
 		return s.deployThroughLeader(w, r, p)
 	}
@@ -39,7 +39,7 @@ func (s *Server) deployVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 
 // deployHere resolves and places a deploy on the leader; it waits for the
 // VM too, unless the peer that forwarded it waits itself (HeaderPlaceOnly).
-func (s *Server) deployHere(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) deployHere(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	var req api.DeployRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -85,7 +85,7 @@ func waitsForRunning(r *http.Request) bool { return r.URL.Query().Get("wait") !=
 // deployThroughLeader has the leader resolve and place a deploy, then waits
 // on this peer's replica until the VM runs. A refusal of the leader's
 // reaches the caller as it is.
-func (s *Server) deployThroughLeader(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) deployThroughLeader(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	r.Header.Set(api.HeaderPlaceOnly, "1")
 	ans := recorder.New(maxPlacedAnswer)
 	if !s.fwd.toLeader(ans, r, hopBatch) {
@@ -120,7 +120,7 @@ func (s *Server) deployThroughLeader(w http.ResponseWriter, r *http.Request, p h
 
 // waitPlaced waits, at most timeout, until this peer's replica has the
 // index the leader answered a placement with.
-func (s *Server) waitPlaced(ctx context.Context, h http.Header, timeout time.Duration) error {
+func (s *vmsAPI) waitPlaced(ctx context.Context, h http.Header, timeout time.Duration) error {
 	idx, err := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64)
 	if err != nil {
 		return fmt.Errorf("the leader's answer to a deploy carries no index: %w", err)
@@ -136,7 +136,7 @@ func (s *Server) waitPlaced(ctx context.Context, h http.Header, timeout time.Dur
 // deployRunner places deploys (on the leader) and waits for their VMs on
 // this peer's replica; a failed deploy's VM is removed only while it has
 // not run, which any peer may propose for the deploys it waits on.
-func (s *Server) deployRunner() deploy.Runner {
+func (s *vmsAPI) deployRunner() deploy.Runner {
 	return deploy.Runner{
 		Placer: s.placer, Replica: s.replica.FSM(), WriteTimeout: s.cfg.WriteTimeout, Log: s.log,
 		Remove: func(ctx context.Context, vm raftfsm.VM) error {
@@ -146,7 +146,7 @@ func (s *Server) deployRunner() deploy.Runner {
 }
 
 // answerDeploy writes a deploy's answer: 201 and the running VM, or err.
-func (s *Server) answerDeploy(w http.ResponseWriter, vm raftfsm.VM, warnings []string, err error) error {
+func (s *vmsAPI) answerDeploy(w http.ResponseWriter, vm raftfsm.VM, warnings []string, err error) error {
 	if errors.Is(err, deploy.ErrStartFailed) {
 		return errorf(http.StatusInternalServerError, api.ReasonInternalError, "%s", err)
 	}

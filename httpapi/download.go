@@ -19,8 +19,8 @@ import (
 // holds it, or from a peer that does. The answer has Content-Length, ETag
 // (the digest), Content-Disposition with a file name, and honours Range and
 // If-Range, so that a broken download resumes.
-func (s *Server) downloadImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	img, err := imageArtifact().lookup(s, p)
+func (s *imagesAPI) downloadImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	img, err := imageArtifact().lookup(s.core, p)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func fileName(img raftfsm.Image) string {
 // streamFromHolder answers with the blob as a peer that holds it serves it
 // (status, length, range, the type that carries a multipart boundary, and
 // a refused range as the holder refused it), trying the holders in turn.
-func (s *Server) streamFromHolder(w http.ResponseWriter, r *http.Request, digest string) error {
+func (s *imagesAPI) streamFromHolder(w http.ResponseWriter, r *http.Request, digest string) error {
 	b, _ := s.replica.FSM().Blob(digest)
 	var errs []error
 	for _, holder := range b.Holders {

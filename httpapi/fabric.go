@@ -14,10 +14,34 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// clusterAPI serves the cluster as admins run it: its CA, join tokens, the gossip key, nodes removed and approved, the users root names on a host, the HTTPS certificate, snapshots and the audit log.
+type clusterAPI struct {
+	*core
+	membership Membership
+	snapshots  Snapshots
+}
+
+func (s *clusterAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	srv.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Target: Leader}, s.uploadCert)
+	srv.handle(Route{Method: get, Path: "/api/v1/audit", Rule: RuleAdmin}, s.listAudit)
+	srv.handle(Route{Method: get, Path: "/api/v1/cluster/ca", Rule: RuleOpen}, s.clusterCA)
+	srv.handle(Route{Method: get, Path: "/api/v1/cluster/join-tokens", Rule: RuleAdmin}, s.listJoinTokens)
+	srv.handle(Route{Method: post, Path: "/api/v1/cluster/join-tokens", Rule: RuleAdmin, Write: true, Target: Leader}, s.createJoinToken)
+	srv.handle(Route{Method: del, Path: "/api/v1/cluster/join-tokens/:id", Rule: RuleAdmin, Write: true, Target: Leader}, s.revokeJoinToken)
+	srv.handle(Route{Method: post, Path: "/api/v1/cluster/rotate-gossip-key", Rule: RuleAdmin, Write: true, Target: Leader}, s.rotateGossipKey)
+	srv.handle(Route{Method: get, Path: api.SnapshotPath, Rule: RuleAdmin, Target: Leader, Stale: true}, s.saveSnapshot)
+	srv.handle(Route{Method: post, Path: api.SnapshotPath, Rule: RuleAdmin, Write: true, Target: Leader, Upload: true}, s.restoreSnapshot)
+	srv.handle(Route{Method: del, Path: ns + "/nodes/:name", Rule: RuleAdmin, Write: true, Target: Leader}, s.removeNode)
+	srv.handle(Route{Method: post, Path: ns + "/nodes/:name/approve", Rule: RuleAdmin, Write: true, Target: Leader}, s.approveNode)
+	srv.handle(Route{Method: post, Path: api.HostUserPath, Rule: RulePeer, Write: true, Target: Leader}, s.hostUser)
+}
+
 // The cluster's fabric as admins see it: join tokens, node removal, the
 // gossip key, the CA.
 
-func (s *Server) needMembership() (Membership, error) {
+func (s *clusterAPI) needMembership() (Membership, error) {
 	if s.membership == nil {
 		return nil, unavailable("5", "this peer does not manage the cluster's membership")
 	}
@@ -25,7 +49,7 @@ func (s *Server) needMembership() (Membership, error) {
 }
 
 // clusterCA answers the cluster's CA certificate (no token: it is public).
-func (s *Server) clusterCA(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) clusterCA(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	fb, ok := s.replica.FSM().Fabric()
 	if !ok {
 		return unavailable("1", "the cluster is not initialised yet")
@@ -57,7 +81,7 @@ func joinTokenRecord(t raftfsm.JoinToken, now time.Time) api.JoinToken {
 	return out
 }
 
-func (s *Server) listJoinTokens(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) listJoinTokens(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	now := time.Now()
 	items := []api.JoinToken{}
 	for _, t := range s.replica.FSM().JoinTokens() {
@@ -67,7 +91,7 @@ func (s *Server) listJoinTokens(w http.ResponseWriter, _ *http.Request, _ httpro
 	return nil
 }
 
-func (s *Server) createJoinToken(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) createJoinToken(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	m, err := s.needMembership()
 	if err != nil {
 		return err
@@ -98,7 +122,7 @@ func (s *Server) createJoinToken(w http.ResponseWriter, r *http.Request, _ httpr
 	return nil
 }
 
-func (s *Server) revokeJoinToken(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *clusterAPI) revokeJoinToken(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	id := p.ByName("id")
 	if _, err := s.apply(r.Context(), raftfsm.TypeJoinTokenRevoke, raftfsm.JoinTokenRevoke{ID: id}); err != nil {
 		return err
@@ -108,7 +132,7 @@ func (s *Server) revokeJoinToken(w http.ResponseWriter, r *http.Request, p httpr
 	return nil
 }
 
-func (s *Server) rotateGossipKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) rotateGossipKey(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	m, err := s.needMembership()
 	if err != nil {
 		return err
@@ -125,7 +149,7 @@ func (s *Server) rotateGossipKey(w http.ResponseWriter, r *http.Request, _ httpr
 
 // nodeOfPath is the membership and the node the path names, which must be
 // of the path's namespace where its record is.
-func (s *Server) nodeOfPath(p httprouter.Params) (Membership, string, error) {
+func (s *clusterAPI) nodeOfPath(p httprouter.Params) (Membership, string, error) {
 	m, err := s.needMembership()
 	if err != nil {
 		return nil, "", err
@@ -142,7 +166,7 @@ func (s *Server) nodeOfPath(p httprouter.Params) (Membership, string, error) {
 
 // removeNode removes a node of the path's namespace from the cluster for
 // good.
-func (s *Server) removeNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *clusterAPI) removeNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	m, name, err := s.nodeOfPath(p)
 	if err != nil {
 		return err
@@ -156,7 +180,7 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request, p httprouter
 
 // approveNode approves a peer of the path's namespace that was admitted
 // pending: it may then have the cluster secret and a vote, and take VMs.
-func (s *Server) approveNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *clusterAPI) approveNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	m, name, err := s.nodeOfPath(p)
 	if err != nil {
 		return err
@@ -175,7 +199,7 @@ func (s *Server) approveNode(w http.ResponseWriter, r *http.Request, p httproute
 
 // hostUser records or removes a user that root on a peer's host named:
 // only a peer calls it, and the audit log says which host's root it was.
-func (s *Server) hostUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) hostUser(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req api.HostUserRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err

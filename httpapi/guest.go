@@ -20,6 +20,23 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// guestAPI serves work inside a VM's guest: run, resize, console, port forwarding.
+type guestAPI struct {
+	*core
+	guests Guests
+	ready  Readiness
+}
+
+func (s *guestAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	get, post := http.MethodGet, http.MethodPost
+	srv.handle(Route{Method: get, Path: ns + "/vms/:vm/console", Rule: RuleMember, PoolVM: true, Stream: true}, s.console)
+	srv.handle(Route{Method: post, Path: ns + "/vms/:vm/run", Rule: RuleMember, PoolVM: true, Target: VMHost}, s.runVM)
+	srv.handle(Route{Method: get, Path: ns + "/vms/:vm/run", Rule: RuleMember, PoolVM: true, Stream: true, Target: VMHost}, s.runVMStream)
+	srv.handle(Route{Method: get, Path: ns + "/vms/:vm/port-forward", Rule: RuleMember, PoolVM: true, Stream: true, Target: VMHost}, s.portForward)
+	srv.handle(Route{Method: post, Path: ns + "/vms/:vm/resize", Rule: RuleMember, PoolVM: true, Target: VMHost}, s.resizeVM)
+}
+
 // Running a program in a VM's guest: the VM's host peer (the route's
 // target) runs it through the guest's agent. POST answers when it ends,
 // with its outputs bounded; the same path as a websocket streams them.
@@ -66,7 +83,7 @@ func checkRun(req api.RunRequest) (time.Duration, error) {
 // A VM not seen running yet is looked at again once this replica has
 // caught up with the leader (a caller's deploy may have answered through
 // another peer a moment ago).
-func (s *Server) runnable(ctx context.Context, p httprouter.Params, what string) (raftfsm.VM, error) {
+func (s *guestAPI) runnable(ctx context.Context, p httprouter.Params, what string) (raftfsm.VM, error) {
 	vm, err := s.vmOf(p)
 	if err != nil || vm.Status == raftfsm.VMRunning {
 		return vm, err
@@ -100,7 +117,7 @@ var errStillBooting = errors.New("the guest is still booting")
 // agent has not answered since the VM started, within the host's wait for
 // it: its identity step is pending), a run its agent does not take yet
 // waits for it, within ctx, instead of being told the image has no agent.
-func (s *Server) execWhenUp(ctx context.Context, vm raftfsm.VM, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
+func (s *guestAPI) execWhenUp(ctx context.Context, vm raftfsm.VM, c hypervisor.ExecCommand) (hypervisor.ExecResult, error) {
 	for {
 		res, err := s.guests.Exec(ctx, vm, c)
 		if !errors.Is(err, hypervisor.ErrNoAgent) || !errors.Is(err, hypervisor.ErrNotStarted) || !s.booting(vm) {
@@ -117,7 +134,7 @@ func (s *Server) execWhenUp(ctx context.Context, vm raftfsm.VM, c hypervisor.Exe
 // booting reports whether vm runs and its agent is still awaited: its host
 // has not heard it since the VM started, and its wait for it has not
 // passed (the identity step is pending, or not reported yet).
-func (s *Server) booting(vm raftfsm.VM) bool {
+func (s *guestAPI) booting(vm raftfsm.VM) bool {
 	cur, ok := s.replica.FSM().VM(vm.Namespace, vm.Name)
 	if !ok || cur.Status != raftfsm.VMRunning || cur.UID != vm.UID {
 		return false
@@ -141,7 +158,7 @@ func runError(vm raftfsm.VM, timeout time.Duration, err error) error {
 }
 
 // runVM runs a program and answers its outputs and exit code.
-func (s *Server) runVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *guestAPI) runVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.RunRequest
 	if err := decodeJSONMax(w, r, &req, maxRunBody); err != nil {
 		return err
@@ -171,7 +188,7 @@ func (s *Server) runVM(w http.ResponseWriter, r *http.Request, p httprouter.Para
 	return nil
 }
 
-func (s *Server) logRun(ctx context.Context, vm raftfsm.VM, program string, code int, err error) {
+func (s *guestAPI) logRun(ctx context.Context, vm raftfsm.VM, program string, code int, err error) {
 	s.log.Info("program run in a guest", "vm", vm.Namespace+"/"+vm.Name, "program", path.Base(program), "exitCode", code, "err", err, "by", owner(ctx))
 }
 
@@ -196,7 +213,7 @@ func (sw streamWriter) Write(b []byte) (int, error) {
 }
 
 // runVMStream is the websocket form of a run (see api.RunStreamStdout).
-func (s *Server) runVMStream(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *guestAPI) runVMStream(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	vm, err := s.runnable(r.Context(), p, "a command runs")
 	if err != nil {
 		return err
@@ -258,7 +275,7 @@ func (s *Server) runVMStream(w http.ResponseWriter, r *http.Request, p httproute
 }
 
 // resizeVM grows the VM's disk on its host and answers the VM.
-func (s *Server) resizeVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *guestAPI) resizeVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.ResizeRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 
 // cacheImage starts a job copying an image to the nodes a request selects
 // (202 with the job).
-func (s *Server) cacheImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *imagesAPI) cacheImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("image")
 	var req api.ImageCacheRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -59,7 +59,7 @@ func (s *Server) cacheImage(w http.ResponseWriter, r *http.Request, p httprouter
 
 // cacheableImage returns the namespace's image name, refusing one with no
 // content yet (409).
-func (s *Server) cacheableImage(ns, name string) (raftfsm.Image, error) {
+func (s *imagesAPI) cacheableImage(ns, name string) (raftfsm.Image, error) {
 	img, ok := s.replica.FSM().Image(ns, name)
 	if !ok {
 		return img, notFound("image %q not found in namespace %q", name, ns)
@@ -73,7 +73,7 @@ func (s *Server) cacheableImage(ns, name string) (raftfsm.Image, error) {
 // selectNodes resolves a cache request's selection to the namespace's
 // nodes, sorted: a node it does not have is 404, a tag no node carries and
 // an empty selection 400.
-func (s *Server) selectNodes(ns string, req api.ImageCacheRequest) ([]string, error) {
+func (s *imagesAPI) selectNodes(ns string, req api.ImageCacheRequest) ([]string, error) {
 	var mine []raftfsm.NodeView
 	for _, n := range s.replica.FSM().Nodes() {
 		if n.Namespace == ns {
@@ -119,7 +119,7 @@ func (s *Server) selectNodes(ns string, req api.ImageCacheRequest) ([]string, er
 
 // imageCache lists the namespace's nodes that hold an image and the
 // copies to nodes under way.
-func (s *Server) imageCache(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *imagesAPI) imageCache(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("image")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -132,7 +132,7 @@ func (s *Server) imageCache(w http.ResponseWriter, _ *http.Request, p httprouter
 	return nil
 }
 
-func (s *Server) cacheRecord(ns string, img raftfsm.Image) api.ImageCache {
+func (s *imagesAPI) cacheRecord(ns string, img raftfsm.Image) api.ImageCache {
 	fsm := s.replica.FSM()
 	out := api.ImageCache{Image: img.Name, Digest: img.Digest, Nodes: []string{}, Copies: []api.CacheCopy{}}
 	if b, ok := fsm.Blob(img.Digest); ok && img.Digest != "" {
@@ -158,7 +158,7 @@ func (s *Server) cacheRecord(ns string, img raftfsm.Image) api.ImageCache {
 
 // uncacheImage frees an image on a node (?node=N): 409 while a VM there
 // uses it, or when the node holds the cluster's only copy.
-func (s *Server) uncacheImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *imagesAPI) uncacheImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name, node := p.ByName("namespace"), p.ByName("image"), r.URL.Query().Get("node")
 	if node == "" {
 		return badRequest("query parameter \"node\" is required: the node to free the image on")

@@ -12,7 +12,7 @@ import (
 
 // commitVM records a commit of the VM's disk over its image; its host
 // carries it out. The answer is at once: where to watch the image.
-func (s *Server) commitVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) commitVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.CommitRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -21,7 +21,7 @@ func (s *Server) commitVM(w http.ResponseWriter, r *http.Request, p httprouter.P
 }
 
 // saveVM records a save of the VM's disk as a new image.
-func (s *Server) saveVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) saveVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.SaveRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -32,7 +32,7 @@ func (s *Server) saveVM(w http.ResponseWriter, r *http.Request, p httprouter.Par
 	return s.imageOp(w, r, p, raftfsm.OpSave, req.ImageName, req.Description)
 }
 
-func (s *Server) imageOp(w http.ResponseWriter, r *http.Request, p httprouter.Params, kind, image string, description *string) error {
+func (s *vmsAPI) imageOp(w http.ResponseWriter, r *http.Request, p httprouter.Params, kind, image string, description *string) error {
 	ns := p.ByName("namespace")
 	if description != nil && len(*description) > raftfsm.MaxDescription {
 		return badRequest("field \"description\": over %d bytes", raftfsm.MaxDescription)

@@ -19,11 +19,46 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// imagesAPI serves images and ISOs: uploads, generated images, downloads, caches.
+type imagesAPI struct {
+	*core
+	images *imagestore.Store
+	jobs   Jobs
+	fwd    *forwarder
+	links  PeerLinks
+	disk   *diskbudget.Budget
+}
+
+func (s *imagesAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	img, iso := imageArtifact(), isoArtifact()
+	srv.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, img.listHandler(s.core))
+	// Generated and uploaded files stay on the peer that makes or receives
+	// them; only the record goes to the leader.
+	srv.handle(Route{Method: post, Path: ns + "/images", Rule: RuleMember, Write: true}, s.generateImage)
+	srv.handle(Route{Method: get, Path: ns + "/images/:image", Rule: RuleMember}, img.getHandler(s.core))
+	srv.handle(Route{Method: del, Path: ns + "/images/:image", Rule: RuleMember, Write: true, Target: Leader}, img.deleteHandler(s.core))
+	srv.handle(Route{Method: post, Path: ns + "/images/:image/copy", Rule: RuleMember, Write: true, Target: Leader}, img.copyHandler(s.core))
+	srv.handle(Route{Method: post, Path: ns + "/images/:image/description", Rule: RuleMember, Write: true, Target: Leader}, img.describeHandler(s.core))
+	srv.handle(Route{Method: get, Path: ns + "/images/:image/download", Rule: RuleMember}, s.downloadImage)
+	srv.handle(Route{Method: post, Path: ns + "/images/:image/cache", Rule: RuleMember, Write: true, Target: Leader}, s.cacheImage)
+	srv.handle(Route{Method: get, Path: ns + "/images/:image/cache", Rule: RuleMember}, s.imageCache)
+	srv.handle(Route{Method: del, Path: ns + "/images/:image/cache", Rule: RuleMember, Write: true, Target: Leader}, s.uncacheImage)
+	srv.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true, Upload: true}, s.uploadImage)
+	srv.handle(Route{Method: get, Path: ns + "/isos", Rule: RuleMember}, iso.listHandler(s.core))
+	srv.handle(Route{Method: get, Path: ns + "/isos/:iso", Rule: RuleMember}, iso.getHandler(s.core))
+	srv.handle(Route{Method: del, Path: ns + "/isos/:iso", Rule: RuleMember, Write: true, Target: Leader}, iso.deleteHandler(s.core))
+	srv.handle(Route{Method: post, Path: ns + "/isos/:iso/copy", Rule: RuleMember, Write: true, Target: Leader}, iso.copyHandler(s.core))
+	srv.handle(Route{Method: post, Path: ns + "/isos/:iso/description", Rule: RuleMember, Write: true, Target: Leader}, iso.describeHandler(s.core))
+	srv.handle(Route{Method: post, Path: ns + "/upload/iso", Rule: RuleMember, Write: true, Upload: true}, s.uploadISO)
+}
+
 // uploadImage streams an image into a staging file of this request (never
 // holding it in memory), checks it there, commits it to this peer's blob
 // store and records it through the leader. The body is multipart with a
 // "name" field and the file in "image", or raw bytes with ?name=.
-func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *imagesAPI) uploadImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	return s.upload(w, r, p, imageArtifact().kind, func(ctx context.Context, st *imagestore.Staged, img *raftfsm.Image) error {
 		ictx, cancel := context.WithTimeout(ctx, checkTimeout)
 		info, err := diskcheck.Disk(ictx, st.Path(), "")
@@ -37,7 +72,7 @@ func (s *Server) uploadImage(w http.ResponseWriter, r *http.Request, p httproute
 }
 
 // uploadISO is uploadImage for an ISO 9660 image (field "iso").
-func (s *Server) uploadISO(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *imagesAPI) uploadISO(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	return s.upload(w, r, p, isoArtifact().kind, func(_ context.Context, st *imagestore.Staged, img *raftfsm.Image) error {
 		info, err := diskcheck.ISO(st.Path())
 		if errors.Is(err, diskcheck.ErrRefused) && diskcheck.IsZip(st.Path()) {
@@ -71,7 +106,7 @@ func refusedDisk(prefix string, err error) error {
 
 // upload receives, checks (check fills in what the file says of itself)
 // and records an image or ISO.
-func (s *Server) upload(w http.ResponseWriter, r *http.Request, p httprouter.Params, kind string,
+func (s *imagesAPI) upload(w http.ResponseWriter, r *http.Request, p httprouter.Params, kind string,
 	check func(context.Context, *imagestore.Staged, *raftfsm.Image) error) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
@@ -105,7 +140,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, p httprouter.Par
 }
 
 // nameFree checks an image or ISO name: valid and not taken.
-func (s *Server) nameFree(kind, ns, name string) error {
+func (s *imagesAPI) nameFree(kind, ns, name string) error {
 	if err := api.ValidateImageName("name", name); err != nil {
 		return badRequest("field \"name\": %s", err)
 	}
@@ -116,7 +151,7 @@ func (s *Server) nameFree(kind, ns, name string) error {
 }
 
 // record commits a staged file and records it as an image or ISO held here.
-func (s *Server) record(ctx context.Context, kind string, st *imagestore.Staged, img raftfsm.Image) error {
+func (s *imagesAPI) record(ctx context.Context, kind string, st *imagestore.Staged, img raftfsm.Image) error {
 	return st.Ingest(ctx, s.replica.FSM().BlobInUse, func(ctx context.Context) error {
 		// Received here, on whichever peer: this peer's own proposal.
 		return s.propose(ctx, raftfsm.TypeImageCreate, raftfsm.ImageCreate{Kind: kind, Image: img, Holder: s.replica.Name(), Proof: raftfsm.ProofReceived})
@@ -149,7 +184,7 @@ const (
 // generateImage makes an empty qcow2 disk of the asked virtual size on this
 // peer and records it: a disk for an OS installed from an ISO, or extra
 // storage.
-func (s *Server) generateImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *imagesAPI) generateImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	var req api.GenerateImageRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -211,7 +246,7 @@ const maxFormField = 4096
 // (with "name" and "description" fields) or a raw body (?name=,
 // ?description=). checkName runs as soon as the name is known and before the
 // file is received, so a refused name costs no transfer.
-func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func(string) error) (*upload, error) {
+func (s *imagesAPI) receiveUpload(r *http.Request, fileField string, checkName func(string) error) (*upload, error) {
 	q := r.URL.Query()
 	up := &upload{name: q.Get("name"), description: q.Get("description")}
 	stage := func(body io.Reader) error {
@@ -225,7 +260,7 @@ func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func
 		}
 		// Room on the disk is held for the upload's length (as sent), and
 		// more as a longer body comes: past the room it stops with 413.
-		hold, err := s.cfg.Disk.Reserve("an upload", max(r.ContentLength, 0), "")
+		hold, err := s.disk.Reserve("an upload", max(r.ContentLength, 0), "")
 		if err != nil {
 			return errorf(http.StatusRequestEntityTooLarge, api.ReasonRequestEntityTooLarge, "%v", err)
 		}
@@ -298,7 +333,7 @@ func (s *Server) receiveUpload(r *http.Request, fileField string, checkName func
 }
 
 // serveBlob streams a blob this peer holds to another peer (Range supported).
-func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *peerAPI) serveBlob(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	digest := p.ByName("digest")
 	if !imagestore.ValidDigest(digest) {
 		return badRequest("%q is not a sha256 digest", digest)

@@ -10,14 +10,41 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/auth"
+	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
+
+// peerAPI serves the peers' own routes: proposals, indexes, trust, blobs and swarm chunks.
+type peerAPI struct {
+	*core
+	swarm  *swarm.Service
+	images *imagestore.Store
+	authn  *auth.Authenticator
+}
+
+func (s *peerAPI) routes(srv *Server) {
+	get, post := http.MethodGet, http.MethodPost
+	// The peers' own routes: a caller is a peer only by its certificate,
+	// over the fabric (the HTTPS port, the peers' server name).
+	srv.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
+	srv.handle(Route{Method: get, Path: swarm.ChunkRoute, Rule: RulePeer}, s.serveChunk)
+	srv.handle(Route{Method: get, Path: swarm.PlanRoute, Rule: RulePeer}, s.chunkPlan)
+	srv.handle(Route{Method: post, Path: swarm.AnnounceRoute, Rule: RulePeer}, s.announce)
+	srv.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RulePeer}, s.commitIndex)
+	srv.handle(Route{Method: get, Path: api.AppliedIndexPath, Rule: RulePeer}, s.appliedIndex)
+	srv.handle(Route{Method: get, Path: api.TrustPath, Rule: RulePeer}, s.trust)
+	// Not forwarded: the leader judges a proposal by the proposing peer's
+	// certificate, which a forwarding peer would replace with its own.
+	srv.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true}, s.internalApply)
+}
 
 // maxApplyBody bounds a peer's proposal: an audit batch of
 // raftfsm.MaxAuditBatch entries with their requests' tokens.
 const maxApplyBody = 8 << 20
 
-func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *peerAPI) internalApply(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req api.ApplyRequest
 	if err := decodeJSONMax(w, r, &req, maxApplyBody); err != nil {
 		return err
@@ -55,7 +82,7 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request, _ httprou
 }
 
 // commitIndex tells a restarted peer the index its replica must reach.
-func (s *Server) commitIndex(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *peerAPI) commitIndex(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LeaderWait)
 	defer cancel()
 	idx, err := s.raft.AppliedIndex(ctx)
@@ -68,13 +95,13 @@ func (s *Server) commitIndex(w http.ResponseWriter, r *http.Request, _ httproute
 
 // appliedIndex tells another peer the index this peer's replica has
 // applied (a write that must reach every replica waits for it).
-func (s *Server) appliedIndex(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *peerAPI) appliedIndex(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	writeJSON(w, http.StatusOK, api.CommitIndex{Index: s.replica.FSM().Index()})
 	return nil
 }
 
 // trust tells another peer which peers this replica admits.
-func (s *Server) trust(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *peerAPI) trust(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	fb, ok := s.replica.FSM().Fabric()
 	if !ok {
 		return unavailable("1", "this replica has no fabric yet")

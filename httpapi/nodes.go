@@ -10,14 +10,31 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-func (s *Server) requireNamespace(ns string) error {
+// nodesAPI serves the nodes as a namespace sees them: list, tags, cordon; the cluster's info.
+type nodesAPI struct {
+	*core
+	peers Peers
+}
+
+func (s *nodesAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	srv.handle(Route{Method: http.MethodGet, Path: "/api/v1/cluster-info", Rule: RuleOpen}, s.clusterInfo)
+	get, post := http.MethodGet, http.MethodPost
+	srv.handle(Route{Method: get, Path: ns + "/nodes", Rule: RuleMember}, s.listNodes)
+	srv.handle(Route{Method: post, Path: ns + "/nodes/:name/tag", Rule: RuleAdmin, Write: true, Target: Leader}, s.tagNode(raftfsm.TypeNodeTag))
+	srv.handle(Route{Method: post, Path: ns + "/nodes/:name/untag", Rule: RuleAdmin, Write: true, Target: Leader}, s.tagNode(raftfsm.TypeNodeUntag))
+	srv.handle(Route{Method: post, Path: ns + "/nodes/:name/cordon", Rule: RuleAdmin, Write: true, Target: Leader}, s.cordonNode(true))
+	srv.handle(Route{Method: post, Path: ns + "/nodes/:name/uncordon", Rule: RuleAdmin, Write: true, Target: Leader}, s.cordonNode(false))
+}
+
+func (s *core) requireNamespace(ns string) error {
 	if _, ok := s.replica.FSM().Namespace(ns); !ok {
 		return notFound("namespace %q not found", ns)
 	}
 	return nil
 }
 
-func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *nodesAPI) listNodes(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -38,7 +55,7 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p httprouter.
 
 // nodeRecord is a node as every answer shows it: with the images of the
 // namespace (images) whose content it holds.
-func (s *Server) nodeRecord(n raftfsm.NodeView, images []raftfsm.Image) api.Node {
+func (s *core) nodeRecord(n raftfsm.NodeView, images []raftfsm.Image) api.Node {
 	rec := nodeToAPI(n)
 	rec.CachedImages = s.cachedImages(n.Name, images)
 	if p, ok := s.replica.FSM().PeerIdentity(n.Name); ok {
@@ -48,7 +65,7 @@ func (s *Server) nodeRecord(n raftfsm.NodeView, images []raftfsm.Image) api.Node
 }
 
 // cachedImages names the images whose content node holds.
-func (s *Server) cachedImages(node string, images []raftfsm.Image) []string {
+func (s *core) cachedImages(node string, images []raftfsm.Image) []string {
 	out := []string{}
 	for _, img := range images {
 		if b, ok := s.replica.FSM().Blob(img.Digest); ok && slices.Contains(b.Holders, node) {
@@ -58,7 +75,7 @@ func (s *Server) cachedImages(node string, images []raftfsm.Image) []string {
 	return out
 }
 
-func (s *Server) tagNode(t raftfsm.Type) handler {
+func (s *nodesAPI) tagNode(t raftfsm.Type) handler {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		ns, name := p.ByName("namespace"), p.ByName("name")
 		var req api.TagRequest
@@ -83,7 +100,7 @@ func (s *Server) tagNode(t raftfsm.Type) handler {
 	}
 }
 
-func (s *Server) clusterInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *nodesAPI) clusterInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	writeJSON(w, http.StatusOK, s.peers.ClusterInfo(r.Context()))
 	return nil
 }

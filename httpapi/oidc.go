@@ -16,6 +16,13 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// oidcAPI serves OpenID Connect providers, their users and sign-ins.
+type oidcAPI struct {
+	*core
+	signin SignIn
+	keys   auth.Keys
+}
+
 // SignIn runs sign-ins through OpenID Connect providers (node/signin).
 type SignIn interface {
 	Start(ctx context.Context, provider, redirect, ownCallback string) (api.SignInStart, error)
@@ -24,20 +31,20 @@ type SignIn interface {
 	PollDevice(ctx context.Context, provider, handle string) (signin.Identity, bool, error)
 }
 
-// oidcRoutes: the providers (admin) and the sign-in steps (no token: they
+// routes: the providers (admin) and the sign-in steps (no token: they
 // are how a person gets one). A sign-in's last step records the person,
 // so it runs on the leader; the others on any peer.
-func (s *Server) oidcRoutes() {
+func (s *oidcAPI) routes(srv *Server) {
 	const one = api.OIDCPath + "/:provider"
-	s.handle(Route{Method: http.MethodGet, Path: api.OIDCPath, Rule: RuleAdmin}, s.listOIDCProviders)
-	s.handle(Route{Method: http.MethodPut, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.setOIDCProvider)
-	s.handle(Route{Method: http.MethodDelete, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteOIDCProvider)
-	s.handle(Route{Method: http.MethodGet, Path: api.SignInPath, Rule: RuleOpen}, s.signInProviders)
-	s.handle(Route{Method: http.MethodGet, Path: api.UsersPath, Rule: RuleAdmin}, s.listUsers)
-	s.handle(Route{Method: http.MethodPost, Path: one + "/start", Rule: RuleOpen, SignIn: true}, s.startSignIn)
-	s.handle(Route{Method: http.MethodPost, Path: one + "/callback", Rule: RuleOpen, Write: true, Target: Leader, SignIn: true}, s.finishSignIn)
-	s.handle(Route{Method: http.MethodPost, Path: one + "/device", Rule: RuleOpen, SignIn: true}, s.startDeviceSignIn)
-	s.handle(Route{Method: http.MethodPost, Path: one + "/device/token", Rule: RuleOpen, Write: true, Target: Leader, SignIn: true}, s.pollDeviceSignIn)
+	srv.handle(Route{Method: http.MethodGet, Path: api.OIDCPath, Rule: RuleAdmin}, s.listOIDCProviders)
+	srv.handle(Route{Method: http.MethodPut, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.setOIDCProvider)
+	srv.handle(Route{Method: http.MethodDelete, Path: one, Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteOIDCProvider)
+	srv.handle(Route{Method: http.MethodGet, Path: api.SignInPath, Rule: RuleOpen}, s.signInProviders)
+	srv.handle(Route{Method: http.MethodGet, Path: api.UsersPath, Rule: RuleAdmin}, s.listUsers)
+	srv.handle(Route{Method: http.MethodPost, Path: one + "/start", Rule: RuleOpen, SignIn: true}, s.startSignIn)
+	srv.handle(Route{Method: http.MethodPost, Path: one + "/callback", Rule: RuleOpen, Write: true, Target: Leader, SignIn: true}, s.finishSignIn)
+	srv.handle(Route{Method: http.MethodPost, Path: one + "/device", Rule: RuleOpen, SignIn: true}, s.startDeviceSignIn)
+	srv.handle(Route{Method: http.MethodPost, Path: one + "/device/token", Rule: RuleOpen, Write: true, Target: Leader, SignIn: true}, s.pollDeviceSignIn)
 }
 
 func oidcToAPI(p raftfsm.OIDCProvider) api.OIDCProvider {
@@ -56,7 +63,7 @@ func nonNil(v, def []string) []string {
 	return append([]string{}, v...)
 }
 
-func (s *Server) listOIDCProviders(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *oidcAPI) listOIDCProviders(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	items := []api.OIDCProvider{}
 	for _, p := range s.replica.FSM().OIDCProviders() {
 		items = append(items, oidcToAPI(p))
@@ -65,7 +72,7 @@ func (s *Server) listOIDCProviders(w http.ResponseWriter, _ *http.Request, _ htt
 	return nil
 }
 
-func (s *Server) setOIDCProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *oidcAPI) setOIDCProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	name := p.ByName("provider")
 	var req api.OIDCProviderRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -115,7 +122,7 @@ func (s *Server) setOIDCProvider(w http.ResponseWriter, r *http.Request, p httpr
 	return nil
 }
 
-func (s *Server) deleteOIDCProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *oidcAPI) deleteOIDCProvider(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if _, err := s.apply(r.Context(), raftfsm.TypeOIDCProviderDel, raftfsm.OIDCProviderDelete{Name: p.ByName("provider")}); err != nil {
 		return err
 	}
@@ -125,7 +132,7 @@ func (s *Server) deleteOIDCProvider(w http.ResponseWriter, r *http.Request, p ht
 
 // listUsers answers the cluster's users, with who each person is to their
 // provider.
-func (s *Server) listUsers(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *oidcAPI) listUsers(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	items := []api.User{}
 	for _, u := range s.replica.FSM().Users() {
 		items = append(items, api.User{Name: u.Name, Admin: u.Admin, Provider: u.Provider, Issuer: u.Issuer, Subject: u.Subject,
@@ -135,7 +142,7 @@ func (s *Server) listUsers(w http.ResponseWriter, _ *http.Request, _ httprouter.
 	return nil
 }
 
-func (s *Server) signInProviders(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *oidcAPI) signInProviders(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	items := []api.SignInProvider{}
 	for _, p := range s.replica.FSM().OIDCProviders() {
 		items = append(items, api.SignInProvider{Name: p.Name, Issuer: p.Issuer})
@@ -144,14 +151,14 @@ func (s *Server) signInProviders(w http.ResponseWriter, _ *http.Request, _ httpr
 	return nil
 }
 
-func (s *Server) needSignIn() error {
+func (s *oidcAPI) needSignIn() error {
 	if s.signin == nil {
 		return unavailable("5", "this peer does not run sign-ins")
 	}
 	return nil
 }
 
-func (s *Server) startSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *oidcAPI) startSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.SignInStartRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -167,7 +174,7 @@ func (s *Server) startSignIn(w http.ResponseWriter, r *http.Request, p httproute
 	return nil
 }
 
-func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *oidcAPI) finishSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.SignInCallback
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -182,7 +189,7 @@ func (s *Server) finishSignIn(w http.ResponseWriter, r *http.Request, p httprout
 	return s.signedIn(w, r, id)
 }
 
-func (s *Server) startDeviceSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *oidcAPI) startDeviceSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if err := s.needSignIn(); err != nil {
 		return err
 	}
@@ -194,7 +201,7 @@ func (s *Server) startDeviceSignIn(w http.ResponseWriter, r *http.Request, p htt
 	return nil
 }
 
-func (s *Server) pollDeviceSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *oidcAPI) pollDeviceSignIn(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.DevicePoll
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -215,7 +222,7 @@ func (s *Server) pollDeviceSignIn(w http.ResponseWriter, r *http.Request, p http
 
 // signedIn records the person (created at their first sign-in, their role
 // and groups replaced at each) and answers their personal token.
-func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, id signin.Identity) error {
+func (s *oidcAPI) signedIn(w http.ResponseWriter, r *http.Request, id signin.Identity) error {
 	now := time.Now().UTC().Truncate(time.Second)
 	v, err := s.apply(r.Context(), raftfsm.TypeUserSignIn, raftfsm.UserSignIn{Name: id.User, Admin: id.Admin, Groups: id.Groups, Provider: id.Provider, Time: now,
 		Issuer: id.Issuer, Subject: id.Subject})

@@ -14,7 +14,7 @@ import (
 // Operating a cluster: cordoning nodes, namespace quotas, VM expiry.
 
 // cordonNode takes a node out of placement (cordoned true) or puts it back.
-func (s *Server) cordonNode(cordoned bool) handler {
+func (s *nodesAPI) cordonNode(cordoned bool) handler {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		ns, name := p.ByName("namespace"), p.ByName("name")
 		if err := s.requireNamespace(ns); err != nil {
@@ -34,7 +34,7 @@ func (s *Server) cordonNode(cordoned bool) handler {
 }
 
 // namespaceQuota is a namespace's quota and use as answers show them.
-func (s *Server) namespaceQuota(ns raftfsm.Namespace) api.NamespaceQuota {
+func (s *core) namespaceQuota(ns raftfsm.Namespace) api.NamespaceQuota {
 	u := s.replica.FSM().QuotaUse(ns.Name)
 	out := api.NamespaceQuota{Namespace: ns.Name, Used: api.Quota{CPU: u.CPU, Memory: gibOf(u.MemoryBytes), VMs: u.VMs, Disk: gibOf(u.DiskBytes)},
 		PooledDisk: gibOf(u.PooledDiskBytes)}
@@ -46,7 +46,7 @@ func (s *Server) namespaceQuota(ns raftfsm.Namespace) api.NamespaceQuota {
 
 func gibOf(b int64) float64 { return math.Round(float64(b)/(1<<30)*1000) / 1000 }
 
-func (s *Server) getQuota(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *tenancyAPI) getQuota(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns, ok := s.replica.FSM().Namespace(p.ByName("namespace"))
 	if !ok {
 		return notFound("namespace %q not found", p.ByName("namespace"))
@@ -64,7 +64,7 @@ const (
 	maxQuotaDisk   = 1 << 30 // GiB
 )
 
-func (s *Server) setQuota(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *tenancyAPI) setQuota(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.Quota
 	if err := decodeJSONStrict(w, r, &req); err != nil {
 		return err
@@ -97,7 +97,7 @@ func (s *Server) setQuota(w http.ResponseWriter, r *http.Request, p httprouter.P
 }
 
 // extendVM moves a VM's expiry later.
-func (s *Server) extendVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) extendVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.ExtendRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err

@@ -21,7 +21,7 @@ import (
 // a websocket for each (svc vm port-forward does).
 
 // portForward carries one connection to the guest port ?port=N.
-func (s *Server) portForward(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *guestAPI) portForward(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	port, err := strconv.Atoi(r.URL.Query().Get("port"))
 	if err != nil || port < 1 || port > 65535 {
 		return badRequest("query parameter \"port\": %q is not a TCP port (1 to 65535)", r.URL.Query().Get("port"))

@@ -15,6 +15,31 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// registryAPI serves registries: credentials, jobs, pushes, remote catalogs and pulls.
+type registryAPI struct {
+	*core
+	jobs       Jobs
+	registries Registries
+	keys       auth.Keys
+}
+
+func (s *registryAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	srv.handle(Route{Method: post, Path: ns + "/vms/:vm/push", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.pushVM)
+	srv.handle(Route{Method: post, Path: ns + "/images/:image/push", Rule: RuleMember, Write: true, Target: Leader}, s.pushImage)
+	srv.handle(Route{Method: get, Path: ns + "/registrycredentials", Rule: RuleAdmin}, s.listRegistryCredentials)
+	srv.handle(Route{Method: post, Path: ns + "/registrycredentials", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRegistryCredential)
+	srv.handle(Route{Method: del, Path: ns + "/registrycredentials/:registry", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteRegistryCredential)
+	srv.handle(Route{Method: get, Path: "/api/v1/remotecatalogs", Rule: RuleAdmin}, s.getRemoteCatalogs)
+	srv.handle(Route{Method: http.MethodPut, Path: "/api/v1/remotecatalogs", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRemoteCatalogs)
+	srv.handle(Route{Method: get, Path: ns + "/remoteimages", Rule: RuleMember}, s.listRemoteImages)
+	srv.handle(Route{Method: post, Path: ns + "/remoteimages/:remoteimage/pull", Rule: RuleMember, Write: true, Target: Leader}, s.pullRemote(api.RemoteTypeImage, "remoteimage"))
+	srv.handle(Route{Method: post, Path: ns + "/remoteisos/:remoteiso/pull", Rule: RuleMember, Write: true, Target: Leader}, s.pullRemote(api.RemoteTypeISO, "remoteiso"))
+	srv.handle(Route{Method: get, Path: ns + "/jobs", Rule: RuleMember}, s.listJobs)
+	srv.handle(Route{Method: get, Path: ns + "/jobs/:job", Rule: RuleMember}, s.getJob)
+}
+
 // Registry credentials: the password is sealed here, on the peer that runs
 // the handler (the leader), before the command is proposed.
 
@@ -22,7 +47,7 @@ func credToAPI(c raftfsm.RegistryCredential) api.RegistryCredential {
 	return api.RegistryCredential{Server: c.Server, Username: c.Username, AllowInsecure: c.AllowInsecure, CreatedAt: c.CreatedAt}
 }
 
-func (s *Server) listRegistryCredentials(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *registryAPI) listRegistryCredentials(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -35,7 +60,7 @@ func (s *Server) listRegistryCredentials(w http.ResponseWriter, _ *http.Request,
 	return nil
 }
 
-func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *registryAPI) setRegistryCredential(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	var req api.RegistryCredentialRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -65,7 +90,7 @@ func (s *Server) setRegistryCredential(w http.ResponseWriter, r *http.Request, p
 	return nil
 }
 
-func (s *Server) deleteRegistryCredential(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *registryAPI) deleteRegistryCredential(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if _, err := s.apply(r.Context(), raftfsm.TypeRegCredDelete, raftfsm.RegistryCredentialDelete{Namespace: p.ByName("namespace"), Server: p.ByName("registry")}); err != nil {
 		return err
 	}
@@ -85,7 +110,7 @@ func jobToAPI(j raftfsm.Job) api.Job {
 	return out
 }
 
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *registryAPI) listJobs(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -101,7 +126,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p httprouter.P
 	return nil
 }
 
-func (s *Server) getJob(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *registryAPI) getJob(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("job")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -115,16 +140,16 @@ func (s *Server) getJob(w http.ResponseWriter, _ *http.Request, p httprouter.Par
 }
 
 // pushVM starts a job on the VM's host that sends its disk to a registry.
-func (s *Server) pushVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *registryAPI) pushVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	return s.push(w, r, p, raftfsm.Job{VM: p.ByName("vm")})
 }
 
 // pushImage starts a job on a peer that holds the image.
-func (s *Server) pushImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *registryAPI) pushImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	return s.push(w, r, p, raftfsm.Job{Image: p.ByName("image"), Kind: raftfsm.KindImage})
 }
 
-func (s *Server) push(w http.ResponseWriter, r *http.Request, p httprouter.Params, j raftfsm.Job) error {
+func (s *registryAPI) push(w http.ResponseWriter, r *http.Request, p httprouter.Params, j raftfsm.Job) error {
 	ns := p.ByName("namespace")
 	var req api.PushRequest
 	if err := decodeJSON(w, r, &req); err != nil {

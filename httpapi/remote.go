@@ -18,12 +18,12 @@ import (
 // remoteTimeout bounds listing the remote catalogs (a manifest per tag).
 const remoteTimeout = 2 * time.Minute
 
-func (s *Server) getRemoteCatalogs(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *registryAPI) getRemoteCatalogs(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	writeJSON(w, http.StatusOK, api.RemoteCatalogs{Repositories: orEmpty(s.replica.FSM().Catalogs())})
 	return nil
 }
 
-func (s *Server) setRemoteCatalogs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *registryAPI) setRemoteCatalogs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req api.RemoteCatalogs
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -52,7 +52,7 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-func (s *Server) listRemoteImages(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *registryAPI) listRemoteImages(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -71,7 +71,7 @@ func (s *Server) listRemoteImages(w http.ResponseWriter, r *http.Request, p http
 }
 
 // pullRemote answers 202 with the job that copies a remote image or ISO.
-func (s *Server) pullRemote(typ, param string) handler {
+func (s *registryAPI) pullRemote(typ, param string) handler {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		ns := p.ByName("namespace")
 		var req api.PullRequest

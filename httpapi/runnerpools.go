@@ -19,6 +19,13 @@ import (
 	"github.com/svc-project/svc/runners/github"
 )
 
+// runnerPoolsAPI serves runner pools, their jobs and GitHub's webhook.
+type runnerPoolsAPI struct {
+	*core
+	pools RunnerPools
+	keys  auth.Keys
+}
+
 // RunnerPools is the leader's pool controller, as the webhook uses it.
 type RunnerPools interface {
 	// Ran records the runner GitHub gave a job (in_progress), or the
@@ -37,18 +44,18 @@ const (
 	webhookDecoy   = "svc: no such pool; this secret signs nothing"
 )
 
-func (s *Server) runnerPoolRoutes() {
+func (s *runnerPoolsAPI) routes(srv *Server) {
 	const ns = "/api/v1/namespaces/:namespace"
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/runnerpools", Rule: RuleMember}, s.listRunnerPools)
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/runnerpools", Rule: RuleAdmin, Write: true, Target: Leader}, s.createRunnerPool)
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/runnerpools/:pool", Rule: RuleMember}, s.getRunnerPool)
-	s.handle(Route{Method: http.MethodDelete, Path: ns + "/runnerpools/:pool", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteRunnerPool)
-	s.handle(Route{Method: http.MethodGet, Path: ns + "/runnerpools/:pool/jobs", Rule: RuleMember}, s.listRunnerJobs)
+	srv.handle(Route{Method: http.MethodGet, Path: ns + "/runnerpools", Rule: RuleMember}, s.listRunnerPools)
+	srv.handle(Route{Method: http.MethodPost, Path: ns + "/runnerpools", Rule: RuleAdmin, Write: true, Target: Leader}, s.createRunnerPool)
+	srv.handle(Route{Method: http.MethodGet, Path: ns + "/runnerpools/:pool", Rule: RuleMember}, s.getRunnerPool)
+	srv.handle(Route{Method: http.MethodDelete, Path: ns + "/runnerpools/:pool", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteRunnerPool)
+	srv.handle(Route{Method: http.MethodGet, Path: ns + "/runnerpools/:pool/jobs", Rule: RuleMember}, s.listRunnerJobs)
 	// GitHub delivers without a token: the pool's secret signs the body.
-	s.handle(Route{Method: http.MethodPost, Path: ns + "/runnerpools/:pool/webhook", Rule: RuleOpen, Write: true, Target: Leader}, s.runnerPoolWebhook)
+	srv.handle(Route{Method: http.MethodPost, Path: ns + "/runnerpools/:pool/webhook", Rule: RuleOpen, Write: true, Target: Leader}, s.runnerPoolWebhook)
 }
 
-func (s *Server) poolToAPI(p raftfsm.RunnerPool) api.RunnerPool {
+func (s *runnerPoolsAPI) poolToAPI(p raftfsm.RunnerPool) api.RunnerPool {
 	jobs := s.replica.FSM().RunnerJobs(p.Namespace, p.Name)
 	st := api.RunnerPoolStatus{}
 	for _, j := range jobs {
@@ -83,7 +90,7 @@ func (s *Server) poolToAPI(p raftfsm.RunnerPool) api.RunnerPool {
 	}
 }
 
-func (s *Server) listRunnerPools(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *runnerPoolsAPI) listRunnerPools(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -96,7 +103,7 @@ func (s *Server) listRunnerPools(w http.ResponseWriter, _ *http.Request, p httpr
 	return nil
 }
 
-func (s *Server) getRunnerPool(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *runnerPoolsAPI) getRunnerPool(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	rp, ok := s.replica.FSM().RunnerPool(p.ByName("namespace"), p.ByName("pool"))
 	if !ok {
 		return notFound("runner pool %q not found", p.ByName("pool"))
@@ -105,7 +112,7 @@ func (s *Server) getRunnerPool(w http.ResponseWriter, _ *http.Request, p httprou
 	return nil
 }
 
-func (s *Server) listRunnerJobs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *runnerPoolsAPI) listRunnerJobs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns, pool := p.ByName("namespace"), p.ByName("pool")
 	if _, ok := s.replica.FSM().RunnerPool(ns, pool); !ok {
 		return notFound("runner pool %q not found", pool)
@@ -119,7 +126,7 @@ func (s *Server) listRunnerJobs(w http.ResponseWriter, _ *http.Request, p httpro
 	return nil
 }
 
-func (s *Server) createRunnerPool(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *runnerPoolsAPI) createRunnerPool(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	var req api.RunnerPoolRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -193,7 +200,7 @@ func (s *Server) createRunnerPool(w http.ResponseWriter, r *http.Request, p http
 	return nil
 }
 
-func (s *Server) deleteRunnerPool(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *runnerPoolsAPI) deleteRunnerPool(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("pool")
 	if _, err := s.apply(r.Context(), raftfsm.TypeRunnerPoolDelete, raftfsm.RunnerPoolDelete{Namespace: ns, Name: name}); err != nil {
 		return err
@@ -206,7 +213,7 @@ func (s *Server) deleteRunnerPool(w http.ResponseWriter, r *http.Request, p http
 
 // runnerPoolWebhook takes GitHub's workflow_job deliveries: signed with the
 // pool's secret, or refused (401) with nothing recorded.
-func (s *Server) runnerPoolWebhook(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *runnerPoolsAPI) runnerPoolWebhook(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("pool")
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxWebhookBody+1))
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -92,35 +91,20 @@ type Config struct {
 	NamespaceAlias string
 }
 
-// Server is the HTTP API of one peer.
+// Server is the HTTP API of one peer: the request layer every request goes
+// through (see core.go), with the handlers of each resource registered on
+// it.
 type Server struct {
-	cfg        Config
-	replica    Replica
-	raft       Consensus
-	ready      Readiness
-	peers      Peers
-	links      PeerLinks
-	placer     Placer
-	jobs       Jobs
-	registries Registries
-	keys       auth.Keys
-	membership Membership
-	guests     Guests
-	images     *imagestore.Store
-	signin     SignIn
-	pools      RunnerPools
-	swarm      *swarm.Service
-	log        *slog.Logger
-	router     *httprouter.Router
-	routes     []Route
-	fwd        *forwarder
-	authn      *auth.Authenticator
-	metrics    *httpMetrics
-	conns      *connLimiter
-	fails      *keyedlimit.Limiter
-	signIns    *keyedlimit.Limiter
-	hubMu      sync.Mutex
-	hub        *watchHub // nil until RunWatches
+	*core
+	ready   Readiness
+	links   PeerLinks
+	router  *httprouter.Router
+	routes  []Route
+	fwd     *forwarder
+	authn   *auth.Authenticator
+	conns   *connLimiter
+	fails   *keyedlimit.Limiter
+	signIns *keyedlimit.Limiter
 }
 
 // Route is one registered endpoint.
@@ -183,10 +167,10 @@ func New(cfg Config) *Server {
 		cfg.WriteTimeout = 15 * time.Second
 	}
 	cfg.Limits.setDefaults()
+	c := &core{cfg: &cfg, replica: cfg.Replica, raft: cfg.Consensus, log: cfg.Log}
 	s := &Server{
-		cfg: cfg, replica: cfg.Replica, raft: cfg.Consensus, ready: cfg.Readiness, peers: cfg.Peers, links: cfg.Links, placer: cfg.Placer,
-		jobs: cfg.Jobs, registries: cfg.Registries, guests: cfg.Guests, images: cfg.Images, keys: cfg.Keys, membership: cfg.Membership, signin: cfg.SignIn, pools: cfg.RunnerPools, swarm: cfg.Swarm,
-		log: cfg.Log, router: httprouter.New(), authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(), signIns: newSignInLimit(),
+		core: c, ready: cfg.Readiness, links: cfg.Links, router: httprouter.New(),
+		authn: auth.NewAuthenticator(cfg.Replica.FSM(), cfg.Keys), fails: newAuthFails(), signIns: newSignInLimit(),
 	}
 	s.conns = newConnLimiter(cfg.Limits, cfg.Peers.IsPeer)
 	s.metrics = newHTTPMetrics(cfg.Registry, s.conns)
@@ -211,136 +195,29 @@ func New(cfg Config) *Server {
 		s.log.Error("panic serving request", "path", r.URL.Path, "panic", v)
 		writeError(w, s.log, errorf(http.StatusInternalServerError, api.ReasonInternalError, "internal error"))
 	}
-	s.routesV1()
+	for _, r := range []resources{
+		&tenancyAPI{core: c, keys: cfg.Keys},
+		&nodesAPI{core: c, peers: cfg.Peers},
+		&sharedStorageAPI{core: c, shared: cfg.Shared},
+		&vmsAPI{core: c, placer: cfg.Placer, registries: cfg.Registries, fwd: s.fwd},
+		&guestAPI{core: c, guests: cfg.Guests, ready: cfg.Readiness},
+		&vmConfigsAPI{core: c},
+		&imagesAPI{core: c, images: cfg.Images, jobs: cfg.Jobs, fwd: s.fwd, links: cfg.Links, disk: cfg.Disk},
+		&registryAPI{core: c, jobs: cfg.Jobs, registries: cfg.Registries, keys: cfg.Keys},
+		&clusterAPI{core: c, membership: cfg.Membership, snapshots: cfg.Snapshots},
+		&peerAPI{core: c, swarm: cfg.Swarm, images: cfg.Images, authn: s.authn},
+		&oidcAPI{core: c, signin: cfg.SignIn, keys: cfg.Keys},
+		&runnerPoolsAPI{core: c, pools: cfg.RunnerPools, keys: cfg.Keys},
+	} {
+		r.routes(s)
+	}
+	// The request layer's own: the writes a follower batches to the leader.
+	s.handle(Route{Method: http.MethodPost, Path: forwardBatchPath, Rule: RulePeer}, s.forwardBatch)
 	s.kubeRoutes()
-	s.oidcRoutes()
-	s.runnerPoolRoutes()
 	s.router.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
 	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/metrics", Rule: RuleOpen})
 	s.pageRoutes()
 	return s
-}
-
-func (s *Server) routesV1() {
-	const ns = "/api/v1/namespaces/:namespace"
-	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
-	s.handle(Route{Method: get, Path: "/api/v1/cluster-info", Rule: RuleOpen}, s.clusterInfo)
-
-	s.handle(Route{Method: get, Path: "/api/v1/namespaces", Rule: RuleAdmin}, s.listNamespaces)
-	s.handle(Route{Method: post, Path: "/api/v1/namespaces", Rule: RuleAdmin, Write: true, Target: Leader}, s.createNamespace)
-	s.handle(Route{Method: get, Path: ns, Rule: RuleAdmin}, s.getNamespace)
-	s.handle(Route{Method: del, Path: ns, Rule: RuleAdmin, Write: true, Target: Leader},
-		s.deleter(raftfsm.TypeNamespaceDelete, "namespace", func(_, name string) any { return raftfsm.NamespaceDelete{Name: name} }))
-	s.handle(Route{Method: get, Path: ns + "/rolebindings", Rule: RuleAdmin}, s.listSubjects)
-	s.handle(Route{Method: post, Path: ns + "/rolebindings/add-subject", Rule: RuleAdmin, Write: true, Target: Leader}, s.changeSubjects(true))
-	s.handle(Route{Method: post, Path: ns + "/rolebindings/remove-subject", Rule: RuleAdmin, Write: true, Target: Leader}, s.changeSubjects(false))
-
-	s.handle(Route{Method: get, Path: ns + "/nodes", Rule: RuleMember}, s.listNodes)
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/tag", Rule: RuleAdmin, Write: true, Target: Leader}, s.tagNode(raftfsm.TypeNodeTag))
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/untag", Rule: RuleAdmin, Write: true, Target: Leader}, s.tagNode(raftfsm.TypeNodeUntag))
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/namespace", Rule: RuleAdmin, Write: true, Target: Leader}, s.setNodeNamespace)
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/cordon", Rule: RuleAdmin, Write: true, Target: Leader}, s.cordonNode(true))
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/uncordon", Rule: RuleAdmin, Write: true, Target: Leader}, s.cordonNode(false))
-	s.handle(Route{Method: get, Path: ns + "/quota", Rule: RuleAdmin}, s.getQuota)
-	s.handle(Route{Method: http.MethodPut, Path: ns + "/quota", Rule: RuleAdmin, Write: true, Target: Leader}, s.setQuota)
-	s.handle(Route{Method: get, Path: ns + "/shared-storage", Rule: RuleMember}, s.getSharedStorage)
-	s.handle(Route{Method: http.MethodPut, Path: ns + "/shared-storage", Rule: RuleAdmin, Write: true, Target: Leader}, s.setSharedStorage)
-	s.handle(Route{Method: del, Path: ns + "/shared-storage", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteSharedStorage)
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/shared-storage/clear", Rule: RuleAdmin, Target: NodePeer}, s.clearSharedStorage)
-
-	s.handle(Route{Method: get, Path: ns + "/serviceaccounts", Rule: RuleAdmin}, s.listServiceAccounts)
-	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader}, s.createServiceAccount)
-	s.handle(Route{Method: del, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader},
-		s.deleter(raftfsm.TypeSADelete, "serviceaccount", func(ns, name string) any { return raftfsm.SADelete{Namespace: ns, Name: name} }))
-	// Signing needs no write: any peer answers.
-	s.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount/token", Rule: RuleAdmin}, s.serviceAccountToken)
-
-	s.handle(Route{Method: get, Path: ns + "/vms", Rule: RuleMember}, s.listVMs)
-	// A follower has the leader place a deploy, then waits on its own replica (deploy.go).
-	s.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Target: Here}, s.deployVM)
-	s.handle(Route{Method: get, Path: ns + "/vms/:vm", Rule: RuleMember}, s.getVM)
-	s.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader},
-		s.deleter(raftfsm.TypeVMDelete, "vm", func(ns, name string) any { return raftfsm.VMDelete{Namespace: ns, Name: name} }))
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.execVM)
-	s.handle(Route{Method: get, Path: ns + "/vms/:vm/console", Rule: RuleMember, PoolVM: true, Stream: true}, s.console)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/extend", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.extendVM)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/run", Rule: RuleMember, PoolVM: true, Target: VMHost}, s.runVM)
-	s.handle(Route{Method: get, Path: ns + "/vms/:vm/run", Rule: RuleMember, PoolVM: true, Stream: true, Target: VMHost}, s.runVMStream)
-	s.handle(Route{Method: get, Path: ns + "/vms/:vm/port-forward", Rule: RuleMember, PoolVM: true, Stream: true, Target: VMHost}, s.portForward)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/resize", Rule: RuleMember, PoolVM: true, Target: VMHost}, s.resizeVM)
-
-	s.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
-	s.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Target: Leader}, s.createVMConfig)
-	s.handle(Route{Method: get, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember}, s.getVMConfig)
-	s.handle(Route{Method: http.MethodPatch, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader}, s.changeVMConfig)
-	s.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader},
-		s.deleter(raftfsm.TypeVMConfigDelete, "vmconfig", func(ns, name string) any { return raftfsm.VMConfigDelete{Namespace: ns, Name: name} }))
-
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/commit", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.commitVM)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/save", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.saveVM)
-	s.handle(Route{Method: post, Path: ns + "/vms/:vm/push", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.pushVM)
-
-	img, iso := imageArtifact(), isoArtifact()
-	s.handle(Route{Method: get, Path: ns + "/images", Rule: RuleMember}, img.listHandler(s))
-	// Generated and uploaded files stay on the peer that makes or receives
-	// them; only the record goes to the leader.
-	s.handle(Route{Method: post, Path: ns + "/images", Rule: RuleMember, Write: true}, s.generateImage)
-	s.handle(Route{Method: get, Path: ns + "/images/:image", Rule: RuleMember}, img.getHandler(s))
-	s.handle(Route{Method: del, Path: ns + "/images/:image", Rule: RuleMember, Write: true, Target: Leader}, img.deleteHandler(s))
-	s.handle(Route{Method: post, Path: ns + "/images/:image/copy", Rule: RuleMember, Write: true, Target: Leader}, img.copyHandler(s))
-	s.handle(Route{Method: post, Path: ns + "/images/:image/description", Rule: RuleMember, Write: true, Target: Leader}, img.describeHandler(s))
-	s.handle(Route{Method: get, Path: ns + "/images/:image/download", Rule: RuleMember}, s.downloadImage)
-	s.handle(Route{Method: post, Path: ns + "/images/:image/push", Rule: RuleMember, Write: true, Target: Leader}, s.pushImage)
-	s.handle(Route{Method: post, Path: ns + "/images/:image/cache", Rule: RuleMember, Write: true, Target: Leader}, s.cacheImage)
-	s.handle(Route{Method: get, Path: ns + "/images/:image/cache", Rule: RuleMember}, s.imageCache)
-	s.handle(Route{Method: del, Path: ns + "/images/:image/cache", Rule: RuleMember, Write: true, Target: Leader}, s.uncacheImage)
-	s.handle(Route{Method: post, Path: ns + "/upload/image", Rule: RuleMember, Write: true, Upload: true}, s.uploadImage)
-
-	s.handle(Route{Method: get, Path: ns + "/isos", Rule: RuleMember}, iso.listHandler(s))
-	s.handle(Route{Method: get, Path: ns + "/isos/:iso", Rule: RuleMember}, iso.getHandler(s))
-	s.handle(Route{Method: del, Path: ns + "/isos/:iso", Rule: RuleMember, Write: true, Target: Leader}, iso.deleteHandler(s))
-	s.handle(Route{Method: post, Path: ns + "/isos/:iso/copy", Rule: RuleMember, Write: true, Target: Leader}, iso.copyHandler(s))
-	s.handle(Route{Method: post, Path: ns + "/isos/:iso/description", Rule: RuleMember, Write: true, Target: Leader}, iso.describeHandler(s))
-	s.handle(Route{Method: post, Path: ns + "/upload/iso", Rule: RuleMember, Write: true, Upload: true}, s.uploadISO)
-
-	s.handle(Route{Method: get, Path: ns + "/registrycredentials", Rule: RuleAdmin}, s.listRegistryCredentials)
-	s.handle(Route{Method: post, Path: ns + "/registrycredentials", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRegistryCredential)
-	s.handle(Route{Method: del, Path: ns + "/registrycredentials/:registry", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteRegistryCredential)
-	s.handle(Route{Method: get, Path: "/api/v1/remotecatalogs", Rule: RuleAdmin}, s.getRemoteCatalogs)
-	s.handle(Route{Method: http.MethodPut, Path: "/api/v1/remotecatalogs", Rule: RuleAdmin, Write: true, Target: Leader}, s.setRemoteCatalogs)
-	s.handle(Route{Method: get, Path: ns + "/remoteimages", Rule: RuleMember}, s.listRemoteImages)
-	s.handle(Route{Method: post, Path: ns + "/remoteimages/:remoteimage/pull", Rule: RuleMember, Write: true, Target: Leader}, s.pullRemote(api.RemoteTypeImage, "remoteimage"))
-	s.handle(Route{Method: post, Path: ns + "/remoteisos/:remoteiso/pull", Rule: RuleMember, Write: true, Target: Leader}, s.pullRemote(api.RemoteTypeISO, "remoteiso"))
-	s.handle(Route{Method: get, Path: ns + "/jobs", Rule: RuleMember}, s.listJobs)
-	s.handle(Route{Method: get, Path: ns + "/jobs/:job", Rule: RuleMember}, s.getJob)
-
-	s.handle(Route{Method: post, Path: "/api/v1/upload/cert", Rule: RuleAdmin, Write: true, Target: Leader}, s.uploadCert)
-	s.handle(Route{Method: get, Path: "/api/v1/audit", Rule: RuleAdmin}, s.listAudit)
-
-	s.handle(Route{Method: get, Path: "/api/v1/cluster/ca", Rule: RuleOpen}, s.clusterCA)
-	s.handle(Route{Method: get, Path: "/api/v1/cluster/join-tokens", Rule: RuleAdmin}, s.listJoinTokens)
-	s.handle(Route{Method: post, Path: "/api/v1/cluster/join-tokens", Rule: RuleAdmin, Write: true, Target: Leader}, s.createJoinToken)
-	s.handle(Route{Method: del, Path: "/api/v1/cluster/join-tokens/:id", Rule: RuleAdmin, Write: true, Target: Leader}, s.revokeJoinToken)
-	s.handle(Route{Method: post, Path: "/api/v1/cluster/rotate-gossip-key", Rule: RuleAdmin, Write: true, Target: Leader}, s.rotateGossipKey)
-	s.handle(Route{Method: get, Path: api.SnapshotPath, Rule: RuleAdmin, Target: Leader, Stale: true}, s.saveSnapshot)
-	s.handle(Route{Method: post, Path: api.SnapshotPath, Rule: RuleAdmin, Write: true, Target: Leader, Upload: true}, s.restoreSnapshot)
-	s.handle(Route{Method: del, Path: ns + "/nodes/:name", Rule: RuleAdmin, Write: true, Target: Leader}, s.removeNode)
-	s.handle(Route{Method: post, Path: ns + "/nodes/:name/approve", Rule: RuleAdmin, Write: true, Target: Leader}, s.approveNode)
-
-	// The peers' own routes: a caller is a peer only by its certificate,
-	// over the fabric (the HTTPS port, the peers' server name).
-	s.handle(Route{Method: get, Path: "/api/v1/internal/blobs/:digest", Rule: RulePeer}, s.serveBlob)
-	s.handle(Route{Method: get, Path: swarm.ChunkRoute, Rule: RulePeer}, s.serveChunk)
-	s.handle(Route{Method: get, Path: swarm.PlanRoute, Rule: RulePeer}, s.chunkPlan)
-	s.handle(Route{Method: post, Path: swarm.AnnounceRoute, Rule: RulePeer}, s.announce)
-	s.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RulePeer}, s.commitIndex)
-	s.handle(Route{Method: get, Path: api.AppliedIndexPath, Rule: RulePeer}, s.appliedIndex)
-	s.handle(Route{Method: get, Path: api.TrustPath, Rule: RulePeer}, s.trust)
-	// Not forwarded: the leader judges a proposal by the proposing peer's
-	// certificate, which a forwarding peer would replace with its own.
-	s.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true}, s.internalApply)
-	s.handle(Route{Method: post, Path: forwardBatchPath, Rule: RulePeer}, s.forwardBatch)
-	s.handle(Route{Method: post, Path: api.HostUserPath, Rule: RulePeer, Write: true, Target: Leader}, s.hostUser)
 }
 
 // handle registers a route; its Target decides where a request runs.

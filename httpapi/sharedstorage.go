@@ -10,6 +10,21 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// sharedStorageAPI serves a namespace's shared storage and its folders on nodes.
+type sharedStorageAPI struct {
+	*core
+	shared SharedFolders
+}
+
+func (s *sharedStorageAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	srv.handle(Route{Method: get, Path: ns + "/shared-storage", Rule: RuleMember}, s.getSharedStorage)
+	srv.handle(Route{Method: http.MethodPut, Path: ns + "/shared-storage", Rule: RuleAdmin, Write: true, Target: Leader}, s.setSharedStorage)
+	srv.handle(Route{Method: del, Path: ns + "/shared-storage", Rule: RuleAdmin, Write: true, Target: Leader}, s.deleteSharedStorage)
+	srv.handle(Route{Method: post, Path: ns + "/nodes/:name/shared-storage/clear", Rule: RuleAdmin, Target: NodePeer}, s.clearSharedStorage)
+}
+
 // SharedFolders are this peer's namespaces' shared folders
 // (node/sharedstore.Keeper).
 type SharedFolders interface {
@@ -20,7 +35,7 @@ type SharedFolders interface {
 
 // sharedStorage is a namespace's shared storage as answers show it: its
 // bound and what its folder takes on each node that reported one.
-func (s *Server) sharedStorage(ns raftfsm.Namespace) (api.NamespaceSharedStorage, error) {
+func (s *sharedStorageAPI) sharedStorage(ns raftfsm.Namespace) (api.NamespaceSharedStorage, error) {
 	if ns.SharedStorage == nil {
 		return api.NamespaceSharedStorage{}, notFound("namespace %q has no shared storage (an admin turns it on: svc namespace shared-storage %s)", ns.Name, ns.Name)
 	}
@@ -33,7 +48,7 @@ func (s *Server) sharedStorage(ns raftfsm.Namespace) (api.NamespaceSharedStorage
 	return out, nil
 }
 
-func (s *Server) getSharedStorage(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *sharedStorageAPI) getSharedStorage(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns, ok := s.replica.FSM().Namespace(p.ByName("namespace"))
 	if !ok {
 		return notFound("namespace %q not found", p.ByName("namespace"))
@@ -48,7 +63,7 @@ func (s *Server) getSharedStorage(w http.ResponseWriter, _ *http.Request, p http
 
 // setSharedStorage turns a namespace's shared storage on, or changes its
 // bound.
-func (s *Server) setSharedStorage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *sharedStorageAPI) setSharedStorage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	var req api.SharedStorage
 	if err := decodeJSONStrict(w, r, &req); err != nil {
 		return err
@@ -75,7 +90,7 @@ func (s *Server) setSharedStorage(w http.ResponseWriter, r *http.Request, p http
 
 // deleteSharedStorage turns a namespace's shared storage off (refused while
 // its VMs use it); the nodes then remove its folders.
-func (s *Server) deleteSharedStorage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *sharedStorageAPI) deleteSharedStorage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	name := p.ByName("namespace")
 	if err := s.requireNamespace(name); err != nil {
 		return err
@@ -90,7 +105,7 @@ func (s *Server) deleteSharedStorage(w http.ResponseWriter, r *http.Request, p h
 
 // clearSharedStorage empties the namespace's folder on the path's node; it
 // runs on that node's peer.
-func (s *Server) clearSharedStorage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *sharedStorageAPI) clearSharedStorage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("name")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -99,10 +114,10 @@ func (s *Server) clearSharedStorage(w http.ResponseWriter, r *http.Request, p ht
 	if !ok || n.Namespace != ns {
 		return notFound("node %q not found in namespace %q", name, ns)
 	}
-	if s.cfg.Shared == nil {
+	if s.shared == nil {
 		return errorf(http.StatusConflict, api.ReasonConflict, "node %s offers no shared storage: %s", name, n.SharedStorageWhy)
 	}
-	if err := s.cfg.Shared.Clear(r.Context(), ns); err != nil {
+	if err := s.shared.Clear(r.Context(), ns); err != nil {
 		return err
 	}
 	s.log.Info("shared folder cleared", "namespace", ns, "node", name, "by", owner(r.Context()))

@@ -22,11 +22,11 @@ type Snapshots interface {
 	Restore(ctx context.Context, r io.Reader) (snapshots.Restored, error)
 }
 
-func (s *Server) needSnapshots() (Snapshots, error) {
-	if s.cfg.Snapshots == nil {
+func (s *clusterAPI) needSnapshots() (Snapshots, error) {
+	if s.snapshots == nil {
 		return nil, unavailable("", "this peer takes no snapshots")
 	}
-	return s.cfg.Snapshots, nil
+	return s.snapshots, nil
 }
 
 // saveSnapshot streams the cluster's state. It runs on the leader, after a
@@ -35,7 +35,7 @@ func (s *Server) needSnapshots() (Snapshots, error) {
 // it is the state as the peer asked has applied it (a cluster with no
 // leader). An error once the answer has started cuts the connection: the
 // client's file then fails its checksum and is never taken for whole.
-func (s *Server) saveSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) saveSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	snaps, err := s.needSnapshots()
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func (s *Server) saveSnapshot(w http.ResponseWriter, r *http.Request, _ httprout
 
 // restoreSnapshot takes a snapshot file of this cluster and installs it on
 // every peer (leader: a follower streams the file to it as it comes).
-func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) restoreSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	snaps, err := s.needSnapshots()
 	if err != nil {
 		return err

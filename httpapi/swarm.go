@@ -16,7 +16,7 @@ import (
 
 // serveChunk sends another peer a chunk of a blob this peer holds or is
 // fetching (node/swarm).
-func (s *Server) serveChunk(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *peerAPI) serveChunk(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if s.swarm == nil {
 		return notFound("peer %s serves no chunks", s.replica.Name())
 	}
@@ -48,7 +48,7 @@ func (s *Server) serveChunk(w http.ResponseWriter, r *http.Request, p httprouter
 }
 
 // chunkPlan tells another peer how a blob this peer holds is cut.
-func (s *Server) chunkPlan(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *peerAPI) chunkPlan(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if s.swarm == nil {
 		return notFound("peer %s serves no chunk plans", s.replica.Name())
 	}
@@ -69,7 +69,7 @@ func (s *Server) chunkPlan(w http.ResponseWriter, r *http.Request, p httprouter.
 
 // announce is the leader's tracker: a fetching peer says what it has of a
 // plan and hears what the others have.
-func (s *Server) announce(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *peerAPI) announce(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	if s.swarm == nil {
 		return notFound("peer %s runs no tracker", s.replica.Name())
 	}

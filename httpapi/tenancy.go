@@ -14,7 +14,35 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-func (s *Server) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+// tenancyAPI serves namespaces, their role bindings, service accounts and quotas, and a node's namespace.
+type tenancyAPI struct {
+	*core
+	keys auth.Keys
+}
+
+func (s *tenancyAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	srv.handle(Route{Method: get, Path: "/api/v1/namespaces", Rule: RuleAdmin}, s.listNamespaces)
+	srv.handle(Route{Method: post, Path: "/api/v1/namespaces", Rule: RuleAdmin, Write: true, Target: Leader}, s.createNamespace)
+	srv.handle(Route{Method: get, Path: ns, Rule: RuleAdmin}, s.getNamespace)
+	srv.handle(Route{Method: del, Path: ns, Rule: RuleAdmin, Write: true, Target: Leader},
+		s.deleter(raftfsm.TypeNamespaceDelete, "namespace", func(_, name string) any { return raftfsm.NamespaceDelete{Name: name} }))
+	srv.handle(Route{Method: get, Path: ns + "/rolebindings", Rule: RuleAdmin}, s.listSubjects)
+	srv.handle(Route{Method: post, Path: ns + "/rolebindings/add-subject", Rule: RuleAdmin, Write: true, Target: Leader}, s.changeSubjects(true))
+	srv.handle(Route{Method: post, Path: ns + "/rolebindings/remove-subject", Rule: RuleAdmin, Write: true, Target: Leader}, s.changeSubjects(false))
+	srv.handle(Route{Method: post, Path: ns + "/nodes/:name/namespace", Rule: RuleAdmin, Write: true, Target: Leader}, s.setNodeNamespace)
+	srv.handle(Route{Method: get, Path: ns + "/quota", Rule: RuleAdmin}, s.getQuota)
+	srv.handle(Route{Method: http.MethodPut, Path: ns + "/quota", Rule: RuleAdmin, Write: true, Target: Leader}, s.setQuota)
+	srv.handle(Route{Method: get, Path: ns + "/serviceaccounts", Rule: RuleAdmin}, s.listServiceAccounts)
+	srv.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader}, s.createServiceAccount)
+	srv.handle(Route{Method: del, Path: ns + "/serviceaccounts/:serviceaccount", Rule: RuleAdmin, Write: true, Target: Leader},
+		s.deleter(raftfsm.TypeSADelete, "serviceaccount", func(ns, name string) any { return raftfsm.SADelete{Namespace: ns, Name: name} }))
+	// Signing needs no write: any peer answers.
+	srv.handle(Route{Method: post, Path: ns + "/serviceaccounts/:serviceaccount/token", Rule: RuleAdmin}, s.serviceAccountToken)
+}
+
+func (s *tenancyAPI) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	items := []api.Namespace{}
 	for _, ns := range s.replica.FSM().Namespaces() {
 		items = append(items, s.namespaceToAPI(ns))
@@ -23,7 +51,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, _ *http.Request, _ httpro
 	return nil
 }
 
-func (s *Server) getNamespace(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *tenancyAPI) getNamespace(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns, ok := s.replica.FSM().Namespace(p.ByName("namespace"))
 	if !ok {
 		return notFound("namespace %q not found", p.ByName("namespace"))
@@ -32,7 +60,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, _ *http.Request, p httprout
 	return nil
 }
 
-func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *tenancyAPI) createNamespace(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var req api.Namespace
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -51,7 +79,7 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request, _ httpr
 	return nil
 }
 
-func (s *Server) listSubjects(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *tenancyAPI) listSubjects(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -61,7 +89,7 @@ func (s *Server) listSubjects(w http.ResponseWriter, _ *http.Request, p httprout
 	return nil
 }
 
-func (s *Server) changeSubjects(add bool) handler {
+func (s *tenancyAPI) changeSubjects(add bool) handler {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		ns := p.ByName("namespace")
 		var req api.Subjects
@@ -99,7 +127,7 @@ func subjectsToAPI(rb *raftfsm.RoleBinding) api.Subjects {
 	return api.Subjects{Users: append([]string{}, rb.Users...), ServiceAccounts: append([]string{}, rb.ServiceAccounts...), Groups: append([]string{}, rb.Groups...)}
 }
 
-func (s *Server) setNodeNamespace(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *tenancyAPI) setNodeNamespace(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("name")
 	var req api.NodeNamespaceRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -119,7 +147,7 @@ func (s *Server) setNodeNamespace(w http.ResponseWriter, r *http.Request, p http
 	return nil
 }
 
-func (s *Server) listServiceAccounts(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *tenancyAPI) listServiceAccounts(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -132,7 +160,7 @@ func (s *Server) listServiceAccounts(w http.ResponseWriter, _ *http.Request, p h
 	return nil
 }
 
-func (s *Server) createServiceAccount(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *tenancyAPI) createServiceAccount(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("serviceaccount")
 	// The body is empty (or an empty object); anything in it is ignored.
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxJSONBody))
@@ -150,7 +178,7 @@ func (s *Server) createServiceAccount(w http.ResponseWriter, r *http.Request, p 
 	return nil
 }
 
-func (s *Server) serviceAccountToken(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *tenancyAPI) serviceAccountToken(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("serviceaccount")
 	var req api.TokenRequest
 	if r.ContentLength != 0 {
@@ -190,7 +218,7 @@ const maxCertBody = 128 << 10
 
 // uploadCert takes PEM files "cert" and "key" (multipart), checks that they
 // are a pair, and replicates them: every peer then serves HTTPS with them.
-func (s *Server) uploadCert(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+func (s *clusterAPI) uploadCert(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxCertBody)
 	if err := r.ParseMultipartForm(maxCertBody); err != nil {
 		var mbe *http.MaxBytesError

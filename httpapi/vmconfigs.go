@@ -11,7 +11,23 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
-func (s *Server) listVMConfigs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+// vmConfigsAPI serves VM configs.
+type vmConfigsAPI struct {
+	*core
+}
+
+func (s *vmConfigsAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	srv.handle(Route{Method: get, Path: ns + "/vmconfigs", Rule: RuleMember}, s.listVMConfigs)
+	srv.handle(Route{Method: post, Path: ns + "/vmconfigs", Rule: RuleMember, Write: true, Target: Leader}, s.createVMConfig)
+	srv.handle(Route{Method: get, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember}, s.getVMConfig)
+	srv.handle(Route{Method: http.MethodPatch, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader}, s.changeVMConfig)
+	srv.handle(Route{Method: del, Path: ns + "/vmconfigs/:vmconfig", Rule: RuleMember, Write: true, Target: Leader},
+		s.deleter(raftfsm.TypeVMConfigDelete, "vmconfig", func(ns, name string) any { return raftfsm.VMConfigDelete{Namespace: ns, Name: name} }))
+}
+
+func (s *vmConfigsAPI) listVMConfigs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -24,7 +40,7 @@ func (s *Server) listVMConfigs(w http.ResponseWriter, _ *http.Request, p httprou
 	return nil
 }
 
-func (s *Server) getVMConfig(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *vmConfigsAPI) getVMConfig(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("vmconfig")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -37,7 +53,7 @@ func (s *Server) getVMConfig(w http.ResponseWriter, _ *http.Request, p httproute
 	return nil
 }
 
-func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmConfigsAPI) createVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	var req api.VMConfig
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -109,7 +125,7 @@ func (s *Server) createVMConfig(w http.ResponseWriter, r *http.Request, p httpro
 // changeVMConfig turns a config's booted templates on or off and sets its
 // hot pool (the changes a config takes: the rest of it is what its VMs
 // were made from).
-func (s *Server) changeVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmConfigsAPI) changeVMConfig(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("vmconfig")
 	var req api.VMConfigChange
 	if err := decodeJSON(w, r, &req); err != nil {

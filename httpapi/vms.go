@@ -11,10 +11,33 @@ import (
 	"github.com/svc-project/svc/raftfsm"
 )
 
+// vmsAPI serves VMs: list, get, deploy, exec actions, extend, commit and save.
+type vmsAPI struct {
+	*core
+	placer     Placer
+	registries Registries
+	fwd        *forwarder
+}
+
+func (s *vmsAPI) routes(srv *Server) {
+	const ns = "/api/v1/namespaces/:namespace"
+	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
+	srv.handle(Route{Method: get, Path: ns + "/vms", Rule: RuleMember}, s.listVMs)
+	// A follower has the leader place a deploy, then waits on its own replica (deploy.go).
+	srv.handle(Route{Method: post, Path: ns + "/vms", Rule: RuleMember, Write: true, Target: Here}, s.deployVM)
+	srv.handle(Route{Method: get, Path: ns + "/vms/:vm", Rule: RuleMember}, s.getVM)
+	srv.handle(Route{Method: del, Path: ns + "/vms/:vm", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader},
+		s.deleter(raftfsm.TypeVMDelete, "vm", func(ns, name string) any { return raftfsm.VMDelete{Namespace: ns, Name: name} }))
+	srv.handle(Route{Method: post, Path: ns + "/vms/:vm/exec", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.execVM)
+	srv.handle(Route{Method: post, Path: ns + "/vms/:vm/extend", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.extendVM)
+	srv.handle(Route{Method: post, Path: ns + "/vms/:vm/commit", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.commitVM)
+	srv.handle(Route{Method: post, Path: ns + "/vms/:vm/save", Rule: RuleMember, PoolVM: true, Write: true, Target: Leader}, s.saveVM)
+}
+
 // execTimeout bounds the wait for an exec action to take effect.
 const execTimeout = 3 * time.Minute
 
-func (s *Server) listVMs(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) listVMs(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns := p.ByName("namespace")
 	if err := s.requireNamespace(ns); err != nil {
 		return err
@@ -30,7 +53,7 @@ func (s *Server) listVMs(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	return nil
 }
 
-func (s *Server) getVM(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) getVM(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	vm, err := s.vmOf(p)
 	if err != nil {
 		return err
@@ -41,7 +64,7 @@ func (s *Server) getVM(w http.ResponseWriter, _ *http.Request, p httprouter.Para
 
 // vmOf is the VM a route's path names (404 for none; a missing namespace
 // as requireNamespace answers it).
-func (s *Server) vmOf(p httprouter.Params) (raftfsm.VM, error) {
+func (s *core) vmOf(p httprouter.Params) (raftfsm.VM, error) {
 	ns, name := p.ByName("namespace"), p.ByName("vm")
 	if err := s.requireNamespace(ns); err != nil {
 		return raftfsm.VM{}, err
@@ -53,7 +76,7 @@ func (s *Server) vmOf(p httprouter.Params) (raftfsm.VM, error) {
 	return vm, nil
 }
 
-func (s *Server) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+func (s *vmsAPI) execVM(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	ns, name := p.ByName("namespace"), p.ByName("vm")
 	var req api.ExecRequest
 	if err := decodeJSON(w, r, &req); err != nil {

@@ -29,14 +29,14 @@ const (
 // RunWatches keeps the events watches are served from until ctx ends;
 // file, when set, keeps the hub's view across restarts.
 func (s *Server) RunWatches(ctx context.Context, file string) {
-	h := newWatchHub(s, file)
+	h := newWatchHub(s.core, file)
 	s.hubMu.Lock()
 	s.hub = h
 	s.hubMu.Unlock()
 	h.run(ctx)
 }
 
-func (s *Server) watchHub() *watchHub {
+func (s *core) watchHub() *watchHub {
 	s.hubMu.Lock()
 	defer s.hubMu.Unlock()
 	return s.hub
@@ -46,7 +46,7 @@ func (s *Server) watchHub() *watchHub {
 func wantsWatch(r *http.Request) bool { return r.URL.Query().Get("watch") == "true" }
 
 // serveWatch streams the events of kind in namespace ns.
-func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns string) error {
+func (s *core) serveWatch(w http.ResponseWriter, r *http.Request, kind, ns string) error {
 	q := r.URL.Query()
 	timeout := defaultWatchTimeout
 	if v := q.Get("timeoutSeconds"); v != "" {
@@ -169,7 +169,7 @@ const versionWait = 3 * time.Second
 // and refuses a version it does not reach, as Kubernetes does (504, "Too
 // large resource version"): a watch from a version of the future would
 // wait in silence for changes nobody may make.
-func (s *Server) reachVersion(ctx context.Context, v uint64) error {
+func (s *core) reachVersion(ctx context.Context, v uint64) error {
 	f := s.replica.FSM()
 	if v <= f.Index() {
 		return nil

@@ -133,7 +133,7 @@ func TestWatchHub_a_change_during_a_comparison_reaches_every_watcher(t *testing.
 			fb := newFakeBackend(t, true)
 			vmFleet(t, fb, 1, viewTries) // room for every VM
 			s := New(fakeConfig(fb, Config{}))
-			h := newWatchHub(s, "")
+			h := newWatchHub(s.core, "")
 			h.index = fb.fsm.Index()
 			for _, k := range watchKinds {
 				h.last[k] = h.view(k)

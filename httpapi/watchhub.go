@@ -64,7 +64,7 @@ type watchEvent struct {
 
 // watchHub turns the state's changes into events.
 type watchHub struct {
-	s    *Server
+	s    *core
 	file string
 	// refreshMu makes one comparison at a time (the run loop's, or
 	// catchUp's): two at once could append an older view's events after a
@@ -86,7 +86,7 @@ type watchHub struct {
 	viewing func(kind string)
 }
 
-func newWatchHub(s *Server, file string) *watchHub {
+func newWatchHub(s *core, file string) *watchHub {
 	h := &watchHub{s: s, file: file, last: map[string]map[string]watchObject{}, grew: map[string]chan struct{}{}}
 	for _, k := range watchKinds {
 		h.grew[k] = make(chan struct{})

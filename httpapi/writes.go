@@ -13,7 +13,7 @@ import (
 
 // apply proposes a command on this peer, the leader (a write routed here),
 // bounded by WriteTimeout: a peer that lost its leadership answers 503.
-func (s *Server) apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+func (s *core) apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
 	return s.raft.Apply(ctx, t, body)
@@ -22,7 +22,7 @@ func (s *Server) apply(ctx context.Context, t raftfsm.Type, body any) (any, erro
 // propose proposes one of this peer's own commands (what it received, a
 // deploy it waits on) through the leader wherever it is, bounded by
 // WriteTimeout.
-func (s *Server) propose(ctx context.Context, t raftfsm.Type, body any) error {
+func (s *core) propose(ctx context.Context, t raftfsm.Type, body any) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
 	return s.raft.Propose(ctx, t, body)
@@ -31,7 +31,7 @@ func (s *Server) propose(ctx context.Context, t raftfsm.Type, body any) error {
 // deleter answers DELETE of a record named by the path parameter param: the
 // namespace must exist (when the path has one), the command comes from the
 // namespace and the name, and the answer is 204.
-func (s *Server) deleter(t raftfsm.Type, param string, body func(ns, name string) any) handler {
+func (s *core) deleter(t raftfsm.Type, param string, body func(ns, name string) any) handler {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		ns, name := p.ByName("namespace"), p.ByName(param)
 		if param != "namespace" {

@@ -119,7 +119,7 @@ lane-rest: test-js-deps
 	s=0; for t in unit-others fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm bench-once-deploy; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; \
 	wait $$node || { s=1; echo "lane-rest: unit-peer failed"; }; exit $$s
 
-## lint: gofmt, go vet, staticcheck, the layout and layer checks, the web UI's JavaScript, darwin-check
+## lint: gofmt, go vet, staticcheck, the layout, layer and method-count checks, the web UI's JavaScript, darwin-check
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
@@ -128,6 +128,7 @@ lint:
 	staticcheck ./...
 	scripts/check-layout.sh
 	scripts/check-layers.sh -v
+	scripts/check-methods.sh
 	$(MAKE) --no-print-directory lint-js
 	$(MAKE) --no-print-directory darwin-check
 

@@ -17,7 +17,7 @@ import (
 // Apply proposes a command. On the leader it goes straight to Raft; on a
 // follower, commands a peer may propose for itself (status reports, blob
 // holdings, images it received) go through the leader's internal endpoint.
-func (p *Peer) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
+func (p *leaderLink) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error) {
 	if p.store.IsLeader() || !t.PeerProposable() {
 		v, err := p.store.ApplyCommand(ctx, t, body)
 		if err != nil {
@@ -32,7 +32,7 @@ func (p *Peer) Apply(ctx context.Context, t raftfsm.Type, body any) (any, error)
 // the leader straight to Raft; elsewhere through the leader, with the
 // bearer token of each entry's request (tokens), which the leader checks
 // against the entry's subject and never writes (httpapi's vetAudit).
-func (p *Peer) AppendAudit(ctx context.Context, c raftfsm.AuditAppend, tokens []string) error {
+func (p *leaderLink) AppendAudit(ctx context.Context, c raftfsm.AuditAppend, tokens []string) error {
 	if p.store.IsLeader() {
 		if _, err := p.store.ApplyCommand(ctx, raftfsm.TypeAuditAppend, c); err != nil {
 			return fmt.Errorf("apply %s: %w", raftfsm.TypeAuditAppend, err)
@@ -44,7 +44,7 @@ func (p *Peer) AppendAudit(ctx context.Context, c raftfsm.AuditAppend, tokens []
 
 // applyRemote proposes a command of this peer's own through the leader
 // (tokens: see api.ApplyRequest).
-func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any, tokens []string) error {
+func (p *leaderLink) applyRemote(ctx context.Context, t raftfsm.Type, body any, tokens []string) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", t, err)
@@ -80,13 +80,13 @@ func (p *Peer) applyRemote(ctx context.Context, t raftfsm.Type, body any, tokens
 // waitAppliedHeader waits (read-your-writes) until this replica has the
 // index the leader stamped on its answer: the caller's next read here sees
 // the command.
-func (p *Peer) waitAppliedHeader(ctx context.Context, t raftfsm.Type, h http.Header) {
+func (p *leaderLink) waitAppliedHeader(ctx context.Context, t raftfsm.Type, h http.Header) {
 	idx, perr := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64)
 	if perr != nil {
 		p.cfg.Log.Warn("the leader's answer carries no applied index: this replica may not have the command yet", "type", t, "err", perr)
 		return
 	}
-	if werr := p.FSM().WaitIndex(ctx, idx); werr != nil {
+	if werr := p.store.FSM.WaitIndex(ctx, idx); werr != nil {
 		p.cfg.Log.Warn("replica did not catch up with an applied command", "type", t, "index", idx, "err", werr)
 	}
 }

@@ -3,18 +3,37 @@ package peer
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/svc-project/svc/api"
+	"github.com/svc-project/svc/gossip"
+	"github.com/svc-project/svc/node/peerlink"
 	"github.com/svc-project/svc/raftfsm"
+	"github.com/svc-project/svc/raftstore"
 )
 
+// leaderLink is the peer's way to its cluster's leader: whether it leads,
+// where the leader is, waiting for one, confirming it, and commands
+// proposed through it wherever it is (apply.go). Its parts are set as the
+// peer starts (Start), the store first.
+type leaderLink struct {
+	cfg    *Config
+	store  *raftstore.Store
+	gossip *gossip.Gossip
+	// links reach the other peers and know them when they call.
+	links *peerlink.Links
+	// peerHTTP talks to other peers (blob transfers, applies via the
+	// leader) over the fabric: TLS with this peer's certificate.
+	peerHTTP *http.Client
+}
+
 // IsLeader reports whether this peer leads the cluster.
-func (p *Peer) IsLeader() bool { return p.store.IsLeader() }
+func (p *leaderLink) IsLeader() bool { return p.store.IsLeader() }
 
 // LeaderAPI returns the leader's name and the address peers call it at
 // (PeerAddr), empty when unknown.
-func (p *Peer) LeaderAPI() (string, string) {
+func (p *leaderLink) LeaderAPI() (string, string) {
 	_, id := p.store.Leader()
 	if id == "" {
 		return "", ""
@@ -28,7 +47,7 @@ var ErrNoLeader = fmt.Errorf("%w: no leader", raftfsm.ErrNotLeader)
 // WaitLeader returns the leader's name and the address peers call it at
 // (PeerAddr), waiting up to LeaderWait for a leader (and its address) to be
 // known. The address is empty when this peer leads.
-func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
+func (p *leaderLink) WaitLeader(ctx context.Context) (string, string, error) {
 	timer := time.NewTimer(p.cfg.LeaderWait)
 	defer timer.Stop()
 	for {
@@ -52,7 +71,7 @@ func (p *Peer) WaitLeader(ctx context.Context) (string, string, error) {
 }
 
 // VerifyLeader confirms leadership with a quorum.
-func (p *Peer) VerifyLeader(ctx context.Context) error {
+func (p *leaderLink) VerifyLeader(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.LeaderWait)
 	defer cancel()
 	return p.store.VerifyLeader(ctx)

@@ -50,10 +50,11 @@ import (
 
 // Peer is one running svc agent.
 type Peer struct {
-	cfg    Config
-	store  *raftstore.Store
-	gossip *gossip.Gossip
-	api    *httpapi.Server
+	// leaderLink holds the Raft store, the gossip layer, the links to
+	// the other peers and the client over the fabric (leaderlink.go).
+	leaderLink
+	cfg Config
+	api *httpapi.Server
 	// pools runs the runner pools while this peer leads.
 	pools  *runnerpool.Controller
 	apiL   net.Listener
@@ -88,11 +89,6 @@ type Peer struct {
 	leader    *leader.Leader
 	// egress is the registries this peer may contact (RegistryAllow).
 	egress *ocidisk.Egress
-	// links reach the other peers and know them when they call.
-	links *peerlink.Links
-	// peerHTTP talks to other peers (blob transfers, applies via the
-	// leader) over the fabric: TLS with this peer's certificate.
-	peerHTTP *http.Client
 	// propagate waits for a write to reach every live peer's replica.
 	propagate *propagate.Waiter
 	// swarm fetches and serves image chunks, peer to peer.
@@ -144,6 +140,7 @@ func Start(cfg Config) (*Peer, error) {
 		return nil, err
 	}
 	p := &Peer{cfg: cfg, reg: prometheus.NewRegistry(), driver: cfg.Driver, egress: &egress}
+	p.leaderLink.cfg = &p.cfg
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	ok := false
 	defer func() {

@@ -21,6 +21,8 @@ var ErrUnavailable = errors.New("hypervisor unavailable")
 // reconciliation, the API); the libvirt driver has its own tests on a real
 // libvirtd.
 type Driver struct {
+	sharing // SharedDirs (share.go)
+
 	prefix string
 
 	mu         sync.Mutex
@@ -36,7 +38,6 @@ type Driver struct {
 	calls      []string
 	lists      int
 	memoryDir  string
-	noShare    bool
 }
 
 type fakeDomain struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 
 	"github.com/svc-project/svc/hypervisor"
 )
@@ -13,9 +14,15 @@ var _ hypervisor.SharedDirs = (*Driver)(nil)
 // errFakeNoShare is what a fake set without shared folders answers.
 var errFakeNoShare = errors.New("the fake hypervisor was set without shared folders")
 
-// CanShareDirs answers nil unless SetShareDirs(false) was called. A domain's
-// shared folder is its spec's SharedDir (Spec).
-func (f *Driver) CanShareDirs(context.Context) error {
+// sharing is the fake's SharedDirs role: whether it gives guests host
+// folders (a domain's shared folder is its spec's SharedDir).
+type sharing struct {
+	mu      sync.Mutex
+	noShare bool
+}
+
+// CanShareDirs answers nil unless SetShareDirs(false) was called.
+func (f *sharing) CanShareDirs(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.noShare {
@@ -25,10 +32,10 @@ func (f *Driver) CanShareDirs(context.Context) error {
 }
 
 // SharedDirOwner is this process's user.
-func (f *Driver) SharedDirOwner() (uid, gid int) { return os.Getuid(), os.Getgid() }
+func (f *sharing) SharedDirOwner() (uid, gid int) { return os.Getuid(), os.Getgid() }
 
 // SetShareDirs says whether the fake can give guests host folders.
-func (f *Driver) SetShareDirs(can bool) {
+func (f *sharing) SetShareDirs(can bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.noShare = !can

@@ -10,10 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
-	"github.com/digitalocean/go-libvirt/socket/dialers"
 	"github.com/svc-project/svc/hypervisor"
 	"github.com/svc-project/svc/hypervisor/qga"
 )
@@ -55,17 +53,16 @@ type Driver struct {
 	cfg  Config
 	user qemuUser
 
-	mu    sync.Mutex
-	conns [connections]*golibvirt.Libvirt
-	next  int // the slot of conns the next call takes
-	// deleting are the domains Delete is taking down: List reports them
-	// stopping without asking libvirt, which holds their lock meanwhile.
+	*connPool   // libvirtd's connections (conn.go)
+	*guestPorts // GuestPorts (ports.go)
+	hostGuard   // Guard (guard.go)
+	folders     // SharedDirs (share.go)
+
+	// mu guards deleting: the domains Delete is taking down. List reports
+	// them stopping without asking libvirt, which holds their lock
+	// meanwhile.
+	mu       sync.Mutex
 	deleting map[string]bool
-	// fwdMu guards the files that record each domain's open port
-	// forwards (libvirt_ports.go); run tells this driver's forwards from
-	// those a previous run of the peer left.
-	fwdMu sync.Mutex
-	run   string
 }
 
 var _ hypervisor.Driver = (*Driver)(nil)
@@ -92,7 +89,10 @@ func New(cfg Config) (*Driver, error) {
 	if err := traversable(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("VM dir: %w", err)
 	}
-	d := &Driver{cfg: cfg, user: u, deleting: map[string]bool{}, run: newRunID()}
+	d := &Driver{cfg: cfg, user: u, deleting: map[string]bool{}, connPool: &connPool{socket: cfg.Socket}}
+	d.guestPorts = &guestPorts{connPool: d.connPool, cfg: &d.cfg, run: newRunID()}
+	d.hostGuard = hostGuard{cfg: &d.cfg, user: u}
+	d.folders = folders{connPool: d.connPool, cfg: &d.cfg, user: u}
 	d.Guests = qga.Guests{Agent: d.agent}
 	return d, nil
 }
@@ -124,74 +124,6 @@ func (d *Driver) DomainType() string { return d.cfg.DomainType }
 
 // Config returns the configuration the driver runs with, defaults filled.
 func (d *Driver) Config() Config { return d.cfg }
-
-// connections is how many connections to libvirtd the driver spreads its
-// calls over. libvirtd serves at most max_client_requests (5 by default)
-// calls of one connection at once and queues the rest, so ten domains
-// started at once over one connection start in two waves.
-const connections = 4
-
-// conn returns a connected client, the next of the driver's connections in
-// turn, dialling libvirtd if that one is not connected.
-func (d *Driver) conn() (*golibvirt.Libvirt, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	i := d.next
-	d.next = (d.next + 1) % connections
-	if l := d.conns[i]; l != nil && l.IsConnected() {
-		return l, nil
-	}
-	l := golibvirt.NewWithDialer(dialers.NewLocal(dialers.WithSocket(d.cfg.Socket), dialers.WithLocalTimeout(5*time.Second)))
-	if err := l.ConnectToURI(golibvirt.QEMUSystem); err != nil {
-		return nil, fmt.Errorf("connect to libvirtd at %s: %w", d.cfg.Socket, err)
-	}
-	d.conns[i] = l
-	return l, nil
-}
-
-// Close drops the connections to libvirtd.
-func (d *Driver) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var errs []error
-	for i, l := range d.conns {
-		if l == nil {
-			continue
-		}
-		if err := l.Disconnect(); err != nil {
-			errs = append(errs, err)
-		}
-		d.conns[i] = nil
-	}
-	return errors.Join(errs...)
-}
-
-// do runs f on a connection, bounded by ctx (go-libvirt calls take no context).
-func do[T any](ctx context.Context, d *Driver, what string, f func(*golibvirt.Libvirt) (T, error)) (T, error) {
-	var zero T
-	l, err := d.conn()
-	if err != nil {
-		return zero, err
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f(l)
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return zero, classify(what, r.err)
-		}
-		return r.v, nil
-	case <-ctx.Done():
-		return zero, fmt.Errorf("%s: %w", what, ctx.Err())
-	}
-}
 
 // Probe checks that libvirtd answers and that QEMU's user can reach the
 // VMs' disks.
@@ -263,10 +195,6 @@ func (d *Driver) writeVNCSecret(s hypervisor.Spec) (string, error) {
 
 // ConsoleLog returns what the guest wrote to its serial console.
 func (d *Driver) ConsoleLog(name string) ([]byte, error) { return os.ReadFile(d.consolePath(name)) }
-
-func (d *Driver) lookup(ctx context.Context, name string) (golibvirt.Domain, error) {
-	return do(ctx, d, "look up "+name, func(l *golibvirt.Libvirt) (golibvirt.Domain, error) { return l.DomainLookupByName(name) })
-}
 
 func (d *Driver) state(ctx context.Context, dom golibvirt.Domain) (hypervisor.State, error) {
 	st, err := do(ctx, d, "state of "+dom.Name, func(l *golibvirt.Libvirt) (int32, error) {

@@ -24,6 +24,13 @@ import (
 
 var _ hypervisor.GuestGuard = (*Driver)(nil)
 
+// hostGuard is the driver's GuestGuard role: the nftables table that keeps
+// the guests of this peer (QEMU's user) from the ports given.
+type hostGuard struct {
+	cfg  *Config
+	user qemuUser
+}
+
 // guardTable is the nftables table of the guard of the domains named with
 // prefix (one per peer: several peers may share a host).
 func guardTable(prefix string) string {
@@ -81,8 +88,8 @@ func guardRules(table string, uid int, targets []hypervisor.Target) (string, err
 
 // GuardGuests applies the guard with nft (atomically: the script replaces
 // the table whole).
-func (d *Driver) GuardGuests(ctx context.Context, targets []hypervisor.Target) error {
-	rules, err := guardRules(guardTable(d.cfg.Prefix), d.user.uid, targets)
+func (g hostGuard) GuardGuests(ctx context.Context, targets []hypervisor.Target) error {
+	rules, err := guardRules(guardTable(g.cfg.Prefix), g.user.uid, targets)
 	if err != nil {
 		return err
 	}
@@ -95,8 +102,8 @@ func (d *Driver) GuardGuests(ctx context.Context, targets []hypervisor.Target) e
 }
 
 // UnguardGuests removes the guard's table with nft.
-func (d *Driver) UnguardGuests(ctx context.Context) error {
-	table := guardTable(d.cfg.Prefix)
+func (g hostGuard) UnguardGuests(ctx context.Context) error {
+	table := guardTable(g.cfg.Prefix)
 	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
 	// Declaring it first makes the deletion of a table that is not there no error.
 	cmd.Stdin = strings.NewReader("table inet " + table + "\ndelete table inet " + table + "\n")

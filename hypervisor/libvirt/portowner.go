@@ -42,9 +42,9 @@ func forwardRules(table string, uid, port int, add bool) string {
 
 // ownForwardPort keeps loopback port to the peer's user (add), or lets it
 // go (!add), with nft.
-func (d *Driver) ownForwardPort(ctx context.Context, port int, add bool) error {
+func (p *guestPorts) ownForwardPort(ctx context.Context, port int, add bool) error {
 	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(forwardRules(forwardTable(d.cfg.Prefix), os.Getuid(), port, add))
+	cmd.Stdin = strings.NewReader(forwardRules(forwardTable(p.cfg.Prefix), os.Getuid(), port, add))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		what := "keep port " + strconv.Itoa(port) + " to this peer's user"
 		if !add {

@@ -12,11 +12,19 @@ import (
 
 var _ hypervisor.SharedDirs = (*Driver)(nil)
 
+// folders is the driver's SharedDirs role: host folders given to guests
+// over virtio-9p.
+type folders struct {
+	*connPool
+	cfg  *Config
+	user qemuUser
+}
+
 // CanShareDirs asks libvirt whether its QEMU can give a guest a host folder
 // over virtio-9p (the domain capabilities' file system driver "path").
-func (d *Driver) CanShareDirs(ctx context.Context) error {
-	caps, err := do(ctx, d, "domain capabilities", func(l *golibvirt.Libvirt) (string, error) {
-		return l.ConnectGetDomainCapabilities(nil, golibvirt.OptString{"x86_64"}, golibvirt.OptString{"pc"}, golibvirt.OptString{d.cfg.DomainType}, 0)
+func (f folders) CanShareDirs(ctx context.Context) error {
+	caps, err := do(ctx, f, "domain capabilities", func(l *golibvirt.Libvirt) (string, error) {
+		return l.ConnectGetDomainCapabilities(nil, golibvirt.OptString{"x86_64"}, golibvirt.OptString{"pc"}, golibvirt.OptString{f.cfg.DomainType}, 0)
 	})
 	if err != nil {
 		return err
@@ -26,7 +34,7 @@ func (d *Driver) CanShareDirs(ctx context.Context) error {
 
 // SharedDirOwner is QEMU's user: with mapped access every file a guest
 // makes is QEMU's on the host.
-func (d *Driver) SharedDirOwner() (uid, gid int) { return d.user.uid, d.user.gid }
+func (f folders) SharedDirOwner() (uid, gid int) { return f.user.uid, f.user.gid }
 
 // sharesDirs reads libvirt's domain capabilities: nil when they offer the
 // 9p file system driver ("path").

@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all help build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-peer unit-others unit-peer-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all help build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-cluster unit-others unit-cluster-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -88,13 +88,14 @@ export TEST_REPORT
 gotest = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport quiet
 gobench = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport output
 
-## lanes: make test's checks after the lint, in two lanes at once. The real-VM lane: the peer package's
-## VM and browser tests (unit-vm), then the benchmarks that boot guests but the deploy ones
-## (bench-once-vm). The other lane runs two things at once: the peer package's cluster tests (unit-peer,
-## in PEER_SHARDS shares), and beside them a sequence: every other package's tests (unit-others),
+## lanes: make test's checks after the lint, in two lanes at once. The real-VM lane: the tests on real
+## guests and in the browser (unit-vm: e2e/vm, e2e/browser), then the benchmarks that boot guests but
+## the deploy ones (bench-once-vm). The other lane runs two things at once: the cluster-wide tests on
+## the fake hypervisor (unit-cluster: e2e/cluster, in CLUSTER_SHARDS shares), and beside them a
+## sequence: every package's own tests (unit-others),
 ## fuzz-short, the other benchmarks (bench-once-rest), netns-test, chaos-short, bench-once-swarm (which
 ## takes the network namespaces netns-test and chaos-short use) and the deploy benchmarks
-## (bench-once-deploy: the sequence ends before unit-peer does, so they leave the VM lane). One after
+## (bench-once-deploy: the sequence ends before unit-cluster does, so they leave the VM lane). One after
 ## another all of it took 40 min on a 2-core machine (2026-12-02), and the machine idled for minutes
 ## of it: the VM lane waits on guests, the others mostly on Raft and peers.
 ## Each lane goes on after a failure (make -k), so that one run shows every failure.
@@ -113,11 +114,11 @@ lanes: build
 lane-vm:
 	@s=0; for t in unit-vm bench-once-vm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
 
-## lane-rest: the other lane of make lanes (unit-peer beside the sequence of everything else)
+## lane-rest: the other lane of make lanes (unit-cluster beside the sequence of everything else)
 lane-rest: test-js-deps
-	@scripts/stage.sh unit-peer $(MAKE) --no-print-directory unit-peer & node=$$!; \
+	@scripts/stage.sh unit-cluster $(MAKE) --no-print-directory unit-cluster & node=$$!; \
 	s=0; for t in unit-others fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm bench-once-deploy; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; \
-	wait $$node || { s=1; echo "lane-rest: unit-peer failed"; }; exit $$s
+	wait $$node || { s=1; echo "lane-rest: unit-cluster failed"; }; exit $$s
 
 ## lint: gofmt, go vet, staticcheck, the layout, layer and method-count checks, the web UI's JavaScript, darwin-check
 lint:
@@ -150,53 +151,55 @@ darwin-check:
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/svc
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build ./...
 
-## unit: every package's tests, in two processes at once: unit-vm (the peer package's real-VM tests:
-## clusters, runner pools, and its browser tests) beside unit-rest (every other test). They mostly wait
-## on guests and on Raft respectively. (A third process for the peer package's other tests, tried, put
-## three lanes of TCG guests on two cores: guests missed their boot deadlines and Raft elected all the
-## time.) The 30-minute bound only stops a hung test binary: on a slow day (a token check at 1.4 µs
-## against 0.37 µs) the VM tests took 22.5 min. FuzzAPI_post_routes's seeds run in fuzz-short.
-PEER_E2E := ^(TestLibvirtCluster_|TestLibvirtRunnerPool_|TestWebUI_browser|TestExplorer_browser)
+## unit: every package's tests, in two processes at once: unit-vm (the tests on real guests and in the
+## browser) beside unit-rest (every other test). They mostly wait on guests and on Raft respectively.
+## (A third process for the cluster tests, tried, put three lanes of TCG guests on two cores: guests
+## missed their boot deadlines and Raft elected all the time.) The 30-minute bound only stops a hung
+## test binary. FuzzAPI_post_routes's seeds run in fuzz-short.
+## The cluster-wide tests live in e2e/, a folder a lane: e2e/cluster (whole clusters on the fake
+## hypervisor), e2e/vm (real guests), e2e/browser (Chromium), e2e/bench, e2e/fuzz; e2e/kit is what
+## they share. Every other package's tests test its own code.
+E2E_LANES := ./e2e/cluster ./e2e/vm ./e2e/browser ./e2e/fuzz
 unit:
 	@$(MAKE) --no-print-directory unit-rest & rest=$$!; \
 	$(MAKE) --no-print-directory unit-vm; e2e=$$?; \
 	wait $$rest; r=$$?; \
-	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (node e2e exit $$e2e, the rest exit $$r)"; exit 1; fi
+	if [ $$e2e -ne 0 ] || [ $$r -ne 0 ]; then echo "unit: failed (the VM lane exit $$e2e, the rest exit $$r)"; exit 1; fi
 
-## unit-vm: the peer package's real-VM and browser tests (PEER_E2E)
+## unit-vm: the tests on real guests (e2e/vm), then the browser tests (e2e/browser), one package after
+## the other (-p 1: two packages of guests at once under TCG on two cores miss their boot deadlines)
 unit-vm:
-	$(call gotest,unit-vm,-race -count=1 -timeout 30m -run '$(PEER_E2E)' ./peer)
+	$(call gotest,unit-vm,-race -count=1 -p 1 -timeout 30m ./e2e/vm ./e2e/browser)
 
-## unit-rest: every test the VM lane leaves, in processes at once: the peer package's cluster tests
-## (unit-peer) beside every other package's (unit-others). FuzzAPI_post_routes's seeds run in fuzz-short.
+## unit-rest: every test the VM lane leaves, in processes at once: the cluster tests (unit-cluster)
+## beside every package's own (unit-others). FuzzAPI_post_routes's seeds run in fuzz-short.
 unit-rest: test-js-deps
-	@$(MAKE) --no-print-directory unit-peer & node=$$!; \
+	@$(MAKE) --no-print-directory unit-cluster & node=$$!; \
 	$(MAKE) --no-print-directory unit-others; s=$$?; \
 	wait $$node || s=1; exit $$s
 
-## unit-peer: the peer package's cluster tests in PEER_SHARDS shares at once (scripts/peer-shard.sh deals
-## them out by name; one after another they took 635 s). One share for now: with two (make test 19 min
+## unit-cluster: the cluster-wide tests on the fake hypervisor (e2e/cluster) in CLUSTER_SHARDS shares at
+## once (scripts/cluster-shard.sh deals them out by name). One share for now: with two (make test 19 min
 ## 6 s), three tests whose peers share one process on 200 ms Raft leases lost their leader for want of
-## CPU in one run of three (TestVM_exec_actions, the 13 MB restore three times over, and a runner left
-## registered after a leader's kill); make test PEER_SHARDS=2 tries two.
-PEER_SHARDS := 1
-unit-peer:
-	@pids=; s=0; for k in $$(seq $(PEER_SHARDS)); do \
-		$(MAKE) --no-print-directory unit-peer-share K=$$k & pids="$$pids $$!"; \
+## CPU in one run of three; make test CLUSTER_SHARDS=2 tries two.
+CLUSTER_SHARDS := 1
+unit-cluster:
+	@pids=; s=0; for k in $$(seq $(CLUSTER_SHARDS)); do \
+		$(MAKE) --no-print-directory unit-cluster-share K=$$k & pids="$$pids $$!"; \
 	done; \
 	for p in $$pids; do wait $$p || s=1; done; exit $$s
 
-## unit-others: every package's tests but the peer package's
+## unit-others: every package's own tests (and e2e/bench's tests of its helpers), the e2e lanes aside
 unit-others:
-	$(call gotest,unit-others,-race -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/peer$$'))
+	$(call gotest,unit-others,-race -count=1 -timeout 30m $$($(GO) list ./... | grep -v -x -F $(foreach l,$(E2E_LANES),-e $(patsubst ./%,$(shell $(GO) list -m)/%,$(l)))))
 
-## unit-peer-share: share K of PEER_SHARDS of the peer package's cluster tests
-unit-peer-share:
-	p=$$(scripts/peer-shard.sh $(K) $(PEER_SHARDS) '$(PEER_E2E)') && { $(call gotest,unit-peer-$(K),-race -count=1 -timeout 30m -run "$$p" ./peer); }
+## unit-cluster-share: share K of CLUSTER_SHARDS of the cluster tests
+unit-cluster-share:
+	p=$$(scripts/cluster-shard.sh $(K) $(CLUSTER_SHARDS)) && { $(call gotest,unit-cluster-$(K),-race -count=1 -timeout 30m -run "$$p" ./e2e/cluster); }
 
 ## fuzz: run each fuzz target from its seeds for a few seconds' worth of executions (times FUZZ_SCALE)
 fuzz: fuzz-short
-	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(call fuzzx,900) ./peer
+	$(GO) test -run '^$$' -fuzz '^FuzzAPI_post_routes$$' -fuzztime $(call fuzzx,900) ./e2e/fuzz
 
 ## fuzz-short: make test's fuzzing: the fuzz targets whose coverage build is small, each for its count
 ## of executions, and FuzzAPI_post_routes's 1,617 seeds (every POST, PATCH and PUT route with every seed
@@ -208,7 +211,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthenticate$$' -fuzztime $(call fuzzx,40000) ./auth
 	$(GO) test -run '^$$' -fuzz '^FuzzQcow2Header$$' -fuzztime $(call fuzzx,300000) ./imagestore/diskcheck
 	$(GO) test -run '^$$' -fuzz '^FuzzAgent_answers$$' -fuzztime $(call fuzzx,40000) ./hypervisor/qga
-	$(call gotest,fuzz-api-seeds,-count=1 -run '^FuzzAPI_post_routes$$' ./peer)
+	$(call gotest,fuzz-api-seeds,-count=1 -run '^FuzzAPI_post_routes$$' ./e2e/fuzz)
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI (only the packages that
 ## have one: go test ./... would build every package's tests again, without -race, to run nothing;
@@ -222,11 +225,11 @@ bench-once: bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm
 
 ## bench-once-vm: the benchmarks that boot guests but the deploy ones (the VM lane); bench-once-rest: the others but the swarm's
 bench-once-vm:
-	$(call gobench,bench-once-vm,-run '^$$' -bench '$(VM_BENCH)' -benchtime 1x -timeout 20m ./peer)
+	$(call gobench,bench-once-vm,-run '^$$' -bench '$(VM_BENCH)' -benchtime 1x -timeout 20m ./e2e/bench)
 
 ## bench-once-deploy: the deploy benchmarks (guests booted through the API, ten at once among them)
 bench-once-deploy:
-	$(call gobench,bench-once-deploy,-run '^$$' -bench '$(DEPLOY_BENCH)' -benchtime 1x -timeout 20m ./peer)
+	$(call gobench,bench-once-deploy,-run '^$$' -bench '$(DEPLOY_BENCH)' -benchtime 1x -timeout 20m ./e2e/bench)
 
 ## bench-once-rest: the benchmarks that boot no guest, once each (the swarm's aside)
 bench-once-rest:
@@ -234,7 +237,7 @@ bench-once-rest:
 
 ## bench-once-swarm: the image swarm benchmark once, at 64 MiB (root: network namespaces)
 bench-once-swarm:
-	export SVC_SWARM_MIB=64; $(call gobench,bench-once-swarm,-run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./peer)
+	export SVC_SWARM_MIB=64; $(call gobench,bench-once-swarm,-run '^$$' -bench '$(SWARM_BENCH)' -benchtime 1x -timeout 20m ./e2e/bench)
 
 ## netns-test: 3 peers in network namespaces, then the operators' worst days on them (backup and restore, every host lost, the majority lost, an upgrade from the previous tree: scripts/test-operations.sh); needs root, skipped otherwise
 netns-test: build
@@ -255,34 +258,34 @@ chaos-short: deps build
 
 ## failover-soak: 3 peers with the production Raft timeouts, every core busy, 10 minutes: no election
 failover-soak:
-	SVC_SOAK=10m $(GO) test -run 'TestRaft_no_spurious_elections_under_load' -v -timeout 15m ./peer
+	SVC_SOAK=10m $(GO) test -run 'TestRaft_no_spurious_elections_under_load' -v -timeout 15m ./e2e/cluster
 
 ## bench: throughput, latency and failover figures (see README)
 bench:
-	$(GO) test -run '^$$' -bench 'TagWrite$$' -benchtime 300x ./peer
-	$(GO) test -run '^$$' -bench 'NodeList' -benchtime 2000x ./peer
-	$(GO) test -run '^$$' -bench 'TagWriteParallel' -benchtime 5000x ./peer
+	$(GO) test -run '^$$' -bench 'TagWrite$$' -benchtime 300x ./e2e/bench
+	$(GO) test -run '^$$' -bench 'NodeList' -benchtime 2000x ./e2e/bench
+	$(GO) test -run '^$$' -bench 'TagWriteParallel' -benchtime 5000x ./e2e/bench
 	$(GO) test -run '^$$' -bench 'Store_apply_parallel' -benchtime 5000x ./raftstore
-	$(GO) test -run '^$$' -bench 'Failover' -benchtime 20x ./peer
+	$(GO) test -run '^$$' -bench 'Failover' -benchtime 20x ./e2e/bench
 	$(GO) test -run '^$$' -bench 'Place' -benchtime 2s ./scheduler ./node/leader
 	$(GO) test -run '^$$' -bench 'Auth' -benchtime 2s ./httpapi
 	$(GO) test -run '^$$' -bench 'Apply_roleBinding' -benchtime 200x ./raftfsm
 	$(GO) test -run '^$$' -bench 'FSM_scale' -benchtime 200x ./raftfsm
-	$(GO) test -run '^$$' -bench 'Image(Transfer|Download)$$' -benchtime 3x ./peer
-	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 25m ./peer
+	$(GO) test -run '^$$' -bench 'Image(Transfer|Download)$$' -benchtime 3x ./e2e/bench
+	$(GO) test -run '^$$' -bench 'ImageSwarm' -benchtime 1x -timeout 25m ./e2e/bench
 	$(GO) test -run '^$$' -bench 'Registry_' -benchtime 3x -timeout 20m ./imagestore/ocidisk
-	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./peer
-	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./peer
+	$(GO) test -run '^$$' -bench 'JobFlood' -benchtime 1x ./e2e/bench
+	$(GO) test -run '^$$' -bench 'Watch_1000_streams' -benchtime 1x ./e2e/bench
 	$(GO) test -run '^$$' -bench 'Kube_door_vs_api' -benchtime 5x ./httpapi
 	$(GO) test -run '^$$' -bench 'WatchHub_change' -benchtime 200x ./httpapi
-	$(GO) test -run '^$$' -bench 'Kube_selector_watches' -benchtime 1x ./peer
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./peer
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_after_delete' -benchtime 5x -timeout 20m ./peer
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_hot_vs_template_vs_boot' -benchtime 10x -timeout 20m ./peer
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./peer
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench '(Commit|Save)_1GiB' -benchtime 3x -timeout 20m ./peer
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'RunnerPool_queued_to_started' -benchtime 10x -timeout 20m ./peer
-	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'SharedStorage_256MiB' -benchtime 3x -timeout 20m ./peer
+	$(GO) test -run '^$$' -bench 'Kube_selector_watches' -benchtime 1x ./e2e/bench
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_one' -benchtime 5x -timeout 20m ./e2e/bench
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_after_delete' -benchtime 5x -timeout 20m ./e2e/bench
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_hot_vs_template_vs_boot' -benchtime 10x -timeout 20m ./e2e/bench
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'Deploy_10' -benchtime 2x -timeout 20m ./e2e/bench
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench '(Commit|Save)_1GiB' -benchtime 3x -timeout 20m ./e2e/bench
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'RunnerPool_queued_to_started' -benchtime 10x -timeout 20m ./e2e/bench
+	SVC_REQUIRE_LIBVIRT=1 $(GO) test -run '^$$' -bench 'SharedStorage_256MiB' -benchtime 3x -timeout 20m ./e2e/bench
 
 ## bench-compare: make bench's benchmarks in older trees beside this one, in one run, each benchmark in every tree in turn, then benchstat: make bench-compare REVS="d1387bb 51f917c=Failover|Place" (REV=REGEX: that tree runs only the commands the regex matches)
 bench-compare:

@@ -56,10 +56,13 @@ for cmd in "${cmds[@]}"; do
 			continue
 		fi
 		c=$cmd
-		# Trees before the peer's wiring left node/ (71a7186) hold its
-		# benchmarks in ./node.
-		if [ ! -d "${dirs[$i]}/peer" ]; then
-			c=$(sed -E 's#\./peer( |$)#./node\1#g' <<<"$cmd")
+		# The cluster benchmarks live in ./e2e/bench; older trees hold them
+		# in ./peer (before the tests left it), or in ./node (before the
+		# peer's wiring left node/, 71a7186).
+		if [ ! -d "${dirs[$i]}/e2e/bench" ]; then
+			old=./peer
+			[ -d "${dirs[$i]}/peer" ] || old=./node
+			c=$(sed -E "s#\./e2e/bench( |\$)#$old\1#g" <<<"$cmd")
 		fi
 		echo "bench-compare: [${names[$i]}] $c" >&2
 		start=$(date +%s)

@@ -2,8 +2,8 @@
 # Checks that the imports between the tree's top-level folders run one way,
 # down the layers below (one line a layer, the highest first; folders on
 # one line import none of each other): every import of a production package
-# names a package of its own folder or of a layer below. Tests, test kits
-# and the commands are above every layer. Prints each import that runs back
+# names a package of its own folder or of a layer below. Tests, test kits,
+# the cluster-wide tests (e2e/) and the commands are above every layer. Prints each import that runs back
 # up and fails on any; with -v, the layers and the count of arrows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ declare -A seen
 while read -r pkg imports; do
 	from=${pkg#"$mod"/}
 	top=${from%%/*}
-	case $top in cmd | testkit | scripts) continue ;; esac
+	case $top in cmd | testkit | e2e | scripts) continue ;; esac
 	[ -n "${floor[$top]:-}" ] || { echo "check-layers: $from is in no layer: add its folder $top/ to scripts/check-layers.sh"; bad=1; continue; }
 	for imp in $imports; do
 		case $imp in "$mod"/*) ;; *) continue ;; esac

@@ -9,7 +9,9 @@
 # runs the commands `make -n bench` prints in this tree (benchmarks the old
 # tree lacks print nothing there); with =REGEX a tree runs only the commands
 # the regular expression matches. This tree's HEAD (committed; also from a
-# worktree) runs every command. Output:
+# worktree) runs every command; BENCH_ONLY=REGEX keeps only the commands it
+# matches, in every tree (a shorter run of the benchmarks a change touches).
+# Output:
 # build/bench-compare/<rev>.txt, head.txt and benchstat's comparison on
 # stdout (also in build/bench-compare/benchstat.txt).
 set -euo pipefail
@@ -21,7 +23,7 @@ GO=${GO:-go}
 BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
 if [ $# -eq 0 ]; then
-	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
 	exit 2
 fi
 [ -f build/mini-linux.qcow2 ] || { echo "bench-compare: run make image first" >&2; exit 1; }
@@ -48,7 +50,7 @@ head=$(git rev-parse --short HEAD)
 names+=(head) dirs+=("$out/tree-$head") filters+=(.)
 : >"$out/head.txt"
 
-mapfile -t cmds < <(make -s -n bench GO="$GO" | grep -E '(^| )(go|'"$GO"') test ')
+mapfile -t cmds < <(make -s -n bench GO="$GO" | grep -E '(^| )(go|'"$GO"') test ' | grep -E -- "${BENCH_ONLY:-.}")
 echo "bench-compare: ${#cmds[@]} commands in ${#names[@]} trees (${names[*]})" >&2
 for cmd in "${cmds[@]}"; do
 	for i in "${!names[@]}"; do

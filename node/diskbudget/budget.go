@@ -58,6 +58,11 @@ type Budget struct {
 	growers  map[string]Grower
 	holds    map[*Hold]struct{}
 	yielders map[string]Yielder
+	// asked is the bytes of work that asked the yielders for room and
+	// has not taken it yet: a yielder's own work (ReserveSpare) may not
+	// take it back meanwhile (a hot pool refilling the room it just gave
+	// an upload).
+	asked int64
 }
 
 // New returns a Budget.
@@ -157,6 +162,7 @@ func (b *Budget) Check(what string, n int64) error {
 	err := b.check(what, n)
 	if err != nil && b.yield(n) {
 		err = b.check(what, n)
+		b.taken(n)
 	}
 	return err
 }
@@ -167,11 +173,16 @@ func (b *Budget) check(what string, n int64) error {
 	return b.fitsLocked(what, n)
 }
 
-func (b *Budget) fitsLocked(what string, n int64) error {
+func (b *Budget) fitsLocked(what string, n int64) error { return b.fitsBesideLocked(what, n, 0) }
+
+// fitsBesideLocked says whether n bytes fit with keep bytes of the room
+// left to others.
+func (b *Budget) fitsBesideLocked(what string, n, keep int64) error {
 	r, err := b.roomLocked()
 	if err != nil {
 		return err
 	}
+	r.Room -= keep
 	if n > r.Room {
 		return &NoRoomError{Peer: b.cfg.Name, What: what, Need: n, Room: r}
 	}
@@ -190,26 +201,34 @@ func (b *Budget) Reserve(what string, n int64, path string) (*Hold, error) {
 	if b == nil {
 		return nil, nil
 	}
-	h, err := b.reserve(what, n, path)
+	h, err := b.reserve(what, n, path, false)
 	if err != nil && b.yield(n) {
-		h, err = b.reserve(what, n, path)
+		h, err = b.reserve(what, n, path, false)
+		b.taken(n)
 	}
 	return h, err
 }
 
 // ReserveSpare is Reserve for work that itself yields to others (a hot
-// guest): it takes only the room no yielder gives back.
+// guest): it takes only the room no yielder gives back, and none that
+// yielders gave back to work that has yet to take it.
 func (b *Budget) ReserveSpare(what string, n int64, path string) (*Hold, error) {
 	if b == nil {
 		return nil, nil
 	}
-	return b.reserve(what, n, path)
+	return b.reserve(what, n, path, true)
 }
 
-func (b *Budget) reserve(what string, n int64, path string) (*Hold, error) {
+// reserve holds n bytes if they fit; spare work leaves what yielders gave
+// back to others (asked).
+func (b *Budget) reserve(what string, n int64, path string, spare bool) (*Hold, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.fitsLocked(what, n); err != nil {
+	var keep int64
+	if spare {
+		keep = b.asked
+	}
+	if err := b.fitsBesideLocked(what, n, keep); err != nil {
 		return nil, err
 	}
 	h := &Hold{b: b, what: what, n: n}

@@ -147,3 +147,58 @@ func TestBudget_yielders_give_room_back(t *testing.T) {
 		})
 	}
 }
+
+// refillingYielder is a pool that refills as soon as it has given room
+// back (a hot pool kicks its filler when it yields): its refill asks for
+// spare room while the work it yielded to has yet to take it.
+type refillingYielder struct {
+	fakeYielder
+	b       *Budget
+	refills []error
+}
+
+func (y *refillingYielder) Yield(ctx context.Context, need int64) int64 {
+	gave := y.fakeYielder.Yield(ctx, need)
+	_, err := y.b.ReserveSpare("a hot guest refilled", gave, "")
+	y.refills = append(y.refills, err)
+	return gave
+}
+
+// The room pooled work gives back goes to the work that asked for it, not
+// back to the pool: before, a hot pool's refill (spare room) took what its
+// guest had just freed, and the upload that made it yield was refused 413
+// (seen in make test: 780 MiB promised again right after the yield). Work
+// that asks nothing of the pool leaves the spare room to it as before.
+func TestBudget_yielded_room_goes_to_the_work_that_asked(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		need       int64
+		fits       bool
+		refillFits bool
+	}{
+		{"the work that asked takes the room", 300 * mib, true, false},
+		{"the refill waits for it", 350 * mib, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := newBudget(500 * mib) // 400 MiB above the floor
+			y := &refillingYielder{b: b}
+			y.held.Store(300 * mib)
+			b.Register("hot guests", y)
+			b.RegisterYielder("hot guests", y)
+			_, err := b.Reserve("an upload", tc.need, "")
+			if (err == nil) != tc.fits {
+				t.Fatalf("the upload of %d MiB: %v", tc.need/mib, err)
+			}
+			if len(y.refills) != 1 || (y.refills[0] == nil) != tc.refillFits {
+				t.Fatalf("the refill during the yield: %v", y.refills)
+			}
+			if b.asked != 0 {
+				t.Fatalf("%d bytes still kept for work that took them", b.asked)
+			}
+			// Once the work has its room, spare room is the pool's again.
+			if _, err := b.ReserveSpare("a hot guest", 10*mib, ""); err != nil {
+				t.Fatalf("spare room after the upload took its own: %v", err)
+			}
+		})
+	}
+}

@@ -33,6 +33,8 @@ func (b *Budget) RegisterYielder(name string, y Yielder) {
 
 // yield asks the yielders for the room work of n bytes lacks, when they
 // hold enough of it; it reports whether they gave some back.
+// When it reports true the room is kept for the work (no yielder's own
+// work takes it) until the work calls taken.
 func (b *Budget) yield(n int64) bool {
 	b.mu.Lock()
 	r, err := b.roomLocked()
@@ -40,11 +42,13 @@ func (b *Budget) yield(n int64) bool {
 	for _, y := range b.yielders {
 		ys = append(ys, y)
 	}
-	b.mu.Unlock()
 	short := n - r.Room
 	if err != nil || short <= 0 || r.Yieldable < short {
+		b.mu.Unlock()
 		return false
 	}
+	b.asked += n
+	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), yieldWait)
 	defer cancel()
 	var gave int64
@@ -55,5 +59,16 @@ func (b *Budget) yield(n int64) bool {
 		gave += y.Yield(ctx, short-gave)
 	}
 	b.cfg.Log.Info("pooled work gave disk back", "needed", Size(short), "gave", Size(gave))
+	if gave == 0 {
+		b.taken(n)
+	}
 	return gave > 0
+}
+
+// taken ends what yield kept for work of n bytes: the work has reserved
+// the room, or given up.
+func (b *Budget) taken(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked -= n
 }

@@ -49,7 +49,7 @@ func uiView(name string) chromedp.Action[chromedp.Void] {
 // token of another namespace that sees none of it.
 func TestWebUI_browser(t *testing.T) {
 	ctx := browser.New(t, 8*time.Minute)
-	c, _ := kit.LibvirtCluster(t)
+	c, _ := kit.LibvirtCluster(t, "lvweb", 27)
 	host, other := c.Members[0], c.Members[1]
 	ui := "http://" + other.Peer.APIAddr() + "/ui/"
 	began := time.Now()

@@ -53,12 +53,15 @@ func Leftovers(m *testcluster.Member) []string {
 	return out
 }
 
-// LibvirtCluster is a 2-peer cluster on the host's real libvirtd, peer i at
-// 127.0.20.i (lvpair-i), with mini-linux uploaded to the first peer.
-func LibvirtCluster(t testing.TB) (*testcluster.Cluster, string) {
+// LibvirtCluster is a 2-peer cluster on the host's real libvirtd, peer i
+// named prefix-i at 127.0.<subnet>.i, with mini-linux uploaded to the
+// first peer. Each test binary names its own peers: a make test run
+// claims a peer's name and address for the process that first took them
+// (testkit/peerclaim), so two packages never share a prefix or a subnet.
+func LibvirtCluster(t testing.TB, prefix string, subnet int) (*testcluster.Cluster, string) {
 	t.Helper()
 	image := guest.RequireLibvirt(t)
-	c := testcluster.New(t, 2, testcluster.Options{Libvirt: true, Prefix: "lvpair", Subnet: 20})
+	c := testcluster.New(t, 2, testcluster.Options{Libvirt: true, Prefix: prefix, Subnet: subnet})
 	c.WaitLeader()
 	Upload(t, c.Client(c.Members[0]), "mini-linux", image)
 	return c, image
@@ -66,8 +69,8 @@ func LibvirtCluster(t testing.TB) (*testcluster.Cluster, string) {
 
 func SSHAddr(vm api.VM) string { return net.JoinHostPort(vm.IP, strconv.Itoa(vm.SSH)) }
 
-// GuestRun runs a command in the VM over SSH (password admin), waiting up to
-// 90 s for the guest to answer.
+// GuestRun runs a command in the VM over SSH (password admin), waiting for
+// the guest to answer up to the product's own bound on a boot.
 func GuestRun(t *testing.T, c *testcluster.Cluster, vm api.VM, cmd string) string {
 	t.Helper()
 	// The product's own bound on a guest's boot to SSH answering: under a

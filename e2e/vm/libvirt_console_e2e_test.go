@@ -23,7 +23,7 @@ import (
 // is not blank, and keys typed on it log in on tty1 and run a command the
 // guest then shows over SSH. Closing the websocket ends the proxy.
 func TestLibvirtCluster_console(t *testing.T) {
-	c, _ := kit.LibvirtCluster(t)
+	c, _ := kit.LibvirtCluster(t, "lvpair", 20)
 	host, other := c.Members[0], c.Members[1]
 	vm := kit.RealDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "screen", Node: host.Name})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*kit.GuestRunWait) // the five waits below

@@ -55,7 +55,7 @@ func showConsole(t *testing.T, c *testcluster.Cluster, vm api.VM) {
 }
 
 func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
-	c, _ := kit.LibvirtCluster(t)
+	c, _ := kit.LibvirtCluster(t, "lvpair", 20)
 	a := c.Members[0]
 	cl := c.Client(a)
 	before := kit.NodeByName(t, cl, a.Name)
@@ -164,7 +164,7 @@ func TestLibvirtCluster_vm_lifecycle(t *testing.T) {
 }
 
 func TestLibvirtCluster_vmconfig_and_image_streaming(t *testing.T) {
-	c, _ := kit.LibvirtCluster(t)
+	c, _ := kit.LibvirtCluster(t, "lvpair", 20)
 	a, b := c.Members[0], c.Members[1]
 	cl := c.Client(a)
 	// legacyIO: emulated IDE disk (and e1000 NIC, which mini-linux has no

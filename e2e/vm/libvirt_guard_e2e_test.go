@@ -17,7 +17,7 @@ import (
 // the peers' Raft and gossip ports: QEMU's user is kept from them by the
 // peer's nftables guard. DNS to the host's resolver stays open.
 func TestLibvirtCluster_guests_kept_from_host_services(t *testing.T) {
-	c, _ := kit.LibvirtCluster(t)
+	c, _ := kit.LibvirtCluster(t, "lvpair", 20)
 	a := c.Members[0]
 	cl := c.Client(a)
 	// A service on the host's loopback, as a database or a dev peer is.

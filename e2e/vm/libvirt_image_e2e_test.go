@@ -74,7 +74,7 @@ func uptime(t *testing.T, c *testcluster.Cluster, vm api.VM) int {
 // image name and a VM config on it: the file is there; a VM on the old
 // content keeps it, runs on and reverts to it.
 func TestLibvirtCluster_commit(t *testing.T) {
-	c, _ := kit.LibvirtCluster(t)
+	c, _ := kit.LibvirtCluster(t, "lvpair", 20)
 	a, b := c.Members[0], c.Members[1]
 	cl := c.Client(a)
 	if _, err := cl.CreateVMConfig(kit.Ctx(t), kit.NS, api.VMConfig{Name: "cfg", Image: "mini-linux", CPU: 1, Memory: 0.25}); err != nil {
@@ -141,7 +141,7 @@ func TestLibvirtCluster_commit(t *testing.T) {
 // Save makes a new image (sourceType vm) that deploys with the file; the VM
 // restarted and still runs; the saved name cannot be taken twice.
 func TestLibvirtCluster_save(t *testing.T) {
-	c, _ := kit.LibvirtCluster(t)
+	c, _ := kit.LibvirtCluster(t, "lvpair", 20)
 	a, b := c.Members[0], c.Members[1]
 	cl := c.Client(a)
 	src := kit.RealDeploy(t, c, api.DeployRequest{Image: "mini-linux", Name: "src", Node: a.Name})
@@ -178,7 +178,7 @@ func TestLibvirtCluster_save(t *testing.T) {
 // and writes it; save keeps what it wrote, read back in a VM on another peer.
 func TestLibvirtCluster_iso_install(t *testing.T) {
 	isoPath := guest.RequireISO(t)
-	c, _ := kit.LibvirtCluster(t)
+	c, _ := kit.LibvirtCluster(t, "lvpair", 20)
 	a, b := c.Members[0], c.Members[1]
 	cl := c.Client(a)
 	f, err := os.Open(isoPath)

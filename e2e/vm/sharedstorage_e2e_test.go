@@ -36,7 +36,7 @@ func sharedRun(t *testing.T, cl *api.Client, namespace, vm, script string) api.R
 // is refused while a VM uses it and empties it after; turned off, the
 // namespace's folder leaves the host.
 func TestLibvirtCluster_shared_storage(t *testing.T) {
-	c, image := kit.LibvirtCluster(t)
+	c, image := kit.LibvirtCluster(t, "lvpair", 20)
 	a, b := c.Members[0], c.Members[1]
 	cl := c.Client(a)
 	deploy := func(namespace, name string, on *testcluster.Member) api.VM {

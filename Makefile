@@ -16,7 +16,7 @@ IMAGE := build/mini-linux.qcow2
 ISO := build/mini-linux.iso
 IMAGE_SRC := $(shell find scripts/mini-linux -type f 2>/dev/null)
 
-.PHONY: all help build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-cluster unit-others unit-cluster-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare failover-soak local-cluster local-cluster-down clean
+.PHONY: all help build sign deps deps-run libvirt image run stop test lanes lane-vm lane-rest lint lint-js test-js-deps darwin-check unit unit-vm unit-rest unit-cluster unit-others unit-cluster-share fuzz fuzz-short bench-once bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm netns-test chaos chaos-short bench bench-compare fleet failover-soak local-cluster local-cluster-down clean
 
 all: build
 
@@ -255,6 +255,16 @@ chaos: deps build
 chaos-short: deps build
 	@if [ "$$(id -u)" -ne 0 ]; then echo "chaos-short: skipped (needs root)"; else \
 	$(GO) build -o bin/svc-chaos ./cmd/svc-chaos && bin/svc-chaos -peers 3 -duration 60s -seed 20261121 -out build/chaos-short; fi
+
+## fleet: svc as a fleet grows: at each size of FLEET_PEERS, real agents (fake hypervisor) in network
+## namespaces, their writes through the leader (16 clients, 20 s), the leader's idle CPU, the peers' idle
+## memory, deploy to Running, a join, a host's and the leader's death timed; then a model fitted to the
+## points at FLEET_MODEL's sizes, marked as such (cmd/svc-fleet; root; the table in build/fleet.txt)
+FLEET_PEERS ?= 3,25,50
+FLEET_MODEL ?= 100,1000,5000
+fleet: deps build
+	@if [ "$$(id -u)" -ne 0 ]; then echo "fleet: needs root (network namespaces)"; exit 1; fi
+	$(GO) run ./cmd/svc-fleet -peers $(FLEET_PEERS) -model $(FLEET_MODEL) -out build/fleet.txt
 
 ## failover-soak: 3 peers with the production Raft timeouts, every core busy, 10 minutes: no election
 failover-soak:

@@ -2,6 +2,7 @@
 # Runs an svc cluster of N peers on this one machine, each peer in its own
 # network namespace with its own address on a bridge, as if each were a host.
 #   scripts/local-cluster.sh up N [M] # make N hosts, start the first M (default N) and join them
+#                                     # (the join token lets all N join: start the rest later)
 #   scripts/local-cluster.sh start I [FLAG...]  # start peer I (again, after it was stopped
 #                                     # or killed, or for the first time), with more agent flags
 #   scripts/local-cluster.sh down     # stop them and remove the namespaces
@@ -105,7 +106,7 @@ up() {
       export SVC_TOKEN
       echo "$SVC_TOKEN" >"$dir/admin.token"
     fi
-    if [ -n "$SVC_TOKEN" ] && "$bin" --api-url "$api" cluster join-token create --uses "$m" --ttl 1h --auto-approve >"$dir/join.token" 2>/dev/null; then
+    if [ -n "$SVC_TOKEN" ] && "$bin" --api-url "$api" cluster join-token create --uses "$n" --ttl 1h --auto-approve >"$dir/join.token" 2>/dev/null; then
       break
     fi
     sleep 0.5
@@ -113,7 +114,10 @@ up() {
   [ -s "$dir/join.token" ] || { echo "peer 1 formed no cluster in 120 s; logs are in $dir" >&2; exit 1; }
   chmod 600 "$dir/join.token"
   for i in $(seq 2 "$m"); do start_peer "$i"; done
-  for _ in $(seq 1 240); do
+  # Two minutes, and two seconds more a peer: a fleet of peers on a few
+  # cores joins one after another.
+  local waits=$((240 + 4 * m))
+  for _ in $(seq 1 "$waits"); do
     out=$("$bin" --api-url "$api" node list 2>/dev/null || true)
     if [ "$(ready_count <<<"$out")" -eq "$m" ]; then
       break
@@ -121,7 +125,7 @@ up() {
     sleep 0.5
   done
   if [ "$(ready_count <<<"$out")" -ne "$m" ]; then
-    echo "the cluster did not form in 120 s; logs are in $dir" >&2
+    echo "the cluster did not form in $((waits / 2)) s; logs are in $dir" >&2
     exit 1
   fi
   echo "$out"

@@ -25,7 +25,10 @@ type Cluster struct {
 	N int
 	// AgentArgs are more agent flags (after --hypervisor fake).
 	AgentArgs string
-	token     string
+	// Started is how many of the N peers Up starts (0: all); the others
+	// join later (Start), as new hosts do.
+	Started int
+	token   string
 }
 
 // Subnet is the network the script puts peers on; .1 is this host.
@@ -62,7 +65,11 @@ func (c *Cluster) script(ctx context.Context, args ...string) error {
 
 // Up starts the cluster and reads its admin token.
 func (c *Cluster) Up(ctx context.Context) error {
-	if err := c.script(ctx, "up", strconv.Itoa(c.N)); err != nil {
+	started := c.N
+	if c.Started > 0 {
+		started = c.Started
+	}
+	if err := c.script(ctx, "up", strconv.Itoa(c.N), strconv.Itoa(started)); err != nil {
 		return err
 	}
 	b, err := os.ReadFile(filepath.Join(c.Dir, "admin.token"))

@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			cfg.Log.Error("tear down", "err", err)
 		}
 	}()
-	if err := uploadImage(ctx, c, "chaos"); err != nil {
+	if err := UploadImage(ctx, c, "chaos"); err != nil {
 		return nil, err
 	}
 	h := NewHistory()
@@ -172,8 +172,8 @@ func analyze(cfg Config, ops []Op, faults []Fault, w *Workload) (*Report, error)
 	return r, nil
 }
 
-// uploadImage makes a small qcow2 and uploads it for the VMs to use.
-func uploadImage(ctx context.Context, c *Cluster, name string) error {
+// UploadImage makes a small qcow2 and uploads it for the VMs to use.
+func UploadImage(ctx context.Context, c *Cluster, name string) error {
 	p := filepath.Join(c.Dir, name+".qcow2")
 	if out, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", p, "16M").CombinedOutput(); err != nil {
 		return fmt.Errorf("qemu-img: %w: %s", err, out)

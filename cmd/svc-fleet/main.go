@@ -76,17 +76,27 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A size that fails ends the run (a larger one fails too): the table
+	// still shows what was measured, and says where and why it stopped.
 	var points []fleet.Point
+	var failed error
 	for _, n := range ns {
 		p, err := fleet.Measure(ctx, cfg, n)
 		if err != nil {
-			return err
+			failed = err
+			break
 		}
 		points = append(points, p)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "svc-fleet %s: %d clients for %s, %d deploys, fake hypervisor, one process a peer\n", time.Now().UTC().Format(time.DateOnly), cfg.Clients, cfg.WriteFor, cfg.Deploys)
 	fleet.Table(&b, points, ms)
+	if failed != nil {
+		fmt.Fprintf(&b, "stopped: %v\n", failed)
+	}
 	fmt.Print(b.String())
-	return os.WriteFile(out, []byte(b.String()), 0o644)
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return failed
 }

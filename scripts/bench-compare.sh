@@ -75,6 +75,8 @@ for cmd in "${cmds[@]}"; do
 	done
 done
 
+# The trees' benchmarks may live in different packages (./e2e/bench,
+# ./peer, ./node): benchstat pairs them by name, not by package.
 files=()
 for n in "${names[@]}"; do files+=("$out/$n.txt"); done
-$GO run "$BENCHSTAT" "${files[@]}" | tee "$out/benchstat.txt"
+$GO run "$BENCHSTAT" -ignore pkg "${files[@]}" | tee "$out/benchstat.txt"

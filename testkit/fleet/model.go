@@ -27,6 +27,12 @@ func fit(xs, ys []float64) line {
 		return line{a: sy / n}
 	}
 	b := (n*sxy - sx*sy) / d
+	if b < 0 {
+		// Every figure here is a cost that more peers do not lower: a
+		// falling line is noise between the points, and the model holds
+		// their mean rather than extrapolate it to nothing.
+		return line{a: sy / n}
+	}
 	return line{a: (sy - b*sx) / n, b: b}
 }
 

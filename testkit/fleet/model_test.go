@@ -18,6 +18,7 @@ func TestFit_lines(t *testing.T) {
 		{"one point: flat", []float64{3}, []float64{7}, line{a: 7}},
 		{"exact", []float64{3, 25, 50}, []float64{1 + 0.5*3, 1 + 0.5*25, 1 + 0.5*50}, line{a: 1, b: 0.5}},
 		{"same x: the mean", []float64{4, 4}, []float64{1, 3}, line{a: 2}},
+		{"falling: the mean, not a line to nothing", []float64{3, 15, 35}, []float64{0.38, 0.74, 0.2}, line{a: 0.44}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := fit(tc.xs, tc.ys)

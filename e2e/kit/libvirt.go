@@ -80,15 +80,22 @@ func GuestRun(t *testing.T, c *testcluster.Cluster, vm api.VM, cmd string) strin
 	defer cancel()
 	out, err := guest.WaitRun(ctx, SSHAddr(vm), "admin", "admin", cmd)
 	if err != nil {
-		for _, m := range c.Members {
-			if m.Name == vm.Node && m.Libvirt != nil {
-				log, _ := m.Libvirt.ConsoleLog(hypervisor.DomainName(m.Name, vm.Namespace, vm.Name))
-				t.Logf("console of %s:\n%s", vm.Name, log)
-			}
-		}
+		ShowConsole(t, c, vm)
 		t.Fatalf("ssh %s: %v", vm.Name, err)
 	}
 	return out
+}
+
+// ShowConsole logs what vm's console showed, read on its host: what a
+// wait for the guest that ran out prints.
+func ShowConsole(t testing.TB, c *testcluster.Cluster, vm api.VM) {
+	t.Helper()
+	for _, m := range c.Members {
+		if m.Name == vm.Node && m.Libvirt != nil {
+			log, err := m.Libvirt.ConsoleLog(hypervisor.DomainName(m.Name, vm.Namespace, vm.Name))
+			t.Logf("console of %s (%v):\n%s", vm.Name, err, log)
+		}
+	}
 }
 
 // RealDeploy deploys a small VM on a node and waits until it answers SSH.

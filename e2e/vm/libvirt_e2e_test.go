@@ -39,19 +39,8 @@ func waitGuestAgent(t *testing.T, c *testcluster.Cluster, vm api.VM) {
 	if err == nil {
 		return
 	}
-	showConsole(t, c, vm)
+	kit.ShowConsole(t, c, vm)
 	t.Fatalf("waiting for the guest agent in the VM record: %v", err)
-}
-
-// showConsole logs what vm's console showed, read on its host.
-func showConsole(t *testing.T, c *testcluster.Cluster, vm api.VM) {
-	t.Helper()
-	for _, m := range c.Members {
-		if m.Name == vm.Node && m.Libvirt != nil {
-			log, err := m.Libvirt.ConsoleLog(hypervisor.DomainName(m.Name, vm.Namespace, vm.Name))
-			t.Logf("console of %s (%v):\n%s", vm.Name, err, log)
-		}
-	}
 }
 
 func TestLibvirtCluster_vm_lifecycle(t *testing.T) {

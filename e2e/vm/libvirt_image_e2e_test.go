@@ -37,13 +37,13 @@ func waitImageOp(t *testing.T, c *testcluster.Cluster, cl *api.Client, name stri
 		case api.ImageReady:
 			return nil
 		case api.ImageFailed:
-			showConsole(t, c, vm)
+			kit.ShowConsole(t, c, vm)
 			t.Fatalf("image %s failed: %s", name, img.ErrorMessage)
 		}
 		return fmt.Errorf("image %s is %s (%s)", name, img.State, img.ErrorMessage)
 	})
 	if err != nil {
-		showConsole(t, c, vm)
+		kit.ShowConsole(t, c, vm)
 		t.Fatalf("waiting for image %s after an operation on %s: %v", name, vm.Name, err)
 	}
 	return img

@@ -26,6 +26,9 @@ type Timing struct {
 	Test    string
 	Took    time.Duration
 	Failed  bool
+	// Unended: the test had not ended when its package did (the test
+	// binary timed out or panicked); Took is up to the package's end.
+	Unended bool
 }
 
 // maxLine bounds one event line (a test's output line with its JSON).
@@ -64,6 +67,7 @@ func Timings(evs []Event) []Timing {
 		out = append(out, Timing{Package: b.Package, Test: b.Test, Took: at.Sub(b.Time)})
 	}
 	seen := map[key]bool{}
+	running := map[key]Event{} // a test's run event until it ends
 	for _, ev := range evs {
 		if b, ok := bench[ev.Package]; ok && ev.Test != b.Test && !strings.HasPrefix(ev.Test, b.Test+"/") {
 			endBench(ev.Package, ev.Time)
@@ -71,7 +75,24 @@ func Timings(evs []Event) []Timing {
 		switch {
 		case ev.Action == "run" && strings.HasPrefix(ev.Test, "Benchmark") && !strings.Contains(ev.Test, "/"):
 			bench[ev.Package] = ev
-		case (ev.Action == "pass" || ev.Action == "fail") && ev.Test != "":
+		case ev.Action == "run" && ev.Test != "" && !strings.HasPrefix(ev.Test, "Benchmark"):
+			running[key{ev.Package, ev.Test}] = ev
+		case ev.Test == "" && (ev.Action == "pass" || ev.Action == "fail"):
+			// the package ended: its tests that did not never will
+			for k, r := range running {
+				if k.pkg == ev.Package {
+					delete(running, k)
+					if !seen[k] {
+						seen[k] = true
+						out = append(out, Timing{Package: k.pkg, Test: k.test, Took: ev.Time.Sub(r.Time), Failed: true, Unended: true})
+					}
+				}
+			}
+		case (ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip") && ev.Test != "":
+			delete(running, key{ev.Package, ev.Test})
+			if ev.Action == "skip" {
+				continue
+			}
 			if strings.HasPrefix(ev.Test, "Benchmark") {
 				if b, ok := bench[ev.Package]; ok && b.Test == ev.Test {
 					delete(bench, ev.Package)
@@ -158,6 +179,13 @@ func Quiet(w io.Writer, r io.Reader) error {
 			if ev.Output == "PASS\n" {
 				continue
 			}
+			if strings.HasPrefix(ev.Output, "FAIL\t") {
+				// the package's FAIL line comes after what its unended
+				// tests printed, as go test prints it
+				if err := flushUnended(w, held, ev.Package+" "); err != nil {
+					return err
+				}
+			}
 			if _, err := io.WriteString(w, ev.Output); err != nil {
 				return err
 			}
@@ -172,15 +200,54 @@ func Quiet(w io.Writer, r io.Reader) error {
 			if ev.Action != "fail" {
 				continue
 			}
-			for _, l := range lines {
-				if _, err := io.WriteString(w, l); err != nil {
-					return err
-				}
+			if err := writeAll(w, lines); err != nil {
+				return err
+			}
+		}
+		if ev.Test == "" && (ev.Action == "pass" || ev.Action == "fail") {
+			// the package ended: a test still holding output never ended
+			// (the binary timed out or panicked, and its panic is that
+			// test's output)
+			if err := flushUnended(w, held, ev.Package+" "); err != nil {
+				return err
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read test events: %w", err)
+	}
+	return flushUnended(w, held, "") // the stream ended before its packages (killed)
+}
+
+// flushUnended writes and forgets the held output of the tests whose key
+// starts with prefix, in key order, each under a line that says it never
+// ended.
+func flushUnended(w io.Writer, held map[string][]string, prefix string) error {
+	var keys []string
+	for k := range held {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		pkg, test, _ := strings.Cut(k, " ")
+		if _, err := fmt.Fprintf(w, "--- DID NOT END: %s (%s)\n", test, pkg); err != nil {
+			return err
+		}
+		if err := writeAll(w, held[k]); err != nil {
+			return err
+		}
+		delete(held, k)
+	}
+	return nil
+}
+
+func writeAll(w io.Writer, lines []string) error {
+	for _, l := range lines {
+		if _, err := io.WriteString(w, l); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package testreport
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,93 @@ func TestQuiet_shows_what_go_test_shows(t *testing.T) {
 	want := "    a_test.go:9: broke\n    --- FAIL: TestBad/sub (0.00s)\n--- FAIL: TestBad (0.00s)\nFAIL\nFAIL\tp\t0.01s\nok  \tq\t0.01s\n"
 	if out.String() != want {
 		t.Fatalf("quiet output:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// testdata/timeout.json is what go test -json -timeout 2s printed for a
+// package of three tests: TestA passes, TestB fails, and TestHang waits
+// on a goroutine it started until the binary's timeout panics.
+func readTimeout(t *testing.T) []Event {
+	t.Helper()
+	f, err := os.Open("testdata/timeout.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	evs, err := Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func TestQuiet_prints_a_test_the_timeout_stopped(t *testing.T) {
+	f, err := os.Open("testdata/timeout.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	if err := Quiet(&out, f); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"want 2, got 3", "--- DID NOT END: TestHang (tt)", "a_test.go:6: before", "panic: test timed out after 2s", "tt.TestHang"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+	if strings.Index(got, "DID NOT END") > strings.Index(got, "FAIL\ttt") {
+		t.Errorf("the package's FAIL line before the panic:\n%s", got)
+	}
+	if strings.Contains(got, "a_test.go:3: hi") {
+		t.Errorf("a passing test's output printed:\n%s", got)
+	}
+}
+
+func TestTimings_a_test_the_timeout_stopped(t *testing.T) {
+	got := map[string]Timing{}
+	for _, tm := range Timings(readTimeout(t)) {
+		got[tm.Test] = tm
+	}
+	for _, c := range []struct {
+		test            string
+		failed, unended bool
+	}{
+		{"TestA", false, false},
+		{"TestB", true, false},
+		{"TestHang", true, true},
+	} {
+		if tm, ok := got[c.test]; !ok || tm.Failed != c.failed || tm.Unended != c.unended {
+			t.Errorf("%s: %+v (found %v), want failed=%v unended=%v", c.test, tm, ok, c.failed, c.unended)
+		}
+	}
+}
+
+func TestFailures_name_the_test_and_where_it_waits(t *testing.T) {
+	fs := Failures(readTimeout(t), "tt")
+	if len(fs) != 2 {
+		t.Fatalf("%d failures, want TestB and TestHang: %+v", len(fs), fs)
+	}
+	if fs[0].Test != "TestB" || fs[0].Unended || strings.Join(fs[0].Why, "\n") != "    a_test.go:4: want 2, got 3" {
+		t.Errorf("TestB: %+v", fs[0])
+	}
+	why := strings.Join(fs[1].Why, "\n")
+	if fs[1].Test != "TestHang" || !fs[1].Unended {
+		t.Errorf("TestHang: %+v", fs[1])
+	}
+	for _, want := range []string{
+		"a_test.go:6: before",            // what it printed
+		"panic: test timed out after 2s", // why it stopped
+		"sync.(*WaitGroup).Wait",         // where the test waits
+		"tt.TestHang",                    // its own frame
+		"tt.waitForever",                 // and the goroutine it started
+	} {
+		if !strings.Contains(why, want) {
+			t.Errorf("no %q in:\n%s", want, why)
+		}
+	}
+	if strings.Contains(why, "testing.(*M).startAlarm") || strings.Contains(why, "main.main") {
+		t.Errorf("goroutines that are not the test's:\n%s", why)
 	}
 }

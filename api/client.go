@@ -31,8 +31,13 @@ type Client struct {
 
 // NewClient returns a client of the API at baseURL.
 func NewClient(baseURL, token string) *Client {
-	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 60 * time.Second}}
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: defaultHTTPTimeout}}
 }
+
+// defaultHTTPTimeout bounds a request of a client made by NewClient, or
+// of one whose HTTP is nil (a call that waits on purpose, as RunVM, waits
+// longer).
+const defaultHTTPTimeout = 60 * time.Second
 
 // ClusterInfo reads GET /api/v1/cluster-info.
 func (c *Client) ClusterInfo(ctx context.Context) (ClusterInfo, error) {
@@ -140,7 +145,7 @@ func (c *Client) sendOnce(req *http.Request, out any) (http.Header, error) {
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = &http.Client{Timeout: 60 * time.Second}
+		hc = &http.Client{Timeout: defaultHTTPTimeout}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

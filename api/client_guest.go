@@ -11,16 +11,45 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 )
 
 // RunVM runs a program in the VM's guest and returns how it ended, its
-// outputs cut at MaxRunOutput bytes each.
+// outputs cut at MaxRunOutput bytes each. The answer comes when the
+// program ends, so the call waits as long as the run may last (its
+// TimeoutSeconds, DefaultRunTimeout without) and runAnswerWait more, even
+// when the client's HTTP timeout is shorter; ctx may end it sooner.
 func (c *Client) RunVM(ctx context.Context, namespace, vm string, req RunRequest) (RunResult, error) {
 	var out RunResult
-	err := c.Do(ctx, http.MethodPost, nsPath(namespace, "vms", vm, "run"), req, &out)
+	bound := time.Duration(DefaultRunTimeout) * time.Second
+	if req.TimeoutSeconds != nil {
+		bound = time.Duration(*req.TimeoutSeconds) * time.Second
+	}
+	err := c.waitingAtLeast(bound+runAnswerWait).Do(ctx, http.MethodPost, nsPath(namespace, "vms", vm, "run"), req, &out)
 	return out, err
+}
+
+// runAnswerWait is how long RunVM waits past the run's own bound for the
+// answer: the guest's kill and the way back through the peers.
+const runAnswerWait = 30 * time.Second
+
+// waitingAtLeast returns c, or a copy of it whose HTTP client's timeout is
+// at least d when c's is shorter (a timeout of 0, none, is kept).
+func (c *Client) waitingAtLeast(d time.Duration) *Client {
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: defaultHTTPTimeout}
+	}
+	if hc.Timeout == 0 || hc.Timeout >= d {
+		return c
+	}
+	long := *hc
+	long.Timeout = d
+	cc := *c
+	cc.HTTP = &long
+	return &cc
 }
 
 // ResizeVM grows the VM's disk to size ("20G") and returns the VM.

@@ -138,8 +138,11 @@ func TestCatchUp_new_service_account_token_on_a_lagging_follower(t *testing.T) {
 	}
 	answer := make(chan int, 1)
 	go func() {
-		resp := get(t, "http://"+f.Peer.APIAddr()+"/api/v1/namespaces/"+kit.NS+"/vms", tok.Token)
-		answer <- resp.StatusCode
+		code, err := statusOf("http://"+f.Peer.APIAddr()+"/api/v1/namespaces/"+kit.NS+"/vms", tok.Token)
+		if err != nil {
+			t.Error(err) // not Fatal: the test waits on answer
+		}
+		answer <- code
 	}()
 	c.WaitFor("the follower to sync for the unknown subject", 5*time.Second, func() error {
 		select {
@@ -165,14 +168,39 @@ func TestCatchUp_new_service_account_token_on_a_lagging_follower(t *testing.T) {
 
 func get(t *testing.T, url, token string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := getOnce(url, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
 	return resp
+}
+
+// statusOf is get's status code, for a goroutine (which must not end its
+// test).
+func statusOf(url, token string) (int, error) {
+	resp, err := getOnce(url, token)
+	if err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
+
+// getOnce GETs url with token, waiting at most a minute, and closes the
+// answer's body.
+func getOnce(url, token string) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	return resp, nil
 }
 
 // A leader crashes and comes back at once, over and over, on a quiet

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -152,20 +153,32 @@ func TestHotPool_claims_and_refills(t *testing.T) {
 // deployAll deploys n VMs of config ci at once and returns them, Running.
 func deployAll(t *testing.T, cl *api.Client, prefix string, n int) []api.VM {
 	t.Helper()
+	vms, err := deployEach(cl, prefix, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vms
+}
+
+// deployEach is deployAll for a goroutine (which must not end its test):
+// the first deploy that failed or did not run is its error.
+func deployEach(cl *api.Client, prefix string, n int) ([]api.VM, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var wg sync.WaitGroup
 	vms, errs := make([]api.VM, n), make([]error, n)
 	for i := range vms {
 		wg.Go(func() {
-			vms[i], errs[i] = cl.DeployVM(kit.Ctx(t), kit.NS, api.DeployRequest{VMConfig: "ci", Name: fmt.Sprintf("%s-%d", prefix, i)})
+			vms[i], errs[i] = cl.DeployVM(ctx, kit.NS, api.DeployRequest{VMConfig: "ci", Name: fmt.Sprintf("%s-%d", prefix, i)})
 		})
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil || vms[i].Status != api.StatusRunning {
-			t.Fatalf("deploy %d: %+v %v", i, vms[i], err)
+			return nil, fmt.Errorf("deploy %d: %+v %v", i, vms[i], err)
 		}
 	}
-	return vms
+	return vms, nil
 }
 
 // startedFrom counts the VMs by how they started, and fails on two VMs on
@@ -242,14 +255,25 @@ func TestHotPool_memory_cap(t *testing.T) {
 // what the config says and nothing else is left in the hypervisor.
 func TestHotPool_config_changed_during_claims(t *testing.T) {
 	c, m, cl := kit.HotRig(t, 2)
-	done := make(chan []api.VM)
-	go func() { done <- deployAll(t, cl, "during", 8) }()
+	type deployed struct {
+		vms []api.VM
+		err error
+	}
+	done := make(chan deployed, 1)
+	go func() {
+		vms, err := deployEach(cl, "during", 8)
+		done <- deployed{vms, err}
+	}()
 	for _, hot := range []int{0, 3, 1} {
 		if _, err := cl.ChangeVMConfig(kit.Ctx(t), kit.NS, "ci", api.VMConfigChange{Hot: &hot}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	vms := <-done
+	d := <-done // deployEach's calls are bounded
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	vms := d.vms
 	got := startedFrom(t, m, vms)
 	// A VM whose guest the pool drained as the deploy claimed it starts
 	// from the template, under the claimed guest's domain name.

@@ -249,12 +249,5 @@ func httpDead(t *testing.T) string {
 // getCode answers the status of a GET of path at m with token.
 func getCode(t *testing.T, m interface{ APIAddr() string }, path, token string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+m.APIAddr()+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return get(t, "http://"+m.APIAddr()+path, token).StatusCode
 }

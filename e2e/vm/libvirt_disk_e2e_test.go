@@ -194,28 +194,42 @@ func TestLibvirtCluster_disk_floor(t *testing.T) {
 		err  error
 	}
 	done := make(chan result, 2)
-	go func() {
-		out := sharedRun(t, cl, kit.NS, "filler", fmt.Sprintf("dd if=/dev/zero of=/shared/fill bs=1M count=%d 2>&1; echo exit=$?", folder/mib+100))
+	fillStart := time.Now()
+	go func() { // no t.Fatal here: the test waits on done
+		out, err := runScript(cl, kit.NS, "filler", fmt.Sprintf("dd if=/dev/zero of=/shared/fill bs=1M count=%d 2>&1; echo exit=$?", folder/mib+100))
+		if err != nil {
+			done <- result{"the guest", err}
+			return
+		}
 		if !strings.Contains(out.Stdout, "No space left on device") || strings.Contains(out.Stdout, "exit=0") {
 			done <- result{"the guest", fmt.Errorf("past the folder's bound: %+v", out)}
 			return
 		}
 		done <- result{"the guest", nil}
 	}()
+	roomBefore := room()
 	go func() {
 		_, err := cl.UploadImage(long(), kit.NS, "late", zeros(gib), -1)
 		if api.CodeOf(err) != http.StatusRequestEntityTooLarge {
-			err = fmt.Errorf("an upload of 1 GiB with %d MiB of room: %v, want 413", room()/mib, err)
+			err = fmt.Errorf("an upload of 1 GiB with %d MiB of room before the fill: %v, want 413", roomBefore/mib, err)
 		} else {
 			err = nil
 		}
 		done <- result{"an upload", err}
 	}()
+	fill := time.NewTimer(scriptRunWait + time.Minute) // both are bounded by less
+	defer fill.Stop()
 	for range 2 {
-		if r := <-done; r.err != nil {
-			t.Fatalf("%s: %v", r.what, r.err)
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatalf("%s: %v", r.what, r.err)
+			}
+		case <-fill.C:
+			t.Fatal("the fill and the upload beside it did not end")
 		}
 	}
+	t.Logf("the guest filled its folder beside the refused upload in %s", time.Since(fillStart).Round(time.Second))
 	raftWrites("the fill")
 
 	// a save of the VM's disk takes room as it writes

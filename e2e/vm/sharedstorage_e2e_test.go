@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,12 +21,28 @@ import (
 // `svc vm run` calls), as root, and returns its result.
 func sharedRun(t *testing.T, cl *api.Client, namespace, vm, script string) api.RunResult {
 	t.Helper()
-	timeout := 300
-	r, err := cl.RunVM(kit.Ctx(t), namespace, vm, api.RunRequest{Command: []string{"sh", "-c", script}, TimeoutSeconds: &timeout})
+	r, err := runScript(cl, namespace, vm, script)
 	if err != nil {
-		t.Fatalf("run %q in %s: %v", script, vm, err)
+		t.Fatal(err)
 	}
 	return r
+}
+
+// scriptRunWait bounds a script sharedRun runs in a guest (its
+// TimeoutSeconds); the call waits that and the answer's way back.
+const scriptRunWait = 5 * time.Minute
+
+// runScript runs script in vm's guest (sh -c), for sharedRun and for a
+// goroutine, which must not end its test.
+func runScript(cl *api.Client, namespace, vm, script string) (api.RunResult, error) {
+	timeout := int(scriptRunWait / time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scriptRunWait+30*time.Second)
+	defer cancel()
+	r, err := cl.RunVM(ctx, namespace, vm, api.RunRequest{Command: []string{"sh", "-c", script}, TimeoutSeconds: &timeout})
+	if err != nil {
+		return r, fmt.Errorf("run %q in %s: %w", script, vm, err)
+	}
+	return r, nil
 }
 
 // Shared storage on real VMs (libvirt, virtio-9p): two VMs of a namespace

@@ -26,6 +26,11 @@ type Result struct {
 type FSM struct {
 	log *slog.Logger
 
+	// applyMu makes each Apply and Restore whole with respect to the
+	// others: a host that followed the log (node/follow) and then joined
+	// Raft has both feed it for a moment, and an entry's check against
+	// the index and its apply must not interleave with another's.
+	applyMu sync.Mutex
 	mu      sync.RWMutex
 	state   *State
 	index   uint64
@@ -50,6 +55,14 @@ var _ raft.FSM = (*FSM)(nil)
 // peer stops rather than diverge. Unknown commands flagged ignorable are skipped.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
+		return nil
+	}
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	if l.Index <= f.Index() {
+		// applied already: a host that followed the log through a member
+		// (node/follow) and then joined the Raft group is sent again
+		// entries its state holds
 		return nil
 	}
 	if _, halted := f.Halted(); halted {
@@ -132,6 +145,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // Restore replaces the state with a snapshot's.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	// Maps an older snapshot lacks stay empty rather than nil.
 	sf := snapshotFile{State: NewState()}
 	dec := json.NewDecoder(rc)

@@ -31,8 +31,8 @@ func mustEncode(t testing.TB, typ Type, body any) []byte {
 func applyAll(t testing.TB, f *FSM, cmds ...[]byte) Result {
 	t.Helper()
 	var last Result
-	for i, c := range cmds {
-		r := f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: c})
+	for _, c := range cmds {
+		r := f.Apply(&raft.Log{Index: f.Index() + 1, Type: raft.LogCommand, Data: c})
 		if r != nil {
 			last = r.(Result)
 		} else {
@@ -746,5 +746,29 @@ func TestNodeFacts_OwnPorts(t *testing.T) {
 	}
 	if len(got) != 4 || len(NodeFacts{APIAddr: "no port"}.OwnPorts()) != 0 {
 		t.Fatalf("OwnPorts = %v", got)
+	}
+}
+
+// An entry at or below the index the state was applied to is not applied
+// again, whatever it holds.
+func TestFSM_entry_applied_already_is_skipped(t *testing.T) {
+	f := NewFSM(nil)
+	for _, c := range []struct {
+		index   uint64
+		name    string
+		applied bool
+	}{
+		{5, "first", true},
+		{5, "again", false},
+		{4, "older", false},
+		{6, "next", true},
+	} {
+		f.Apply(&raft.Log{Index: c.index, Type: raft.LogCommand, Data: mustEncode(t, TypeNamespaceCreate, NamespaceCreate{Name: c.name, Time: time.Now()})})
+		if _, ok := f.Namespace(c.name); ok != c.applied {
+			t.Errorf("entry %d (%s): applied %v, want %v", c.index, c.name, ok, c.applied)
+		}
+	}
+	if f.Index() != 6 {
+		t.Fatalf("index %d, want 6", f.Index())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/svc-project/svc/api"
 	"github.com/svc-project/svc/auth"
 	"github.com/svc-project/svc/imagestore"
+	"github.com/svc-project/svc/node/follow"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -22,6 +23,7 @@ type peerAPI struct {
 	swarm  *swarm.Service
 	images *imagestore.Store
 	authn  *auth.Authenticator
+	feed   *follow.Feed
 }
 
 func (s *peerAPI) routes(srv *Server) {
@@ -35,6 +37,11 @@ func (s *peerAPI) routes(srv *Server) {
 	srv.handle(Route{Method: get, Path: "/api/v1/internal/commit-index", Rule: RulePeer}, s.commitIndex)
 	srv.handle(Route{Method: get, Path: api.AppliedIndexPath, Rule: RulePeer}, s.appliedIndex)
 	srv.handle(Route{Method: get, Path: api.TrustPath, Rule: RulePeer}, s.trust)
+	if s.feed != nil {
+		// a host that follows the log through this peer (node/follow)
+		srv.handle(Route{Method: get, Path: follow.LogPath, Rule: RulePeer}, s.serveLog)
+		srv.handle(Route{Method: get, Path: follow.StatePath, Rule: RulePeer}, s.serveState)
+	}
 	// Not forwarded: the leader judges a proposal by the proposing peer's
 	// certificate, which a forwarding peer would replace with its own.
 	srv.handle(Route{Method: post, Path: "/api/v1/internal/apply", Rule: RulePeer, Write: true}, s.internalApply)
@@ -114,5 +121,15 @@ func (s *peerAPI) trust(w http.ResponseWriter, _ *http.Request, _ httprouter.Par
 		out.Removed[kid] = api.PeerRemoval{Name: r.Name, At: r.At, By: r.By}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *peerAPI) serveLog(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	s.feed.ServeLog(w, r)
+	return nil
+}
+
+func (s *peerAPI) serveState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	s.feed.ServeState(w, r)
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/svc-project/svc/internal/keyedlimit"
 	"github.com/svc-project/svc/internal/netgate"
 	"github.com/svc-project/svc/node/diskbudget"
+	"github.com/svc-project/svc/node/follow"
 	"github.com/svc-project/svc/node/swarm"
 	"github.com/svc-project/svc/raftfsm"
 )
@@ -71,6 +72,9 @@ type Config struct {
 	// Swarm serves chunks of blobs to other peers and, on the leader,
 	// tracks who has which (nil: none).
 	Swarm *swarm.Service
+	// Feed serves this peer's log to the hosts that follow it without
+	// being Raft members (node/follow); nil serves none.
+	Feed *follow.Feed
 
 	Log *slog.Logger
 	// Registry receives the HTTP metrics and is served on /metrics.
@@ -205,7 +209,7 @@ func New(cfg Config) *Server {
 		&imagesAPI{core: c, images: cfg.Images, jobs: cfg.Jobs, fwd: s.fwd, links: cfg.Links, disk: cfg.Disk},
 		&registryAPI{core: c, jobs: cfg.Jobs, registries: cfg.Registries, keys: cfg.Keys},
 		&clusterAPI{core: c, membership: cfg.Membership, snapshots: cfg.Snapshots},
-		&peerAPI{core: c, swarm: cfg.Swarm, images: cfg.Images, authn: s.authn},
+		&peerAPI{core: c, swarm: cfg.Swarm, images: cfg.Images, authn: s.authn, feed: cfg.Feed},
 		&oidcAPI{core: c, signin: cfg.SignIn, keys: cfg.Keys},
 		&runnerPoolsAPI{core: c, pools: cfg.RunnerPools, keys: cfg.Keys},
 	} {

@@ -90,9 +90,12 @@ const logCacheEntries = 256
 
 // Store owns the Raft instance, its bolt log store and its file snapshots.
 type Store struct {
-	FSM   *raftfsm.FSM
-	raft  *raft.Raft
-	bolt  *raftboltdb.BoltStore
+	FSM  *raftfsm.FSM
+	raft *raft.Raft
+	bolt *raftboltdb.BoltStore
+	// logs is the log as Raft reads it (its newest entries from memory),
+	// for the followers' feed (entries.go).
+	logs  raft.LogStore
 	snaps raft.SnapshotStore
 	// Recovered says what --recover found, when it ran.
 	Recovered *Recovery
@@ -218,7 +221,7 @@ func OpenStore(cfg StoreConfig, fsm *raftfsm.FSM) (*Store, error) {
 		_ = bolt.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
-	s := &Store{FSM: fsm, raft: r, bolt: bolt, snaps: snaps, Recovered: recovered, trans: trans, log: log, id: cfg.ID, addr: string(trans.LocalAddr()), had: had, m: newStoreMetrics(),
+	s := &Store{FSM: fsm, raft: r, bolt: bolt, logs: logs, snaps: snaps, Recovered: recovered, trans: trans, log: log, id: cfg.ID, addr: string(trans.LocalAddr()), had: had, m: newStoreMetrics(),
 		leaderChanged: make(chan struct{})}
 	s.obsCh = make(chan raft.Observation, 16)
 	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {

@@ -104,6 +104,8 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 			}
 			voters++
 			log.Info("added voter", "peer", m.Name)
+		case !ok && l.cfg.Replicas > 0 && !id.Pending:
+			// a place among the bounded replicas, or none (replanReplicas)
 		case !ok:
 			if err := l.cfg.Raft.AddNonvoter(ctx, m.Name, id.RaftAddr); err != nil {
 				return fmt.Errorf("add non-voter %s: %w", m.Name, err)
@@ -143,6 +145,12 @@ func (l *Leader) reconcileMembership(ctx context.Context) error {
 		}
 		log.Info("removed peer that is gone for good", "peer", s.ID)
 		l.reap(ctx, s.ID)
+	}
+
+	if l.cfg.Replicas > 0 {
+		if err := l.replanReplicas(ctx, byName, inConfig); err != nil {
+			return err
+		}
 	}
 
 	for _, m := range members {

@@ -61,7 +61,16 @@ type Config struct {
 	// configuration; NotReadyGrace how long a new leader waits before it
 	// marks NOT READY a node gossip does not know.
 	ReapAfter, NotReadyGrace time.Duration
-	Log                      *slog.Logger
+	// Replicas, when positive, bounds the Raft group's non-voting members
+	// (replicas, replanReplicas): the leader keeps that many live ones,
+	// spread over failure domains, and every other peer follows the log
+	// through a member (node/follow). 0: every live admitted peer is a
+	// member, a voter or a non-voter.
+	Replicas int
+	// ReplaceAfter is how long a replica may be dead before another takes
+	// its place (0: DefaultReplaceAfter).
+	ReplaceAfter time.Duration
+	Log          *slog.Logger
 }
 
 // Leader is the leader's work; it runs while its peer leads (Run) and

@@ -42,7 +42,19 @@ type Report struct {
 	// reports it.
 	DiskRoom  int64 `json:"dr,omitempty"`
 	DiskKnown bool  `json:"dk,omitempty"`
+	// Raft is the peer's place in the Raft group as it knows it: RoleLeader,
+	// RoleVoter, RoleReplica (a non-voter), or "" for none (it follows the
+	// log through a member: node/follow). Followers read the log from the
+	// members that report a role.
+	Raft string `json:"rf,omitempty"`
 }
+
+// The peer's places in the Raft group, as Report.Raft gives them.
+const (
+	RoleLeader  = "leader"
+	RoleVoter   = "voter"
+	RoleReplica = "replica"
+)
 
 // maxProblem and maxSharedWhy bound Problem and SharedStorageWhy so that
 // the report fits the metadata limit.

@@ -71,6 +71,15 @@ type Config struct {
 	// RunnerPollInterval is how often a runner pool asks GitHub for the
 	// jobs its webhook may have missed (default 30 s).
 	RunnerPollInterval time.Duration
+	// Replicas, when positive, bounds the Raft group to its voters and
+	// that many non-voting replicas; every other peer follows the log
+	// through a member (node/follow, peer/follow.go). Give every peer of a
+	// cluster the same. 0: every peer is a Raft member. At most
+	// MaxReplicas.
+	Replicas int
+	// ReplaceAfter is how long a replica may be dead before the leader
+	// puts another in its place (0: leader.DefaultReplaceAfter, 30 s).
+	ReplaceAfter time.Duration
 	// ReapAfter is how long a peer must be dead before the leader removes it
 	// from the Raft configuration for good (default 72 h).
 	ReapAfter time.Duration
@@ -167,6 +176,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.BootstrapExpect < 0 || c.BootstrapExpect > 1 {
 		return errors.New("bootstrap-expect is 0 (join a cluster) or 1 (form one): a cluster forms on one peer and the others join it with a join token")
+	}
+	if c.Replicas < 0 || c.Replicas > MaxReplicas {
+		return fmt.Errorf("raft-replicas is %d: 0 (every peer a Raft member) to %d", c.Replicas, MaxReplicas)
 	}
 	if c.Arch == "" {
 		c.Arch = runtime.GOARCH

@@ -26,6 +26,9 @@ type leaderLink struct {
 	// peerHTTP talks to other peers (blob transfers, applies via the
 	// leader) over the fabric: TLS with this peer's certificate.
 	peerHTTP *http.Client
+	// followed names the leader as the member this peer follows the log
+	// through knows it, outside a bounded Raft group (follow.go).
+	followed func() string
 }
 
 // IsLeader reports whether this peer leads the cluster.
@@ -35,6 +38,9 @@ func (p *leaderLink) IsLeader() bool { return p.store.IsLeader() }
 // (PeerAddr), empty when unknown.
 func (p *leaderLink) LeaderAPI() (string, string) {
 	_, id := p.store.Leader()
+	if id == "" && p.followed != nil {
+		id = p.followed() // outside the Raft group: as the member followed knows it
+	}
 	if id == "" {
 		return "", ""
 	}
@@ -50,6 +56,10 @@ var ErrNoLeader = fmt.Errorf("%w: no leader", raftfsm.ErrNotLeader)
 func (p *leaderLink) WaitLeader(ctx context.Context) (string, string, error) {
 	timer := time.NewTimer(p.cfg.LeaderWait)
 	defer timer.Stop()
+	// a peer that follows the log learns of a leader from its feed, which
+	// signals nothing: it looks again every followCheck
+	look := time.NewTicker(followCheck)
+	defer look.Stop()
 	for {
 		leaderChanged, gossipChanged := p.store.LeaderChanged(), p.gossip.Changed()
 		if p.IsLeader() {
@@ -61,6 +71,7 @@ func (p *leaderLink) WaitLeader(ctx context.Context) (string, string, error) {
 		select {
 		case <-leaderChanged:
 		case <-gossipChanged:
+		case <-look.C:
 		case <-timer.C:
 			return "", "", fmt.Errorf("%w: peer %s cannot reach a quorum of the cluster (waited %s); writes are refused until a leader is elected",
 				ErrNoLeader, p.cfg.Name, p.cfg.LeaderWait)
@@ -79,7 +90,7 @@ func (p *leaderLink) VerifyLeader(ctx context.Context) error {
 
 // ClusterInfo describes the cluster as this peer sees it.
 func (p *Peer) ClusterInfo(ctx context.Context) api.ClusterInfo {
-	_, leader := p.store.Leader()
+	leader, _ := p.LeaderAPI()
 	info := api.ClusterInfo{
 		APIEndpoint: "http://" + p.APIAddr(),
 		TLSEndpoint: "https://" + p.TLSAddr(),

@@ -26,6 +26,7 @@ import (
 	"github.com/svc-project/svc/node/catchup"
 	"github.com/svc-project/svc/node/diskbudget"
 	"github.com/svc-project/svc/node/fabric"
+	"github.com/svc-project/svc/node/follow"
 	"github.com/svc-project/svc/node/health"
 	"github.com/svc-project/svc/node/host"
 	"github.com/svc-project/svc/node/hostadmin"
@@ -53,8 +54,11 @@ type Peer struct {
 	// leaderLink holds the Raft store, the gossip layer, the links to
 	// the other peers and the client over the fabric (leaderlink.go).
 	leaderLink
-	cfg Config
-	api *httpapi.Server
+	// follows runs the peer's Follower while it is outside a bounded
+	// Raft group (follow.go).
+	follows follower
+	cfg     Config
+	api     *httpapi.Server
 	// pools runs the runner pools while this peer leads.
 	pools  *runnerpool.Controller
 	apiL   net.Listener
@@ -185,6 +189,7 @@ func Start(cfg Config) (*Peer, error) {
 		NotMember: func() { p.standing.RefreshTrustSoon() },
 	})
 	p.peerHTTP = &http.Client{Transport: p.links.PeerTransport()}
+	p.followed = p.followedLeader
 	p.propagate = propagate.New(propagate.Config{
 		Self: cfg.Name, HTTP: p.peerHTTP, URL: p.links.URL,
 		Members: func() []gossip.Member {
@@ -330,6 +335,7 @@ func Start(cfg Config) (*Peer, error) {
 		Restoring: func() bool { return snapshots.PendingRestore(p.id.Dir) },
 		Remove:    func(ctx context.Context, name, by string) error { return p.member.RemoveNode(ctx, name, by) },
 		Interval:  cfg.ReconcileInterval, ReapAfter: cfg.ReapAfter, NotReadyGrace: cfg.NotReadyGrace,
+		Replicas: cfg.Replicas, ReplaceAfter: cfg.ReplaceAfter,
 		Log: cfg.Log.With("part", "leader"),
 	})
 	p.terms = term.New(term.Config{
@@ -360,6 +366,7 @@ func Start(cfg Config) (*Peer, error) {
 		Replica: p, Consensus: APIConsensus(p), Propagation: p.propagate, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit, Disk: p.disk, Pending: p.member.Pending,
 		RunnerPools: p.pools, Swarm: p.swarm,
+		Feed: &follow.Feed{Log: p.store, FSM: p.FSM(), Member: func() bool { return p.follows.gossiped() != "" }, Leader: func() string { _, id := p.store.Leader(); return id }},
 		Snapshots: snapshots.New(snapshots.Config{
 			Name: cfg.Name, Version: cfg.Version, Store: p.store, FSM: p.FSM(), Secret: p.id.Secret, ClusterID: p.id.ClusterID,
 			Dir: snapshots.UploadDir(cfg.DataDir), Disk: p.disk, Log: cfg.Log.With("part", "snapshots"),
@@ -389,6 +396,7 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	})
 	p.wg.Go(func() { p.caught.Run(p.ctx) })
+	p.wg.Go(func() { p.runFollow(p.ctx) })
 	p.wg.Go(func() { p.health.RunAnnouncer(p.ctx) })
 	p.wg.Go(func() { p.watchDiskRoom(p.ctx) })
 	p.wg.Go(func() { p.standing.Run(p.ctx) })

@@ -36,6 +36,7 @@ func (p *Peer) report() gossip.Report {
 		Problem:     p.problem(),
 		KeyEpoch:    p.member.KeyEpoch(),
 		DiskRoom:    room, DiskKnown: known,
+		Raft: p.follows.gossiped(),
 	}
 }
 

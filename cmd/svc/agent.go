@@ -45,6 +45,7 @@ type agentFlags struct {
 	gpu                int
 	dev                bool
 	reapAfter          time.Duration
+	raftReplicas       int
 	libvirtSocket      string
 	domainType         string
 	qemuUser           string
@@ -136,6 +137,7 @@ the flag names, e.g. {"name": "host-a", "join": ["10.0.0.11:7946"]}; flags win.`
 	f.IntVar(&a.gpu, "gpu", -1, "GPUs offered to VMs (default: the host's non-boot display controllers)")
 	f.BoolVar(&a.dev, "dev", false, "a single-peer cluster on loopback in a local data dir, for trying svc out")
 	f.DurationVar(&a.reapAfter, "reap-after", 72*time.Hour, "how long a dead peer keeps its Raft seat before a non-voter takes it")
+	f.IntVar(&a.raftReplicas, "raft-replicas", 0, "bound the Raft group to its voters and this many non-voting replicas; every other peer follows the log through a member (give every peer the same; 0: every peer is a Raft member)")
 	f.StringVar(&a.libvirtSocket, "libvirt-socket", libvirt.DefaultSocket, "libvirtd's unix socket")
 	f.StringVar(&a.hypervisor, "hypervisor", defaultHypervisor(), "libvirt (Linux), vz (macOS: Apple's Virtualization framework), or fake: VMs that only exist in the agent's memory, for tests of the cluster (chaos runs)")
 	f.StringVar(&a.vzGuestVNCPassword, "vz-guest-vnc-password", "admin", "with --hypervisor vz: the password the guests' Screen Sharing asks for (the images' own; the VM's VNC port asks clients for the VM's password)")
@@ -237,7 +239,7 @@ func (a *agentFlags) peerConfig(fs *pflag.FlagSet) (peer.Config, error) {
 	cfg := peer.Config{
 		Name: a.name, DataDir: a.dataDir, Bind: a.bind,
 		APIPort: a.apiPort, TLSPort: a.tlsPort, RaftPort: a.raftPort, GossipPort: a.gossipPort,
-		BootstrapExpect: a.bootstrapExpect, Join: a.join, JoinToken: a.joinToken, Restore: a.restore, Recover: a.recover, Version: version, ReapAfter: a.reapAfter,
+		BootstrapExpect: a.bootstrapExpect, Join: a.join, JoinToken: a.joinToken, Restore: a.restore, Recover: a.recover, Version: version, ReapAfter: a.reapAfter, Replicas: a.raftReplicas,
 		APILimits: httpapi.Limits{MaxConns: a.maxConns, MaxConnsPerClient: a.maxConnsClient},
 		ChunkMiB:  a.chunkMiB,
 		MaxJobs:   a.maxJobs, MaxUploadStreams: a.maxUploadStreams, RegistryAllow: a.registryAllow,

@@ -262,12 +262,15 @@ chaos-short: deps build
 ## fleet: svc as a fleet grows: at each size of FLEET_PEERS, real agents (fake hypervisor) in network
 ## namespaces, their writes through the leader (16 clients, 20 s), the leader's idle CPU, the peers' idle
 ## memory, deploy to Running, a join, a host's and the leader's death timed; then a model fitted to the
-## points at FLEET_MODEL's sizes, marked as such (cmd/svc-fleet; root; the table in build/fleet.txt)
+## points at FLEET_MODEL's sizes, marked as such (cmd/svc-fleet; root; the table in build/fleet.txt).
+## FLEET_AGENT_ARGS are more flags for every agent: FLEET_AGENT_ARGS="--raft-replicas 2" measures a
+## bounded Raft group
 FLEET_PEERS ?= 3,25,50
 FLEET_MODEL ?= 100,1000,5000
+FLEET_AGENT_ARGS ?=
 fleet: deps build
 	@if [ "$$(id -u)" -ne 0 ]; then echo "fleet: needs root (network namespaces)"; exit 1; fi
-	$(GO) run ./cmd/svc-fleet -peers $(FLEET_PEERS) -model $(FLEET_MODEL) -out build/fleet.txt
+	$(GO) run ./cmd/svc-fleet -peers $(FLEET_PEERS) -model $(FLEET_MODEL) -agent-args "$(FLEET_AGENT_ARGS)" -out build/fleet.txt
 
 ## failover-soak: 3 peers with the production Raft timeouts, every core busy, 10 minutes: no election
 failover-soak:

@@ -56,6 +56,7 @@ func run() error {
 	flag.DurationVar(&cfg.Settle, "settle", 10*time.Second, "pause after the fleet formed, before the idle measurement")
 	flag.DurationVar(&cfg.Idle, "idle", 10*time.Second, "how long the leader's idle CPU is measured")
 	flag.IntVar(&cfg.Deploys, "deploys", 40, "deploys timed to Running, 4 at a time")
+	flag.StringVar(&cfg.AgentArgs, "agent-args", "", "more flags for every agent, e.g. \"--raft-replicas 2\"")
 	flag.Parse()
 	ns, err := sizes(peers)
 	if err != nil {
@@ -89,7 +90,7 @@ func run() error {
 		points = append(points, p)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "svc-fleet %s: %d clients for %s, %d deploys, fake hypervisor, one process a peer\n", time.Now().UTC().Format(time.DateOnly), cfg.Clients, cfg.WriteFor, cfg.Deploys)
+	fmt.Fprintf(&b, "svc-fleet %s: %d clients for %s, %d deploys, fake hypervisor, one process a peer, agents %q\n", time.Now().UTC().Format(time.DateOnly), cfg.Clients, cfg.WriteFor, cfg.Deploys, "--hypervisor fake "+cfg.AgentArgs)
 	fleet.Table(&b, points, ms)
 	if failed != nil {
 		fmt.Fprintf(&b, "stopped: %v\n", failed)

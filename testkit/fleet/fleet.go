@@ -29,7 +29,9 @@ type Config struct {
 	Idle, Settle time.Duration
 	// Deploys are made, 4 at a time, to time deploy → Running.
 	Deploys int
-	Log     *slog.Logger
+	// AgentArgs are more flags for every agent (--raft-replicas 2).
+	AgentArgs string
+	Log       *slog.Logger
 }
 
 // Point is what one size of fleet measured.
@@ -70,7 +72,7 @@ const (
 // during the run), measures it and takes it down.
 func Measure(ctx context.Context, cfg Config, n int) (Point, error) {
 	p := Point{Peers: n}
-	c := &chaos.Cluster{Script: cfg.Script, Bin: cfg.Bin, Dir: cfg.Dir, N: n + 1, Started: n}
+	c := &chaos.Cluster{Script: cfg.Script, Bin: cfg.Bin, Dir: cfg.Dir, N: n + 1, Started: n, AgentArgs: cfg.AgentArgs}
 	start := time.Now()
 	if err := c.Up(ctx); err != nil {
 		_ = c.Down()

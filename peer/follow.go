@@ -30,8 +30,10 @@ const followAfter = 3 * time.Second
 // followCheck is how often the peer looks at its place.
 const followCheck = 500 * time.Millisecond
 
-// follower is the peer's Follower while it runs.
+// follower is the peer's place in the Raft group, gossiped, and its
+// Follower while it is outside it.
 type follower struct {
+	p    *Peer
 	mu   sync.Mutex
 	f    *follow.Follower
 	stop context.CancelFunc
@@ -41,7 +43,8 @@ type follower struct {
 
 // raftRole is this peer's place in the Raft group as it knows it (a
 // gossip.Role..., or "" outside it).
-func (p *Peer) raftRole() string {
+func (fl *follower) raftRole() string {
+	p := fl.p
 	switch {
 	case p.store == nil:
 		return ""
@@ -67,18 +70,19 @@ func (p *Peer) raftRole() string {
 	return ""
 }
 
-// runFollow keeps the follower running while this peer is outside the Raft
+// run keeps the follower running while this peer is outside the Raft
 // group, and its role in its gossip report, until ctx ends.
-func (p *Peer) runFollow(ctx context.Context) {
+func (fl *follower) run(ctx context.Context) {
+	p := fl.p
 	t := time.NewTicker(followCheck)
 	defer t.Stop()
-	defer p.stopFollowing()
+	defer fl.stopFollowing()
 	for {
-		role := p.raftRole()
-		p.follows.mu.Lock()
-		changed := role != p.follows.role
-		p.follows.role = role
-		p.follows.mu.Unlock()
+		role := fl.raftRole()
+		fl.mu.Lock()
+		changed := role != fl.role
+		fl.role = role
+		fl.mu.Unlock()
 		if changed {
 			if err := p.gossip.SetReport(p.report()); err != nil {
 				p.cfg.Log.Warn("gossip report", "err", err)
@@ -86,9 +90,9 @@ func (p *Peer) runFollow(ctx context.Context) {
 		}
 		pending := p.member != nil && p.member.Pending() != ""
 		if role == "" && !pending && p.cfg.Replicas > 0 {
-			p.startFollowing(ctx)
+			fl.start(ctx)
 		} else {
-			p.stopFollowing()
+			fl.stopFollowing()
 		}
 		select {
 		case <-ctx.Done():
@@ -98,48 +102,51 @@ func (p *Peer) runFollow(ctx context.Context) {
 	}
 }
 
-func (p *Peer) startFollowing(ctx context.Context) {
-	p.follows.mu.Lock()
-	defer p.follows.mu.Unlock()
-	if p.follows.f != nil {
+func (fl *follower) start(ctx context.Context) {
+	p := fl.p
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.f != nil {
 		return
 	}
-	f := &follow.Follower{FSM: p.FSM(), Sources: p.followSources, HTTP: p.peerHTTP, Log: p.cfg.Log.With("part", "follow")}
+	f := &follow.Follower{FSM: p.FSM(), Sources: fl.sources, HTTP: p.peerHTTP, Log: p.cfg.Log.With("part", "follow")}
 	fctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = f.Run(fctx) }()
-	p.follows.f, p.follows.stop, p.follows.done = f, stop, done
+	fl.f, fl.stop, fl.done = f, stop, done
 	p.cfg.Log.Info("outside the Raft group: following the log through a member")
 }
 
-func (p *Peer) stopFollowing() {
-	p.follows.mu.Lock()
-	defer p.follows.mu.Unlock()
-	if p.follows.f == nil {
+func (fl *follower) stopFollowing() {
+	p := fl.p
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.f == nil {
 		return
 	}
-	p.follows.stop()
-	<-p.follows.done
-	p.follows.f = nil
+	fl.stop()
+	<-fl.done
+	fl.f = nil
 	p.cfg.Log.Info("in the Raft group: no longer following the log through a member")
 }
 
-// followedLeader is the leader as the member this peer follows knows it
+// leader is the leader as the member this peer follows knows it
 // ("" when it follows none).
-func (p *Peer) followedLeader() string {
-	p.follows.mu.Lock()
-	defer p.follows.mu.Unlock()
-	if p.follows.f == nil {
+func (fl *follower) leader() string {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.f == nil {
 		return ""
 	}
-	return p.follows.f.Status().Leader
+	return fl.f.Status().Leader
 }
 
-// followSources are the members to follow the log through, as gossip shows
+// sources are the members to follow the log through, as gossip shows
 // them alive: replicas before voters before the leader, so that the
 // followers' load falls on the replicas, and among equals in an order of
 // this peer's own (a hash of both names), so that the followers spread.
-func (p *Peer) followSources() []string {
+func (fl *follower) sources() []string {
+	p := fl.p
 	type src struct {
 		url  string
 		rank int

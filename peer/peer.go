@@ -189,7 +189,8 @@ func Start(cfg Config) (*Peer, error) {
 		NotMember: func() { p.standing.RefreshTrustSoon() },
 	})
 	p.peerHTTP = &http.Client{Transport: p.links.PeerTransport()}
-	p.followed = p.followedLeader
+	p.follows.p = p
+	p.followed = p.follows.leader
 	p.propagate = propagate.New(propagate.Config{
 		Self: cfg.Name, HTTP: p.peerHTTP, URL: p.links.URL,
 		Members: func() []gossip.Member {
@@ -396,7 +397,7 @@ func Start(cfg Config) (*Peer, error) {
 		}
 	})
 	p.wg.Go(func() { p.caught.Run(p.ctx) })
-	p.wg.Go(func() { p.runFollow(p.ctx) })
+	p.wg.Go(func() { p.follows.run(p.ctx) })
 	p.wg.Go(func() { p.health.RunAnnouncer(p.ctx) })
 	p.wg.Go(func() { p.watchDiskRoom(p.ctx) })
 	p.wg.Go(func() { p.standing.Run(p.ctx) })

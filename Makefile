@@ -89,15 +89,13 @@ gotest = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee
 gobench = set -o pipefail; mkdir -p $(TEST_REPORT) && $(GO) test -json $(2) | tee $(TEST_REPORT)/$(1).json | $(GO) run ./cmd/svc-testreport output
 
 ## lanes: make test's checks after the lint, in two lanes at once. The real-VM lane: the tests on real
-## guests and in the browser (unit-vm: e2e/vm, e2e/browser). The other lane runs two things at once:
-## the cluster-wide tests on the fake hypervisor (unit-cluster: e2e/cluster, in CLUSTER_SHARDS shares),
-## and beside them a sequence: every package's own tests (unit-others), fuzz-short, the other
-## benchmarks (bench-once-rest), netns-test, chaos-short, bench-once-swarm (which takes the network
-## namespaces netns-test and chaos-short use), then the benchmarks that boot guests: the deploy ones
-## (bench-once-deploy) and the others (bench-once-vm). They come last, after unit-cluster has ended,
-## and beside unit-vm, the longest stage: in the VM lane, after it, they made that lane two minutes
-## the longer (make test 20 min 8 s, 0b4c82f); one benchmark's guests at a time beside unit-vm's
-## keep both lanes' guests within their deadlines. One after
+## guests and in the browser (unit-vm: e2e/vm, e2e/browser), then the benchmarks that boot guests but
+## the deploy ones (bench-once-vm). The other lane runs two things at once: the cluster-wide tests on
+## the fake hypervisor (unit-cluster: e2e/cluster, in CLUSTER_SHARDS shares), and beside them a
+## sequence: every package's own tests (unit-others),
+## fuzz-short, the other benchmarks (bench-once-rest), netns-test, chaos-short, bench-once-swarm (which
+## takes the network namespaces netns-test and chaos-short use) and the deploy benchmarks
+## (bench-once-deploy: the sequence ends before unit-cluster does, so they leave the VM lane). One after
 ## another all of it took 40 min on a 2-core machine (2026-12-02), and the machine idled for minutes
 ## of it: the VM lane waits on guests, the others mostly on Raft and peers.
 ## Each lane goes on after a failure (make -k), so that one run shows every failure.
@@ -112,14 +110,14 @@ lanes: build
 	wait $$vm; v=$$?; \
 	if [ $$v -ne 0 ] || [ $$rest -ne 0 ]; then echo "make test: failed (the VM lane exit $$v, the other lane exit $$rest)"; exit 1; fi
 
-## lane-vm: the real-VM lane of make lanes (unit-vm)
+## lane-vm: the real-VM lane of make lanes (unit-vm, then bench-once-vm)
 lane-vm:
-	@scripts/stage.sh unit-vm $(MAKE) --no-print-directory unit-vm || { echo "lane-vm: unit-vm failed"; exit 1; }
+	@s=0; for t in unit-vm bench-once-vm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-vm: $$t failed"; }; done; exit $$s
 
 ## lane-rest: the other lane of make lanes (unit-cluster beside the sequence of everything else)
 lane-rest: test-js-deps
 	@scripts/stage.sh unit-cluster $(MAKE) --no-print-directory unit-cluster & node=$$!; \
-	s=0; for t in unit-others fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm bench-once-deploy bench-once-vm; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; \
+	s=0; for t in unit-others fuzz-short bench-once-rest netns-test chaos-short bench-once-swarm bench-once-deploy; do scripts/stage.sh $$t $(MAKE) --no-print-directory $$t || { s=1; echo "lane-rest: $$t failed"; }; done; \
 	wait $$node || { s=1; echo "lane-rest: unit-cluster failed"; }; exit $$s
 
 ## lint: gofmt, go vet, staticcheck, the layout, layer and method-count checks, the web UI's JavaScript, darwin-check
@@ -217,16 +215,15 @@ fuzz-short:
 
 ## bench-once: every benchmark once, so that a change that breaks one fails CI (only the packages that
 ## have one: go test ./... would build every package's tests again, without -race, to run nothing;
-## ./... outside a git checkout). make test runs it in four parts, in its other lane's sequence:
-## bench-once-rest, bench-once-swarm (whose peers live in the network namespaces of netns-test and
-## chaos-short, after them), then bench-once-deploy and bench-once-vm, the ones that boot guests
+## ./... outside a git checkout). make test runs it in two parts: bench-once-swarm, whose peers live in
+## the network namespaces of netns-test and chaos-short, after them, and bench-once-vm, the rest
 BENCH_PKGS = $(or $(shell git grep -l '^func Benchmark' -- '*_test.go' 2>/dev/null | xargs -r -n1 dirname | sort -u | sed 's|^|./|'),./...)
 SWARM_BENCH := ^BenchmarkImageSwarm$$
 DEPLOY_BENCH := ^BenchmarkDeploy_
 VM_BENCH := ^(BenchmarkCommit_1GiB|BenchmarkSave_1GiB|BenchmarkRunnerPool_queued_to_started|BenchmarkSharedStorage_)
 bench-once: bench-once-vm bench-once-deploy bench-once-rest bench-once-swarm
 
-## bench-once-vm: the benchmarks that boot guests but the deploy ones; bench-once-rest: the others but the swarm's
+## bench-once-vm: the benchmarks that boot guests but the deploy ones (the VM lane); bench-once-rest: the others but the swarm's
 bench-once-vm:
 	$(call gobench,bench-once-vm,-run '^$$' -bench '$(VM_BENCH)' -benchtime 1x -timeout 20m ./e2e/bench)
 

@@ -74,6 +74,22 @@ start_peer() {
   echo $! >"$dir/peer-$i.pid"
 }
 
+# neigh_room N: room in the kernel's ARP table for N hosts that each know
+# the others. The table is one for every network namespace, and its hard
+# bound (gc_thresh3, 1024 by default) is for all of them together: 50
+# namespaces of 50 neighbours overflow it ("neighbor table overflow" in
+# dmesg), and the hosts past it cannot reach the others at all (what made
+# 50 peers never form). Raised only, never lowered.
+neigh_room() {
+  local want=$(($1 * ($1 + 2) + 1024)) k cur
+  for k in 1 2 3; do
+    cur=$(cat /proc/sys/net/ipv4/neigh/default/gc_thresh$k)
+    local v=$((want * k / 4))
+    [ "$k" -eq 3 ] && v=$((want * 2))
+    [ "$cur" -ge "$v" ] || echo "$v" >/proc/sys/net/ipv4/neigh/default/gc_thresh$k
+  done
+}
+
 up() {
   local n=$1 m=${2:-$1}
   [ -x "$bin" ] || { echo "no svc binary at $bin: run 'make build'" >&2; exit 1; }
@@ -82,6 +98,7 @@ up() {
   [ "$m" -ge 1 ] 2>/dev/null && [ "$m" -le "$n" ] || { echo "M must be between 1 and N" >&2; exit 2; }
   down
   mkdir -p "$dir"
+  neigh_room "$n"
   ip link add "$bridge" type bridge
   ip addr add "$net.1/24" dev "$bridge"
   ip link set "$bridge" up

@@ -367,7 +367,7 @@ func Start(cfg Config) (*Peer, error) {
 		Replica: p, Consensus: APIConsensus(p), Propagation: p.propagate, Readiness: p.caught, Peers: p, Links: p.links, Keys: p.member, Membership: p.member, Placer: p.leader, Jobs: p.jobs, Registries: p.jobs,
 		Guests: p.host, Shared: shared, Images: p.images, Audit: p.audit, Disk: p.disk, Pending: p.member.Pending,
 		RunnerPools: p.pools, Swarm: p.swarm,
-		Feed: &follow.Feed{Log: p.store, FSM: p.FSM(), Member: func() bool { return p.follows.gossiped() != "" }, Leader: func() string { _, id := p.store.Leader(); return id }},
+		Feed: &follow.Feed{Log: p.store, FSM: p.FSM(), Member: func() bool { return p.follows.gossiped() != "" }, Leader: func() string { _, id := p.store.Leader(); return id }, LeaderChanged: p.store.LeaderChanged},
 		Snapshots: snapshots.New(snapshots.Config{
 			Name: cfg.Name, Version: cfg.Version, Store: p.store, FSM: p.FSM(), Secret: p.id.Secret, ClusterID: p.id.ClusterID,
 			Dir: snapshots.UploadDir(cfg.DataDir), Disk: p.disk, Log: cfg.Log.With("part", "snapshots"),

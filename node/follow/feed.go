@@ -44,6 +44,11 @@ type Feed struct {
 	// Member says whether this peer is in the Raft group now (nil: it
 	// is): one outside it has no log to serve, and answers 503.
 	Member func() bool
+	// LeaderChanged, when set, is closed at the next change of the leader
+	// as the member knows it: a read waiting for commands returns then,
+	// so that its follower learns the new leader at once (a new term
+	// brings no command of its own).
+	LeaderChanged func() <-chan struct{}
 }
 
 // ErrNotMember is returned by a Feed whose peer is outside the Raft group.
@@ -67,16 +72,31 @@ var ErrCompacted = raftstore.ErrCompacted
 
 // Read returns the commands from index from on; when the member has
 // applied none yet, it waits for one for up to wait (at most MaxWait) and
-// returns an empty batch if none came.
-func (f *Feed) Read(ctx context.Context, from uint64, wait time.Duration) (Batch, error) {
+// returns an empty batch if none came. It does not wait when the member
+// knows another leader than leader (the follower's), and stops waiting
+// when the leader changes.
+func (f *Feed) Read(ctx context.Context, from uint64, wait time.Duration, leader string) (Batch, error) {
 	if from == 0 {
 		from = 1
 	}
 	if f.Member != nil && !f.Member() {
 		return Batch{}, ErrNotMember
 	}
-	if f.FSM.Index() < from && wait > 0 {
+	if f.FSM.Index() < from && wait > 0 && f.leader() == leader {
 		wctx, cancel := context.WithTimeout(ctx, min(wait, MaxWait))
+		if f.LeaderChanged != nil {
+			changed := f.LeaderChanged()
+			if f.leader() != leader {
+				cancel() // changed just now
+			}
+			go func() {
+				select {
+				case <-changed:
+					cancel()
+				case <-wctx.Done():
+				}
+			}()
+		}
 		err := f.FSM.WaitIndex(wctx, from)
 		cancel()
 		if err != nil && ctx.Err() != nil {
@@ -87,11 +107,15 @@ func (f *Feed) Read(ctx context.Context, from uint64, wait time.Duration) (Batch
 	if err != nil {
 		return Batch{}, err
 	}
-	b := Batch{Entries: entries, Next: next, Applied: f.FSM.Index()}
-	if f.Leader != nil {
-		b.Leader = f.Leader()
+	return Batch{Entries: entries, Next: next, Applied: f.FSM.Index(), Leader: f.leader()}, nil
+}
+
+// leader is the leader as the member knows it ("" without Leader).
+func (f *Feed) leader() string {
+	if f.Leader == nil {
+		return ""
 	}
-	return b, nil
+	return f.Leader()
 }
 
 // State writes the member's whole state as of its last applied command (an

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,12 +160,12 @@ func TestFeed_Read_waits_for_the_next_command(t *testing.T) {
 	next := m.store.FSM.Index() + 1
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if b, err := m.feed.Read(ctx, next, 0); err != nil || len(b.Entries) != 0 || b.Next != next {
+	if b, err := m.feed.Read(ctx, next, 0, "m1"); err != nil || len(b.Entries) != 0 || b.Next != next {
 		t.Fatalf("a read past the log without a wait: %+v %v, want nothing from %d at once", b, err, next)
 	}
 	got := make(chan Batch, 1)
 	go func() {
-		b, err := m.feed.Read(ctx, next, MaxWait)
+		b, err := m.feed.Read(ctx, next, MaxWait, "m1")
 		if err != nil {
 			t.Error(err)
 		}
@@ -192,5 +193,40 @@ func TestFeed_ServeLog_refuses_a_bad_query(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%q: %d, want 400", q, resp.StatusCode)
 		}
+	}
+}
+
+// A follower learns of a new leader without waiting for a command: a read
+// that names another leader than the member's returns at once, and one
+// that waits returns when the member's leader changes.
+func TestFeed_Read_returns_when_the_leader_changes(t *testing.T) {
+	m := newMember(t, 0)
+	m.write(t, "ns", 1)
+	var mu sync.Mutex
+	leader, changed := "old", make(chan struct{})
+	m.feed.Leader = func() string { mu.Lock(); defer mu.Unlock(); return leader }
+	m.feed.LeaderChanged = func() <-chan struct{} { mu.Lock(); defer mu.Unlock(); return changed }
+	next := m.store.FSM.Index() + 1
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if b, err := m.feed.Read(ctx, next, MaxWait, "someone-else"); err != nil || b.Leader != "old" {
+		t.Fatalf("a read naming another leader: %+v %v", b, err)
+	}
+	got := make(chan Batch, 1)
+	go func() {
+		b, err := m.feed.Read(ctx, next, MaxWait, "old")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- b
+	}()
+	// the read waits (no command comes); the leader changes
+	mu.Lock()
+	leader = "new"
+	close(changed)
+	changed = make(chan struct{})
+	mu.Unlock()
+	if b := <-got; b.Leader != "new" || len(b.Entries) != 0 {
+		t.Fatalf("the waiting read after the leader changed: %+v", b)
 	}
 }

@@ -147,7 +147,7 @@ func (f *Follower) read(ctx context.Context, src string, next uint64) (Batch, er
 	if wait <= 0 {
 		wait = DefaultWait
 	}
-	q := url.Values{"from": {strconv.FormatUint(next, 10)}, "wait": {wait.String()}}
+	q := url.Values{"from": {strconv.FormatUint(next, 10)}, "wait": {wait.String()}, "leader": {f.Status().Leader}}
 	rctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
 	resp, err := f.get(rctx, src+LogPath+"?"+q.Encode())

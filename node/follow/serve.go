@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// ServeLog answers a follower's read (GET LogPath?from=N&wait=D): the
+// ServeLog answers a follower's read (GET LogPath?from=N&wait=D&leader=L,
+// L the leader as the follower knows it): the
 // batch as JSON, 410 Gone when the entries were compacted, 400 for a bad
 // query.
 func (f *Feed) ServeLog(w http.ResponseWriter, r *http.Request) {
@@ -25,7 +26,7 @@ func (f *Feed) ServeLog(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	b, err := f.Read(r.Context(), from, wait)
+	b, err := f.Read(r.Context(), from, wait, q.Get("leader"))
 	switch {
 	case errors.Is(err, ErrCompacted):
 		http.Error(w, err.Error(), http.StatusGone)

@@ -63,6 +63,8 @@ func TestFollow_a_host_keeps_the_state_through_a_members_feed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// holds waits until the following host holds m's state, m the leader:
+	// a member it reads from may lag the leader's acknowledged writes
 	holds := func(m *testcluster.Member) {
 		t.Helper()
 		c.WaitFor("the following host to hold "+m.Name+"'s state", 30*time.Second, func() error {
@@ -83,7 +85,7 @@ func TestFollow_a_host_keeps_the_state_through_a_members_feed(t *testing.T) {
 	for i := range 5 {
 		tag(i)
 	}
-	holds(source)
+	holds(leader)
 	// it reads from either (one may have refused it as it started: a peer
 	// serves its log once it knows its place in the group)
 	c.WaitFor("the follower to know the leader from its source", 10*time.Second, func() error {
@@ -103,7 +105,7 @@ func TestFollow_a_host_keeps_the_state_through_a_members_feed(t *testing.T) {
 	for i := 5; i < 10; i++ {
 		tag(i)
 	}
-	holds(other)
+	holds(leader)
 	if st := f.Status(); st.Source != via.Peer.Links().URL(other.Name) {
 		t.Fatalf("after %s stopped the follower reads from %q", source.Name, st.Source)
 	}

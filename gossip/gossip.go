@@ -78,6 +78,9 @@ type Gossip struct {
 	keyring *memberlist.Keyring // nil: no encryption
 	log     *slog.Logger
 	addr    string // fixed at start: memberlist's LocalNode may not be read while it updates
+	// updateMu makes SetReport's calls of memberlist's UpdateNode one at
+	// a time.
+	updateMu sync.Mutex
 
 	mu      sync.Mutex
 	report  Report
@@ -216,6 +219,11 @@ func (g *Gossip) Keys() *Keys {
 
 // SetReport replaces this peer's report and spreads it.
 func (g *Gossip) SetReport(r Report) error {
+	// memberlist's UpdateNode is not safe to call from two goroutines at
+	// once (it writes its own node's state unlocked): the peer's health
+	// announcer and its follow loop both report
+	g.updateMu.Lock()
+	defer g.updateMu.Unlock()
 	g.mu.Lock()
 	g.report = r
 	g.mu.Unlock()

@@ -2,7 +2,9 @@ package gossip
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,5 +88,25 @@ func TestReport_encode_limit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Two parts of a peer report at once (its health announcer, its follow
+// loop): each report goes out whole, and under -race nothing races.
+func TestGossip_SetReport_from_two_goroutines(t *testing.T) {
+	g := start(t, "a", nil)
+	var wg sync.WaitGroup
+	for k := range 2 {
+		wg.Go(func() {
+			for i := range 20 {
+				if err := g.SetReport(Report{Addr: "127.0.0.1", CPU: 4, Raft: fmt.Sprintf("r%d-%d", k, i)}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if r := g.Report(); !strings.HasPrefix(r.Raft, "r") || r.CPU != 4 {
+		t.Fatalf("the last report: %+v", r)
 	}
 }
